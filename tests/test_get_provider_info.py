@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+from airflow_provider_sqlserver_cdc.get_provider_info import PACKAGE_NAME, get_provider_info
+
+
+def test_entry_point_points_at_get_provider_info():
+    eps = [ep for ep in entry_points(group="apache_airflow_provider") if ep.value.startswith("airflow_provider_sqlserver_cdc")]
+    assert len(eps) == 1
+    assert eps[0].load() is get_provider_info
+
+
+def test_provider_info_declares_required_fields():
+    info = get_provider_info()
+    assert info["package-name"] == PACKAGE_NAME
+    for key in ("name", "description", "versions"):
+        assert info[key]
+
+
+def test_providers_manager_lists_the_provider():
+    from airflow.providers_manager import ProvidersManager
+
+    providers = ProvidersManager().providers
+    assert PACKAGE_NAME in providers
+    assert providers[PACKAGE_NAME].data["name"] == get_provider_info()["name"]
+
+
+def test_every_declared_class_imports():
+    """Each hook, operator, sensor and trigger the provider declares is importable."""
+    from importlib import import_module
+
+    info = get_provider_info()
+    modules = [m for section in ("operators", "sensors", "triggers", "hooks") for entry in info[section] for m in entry.get("python-modules", [])]
+    class_names = [c["hook-class-name"] for c in info["connection-types"]]
+    for module in modules:
+        import_module(module)
+    for dotted in class_names:
+        module, _, name = dotted.rpartition(".")
+        assert hasattr(import_module(module), name), dotted
