@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := .make
-SYSTEM_PACKAGES := unixodbc-dev tdsodbc
+SYSTEM_PACKAGES := unixodbc-dev tdsodbc docker-compose
 
 .PHONY: test lint system-deps venv clean
 

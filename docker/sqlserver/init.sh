@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Create the sample database on the compose SQL Server, enable CDC on it and on its tables,
+# using the same sample schema as `make demo` (airflow_provider_sqlserver_cdc.testing.workload).
+# The password comes from the environment only.
+set -euo pipefail
+export SQLSERVER_CDC_ODBC="DRIVER={ODBC Driver 18 for SQL Server};SERVER=sqlserver,1433;UID=sa;PWD={${MSSQL_SA_PASSWORD}};TrustServerCertificate=yes"
+exec python -m airflow_provider_sqlserver_cdc.testing.workload create --database cdc_sample
