@@ -1,0 +1,92 @@
+"""CaptureInstance and CapturedColumn: metadata of one CDC capture instance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+
+
+@dataclass(frozen=True)
+class CapturedColumn:
+    """
+    One captured column with its full SQL Server type.
+
+    :param name: column name.
+    :param ordinal: ``column_ordinal`` in the capture instance (1-based; the update-mask bit).
+    :param sql_type: type name as in ``sys.types`` (e.g. ``decimal``, ``nvarchar``).
+    :param max_length: ``sys.columns.max_length`` in bytes (-1 for the (max) types).
+    :param precision: ``sys.columns.precision``.
+    :param scale: ``sys.columns.scale`` (fraction digits for time, datetime2, datetimeoffset).
+    :param nullable: ``sys.columns.is_nullable``.
+    """
+
+    name: str
+    ordinal: int
+    sql_type: str
+    max_length: int
+    precision: int
+    scale: int
+    nullable: bool = True
+
+    def describe(self) -> str:
+        """The type as T-SQL declares it, e.g. ``decimal(18,2)`` or ``nvarchar(max)``."""
+        t = self.sql_type.lower()
+        if t in ("decimal", "numeric"):
+            return f"{t}({self.precision},{self.scale})"
+        if t in ("varchar", "char", "varbinary", "binary"):
+            return f"{t}(max)" if self.max_length == -1 else f"{t}({self.max_length})"
+        if t in ("nvarchar", "nchar"):
+            return f"{t}(max)" if self.max_length == -1 else f"{t}({self.max_length // 2})"
+        if t in ("time", "datetime2", "datetimeoffset"):
+            return f"{t}({self.scale})"
+        return t
+
+
+@dataclass(frozen=True)
+class CaptureInstance:
+    """
+    A capture instance and its source table.
+
+    :param name: the capture instance (e.g. ``dbo_orders``).
+    :param source_schema: schema of the source table.
+    :param source_table: name of the source table.
+    :param start_lsn: the LSN at which the instance started capturing.
+    :param supports_net_changes: whether net-change functions exist.
+    :param role_name: the gating role (None when ungated).
+    :param index_name: the unique index that identifies rows (None if none).
+    :param create_date: when the instance was created (server local time).
+    :param columns: captured columns in ordinal order (empty until loaded).
+    :param key_columns: key column names in index order (empty when the table has no key).
+    """
+
+    name: str
+    source_schema: str
+    source_table: str
+    start_lsn: Lsn
+    supports_net_changes: bool = False
+    role_name: str | None = None
+    index_name: str | None = None
+    create_date: datetime | None = None
+    columns: tuple[CapturedColumn, ...] = field(default=())
+    key_columns: tuple[str, ...] = field(default=())
+
+    @property
+    def source(self) -> str:
+        """``schema.table`` of the source table."""
+        return f"{self.source_schema}.{self.source_table}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able description (no row data)."""
+        return {
+            "capture_instance": self.name,
+            "source_schema": self.source_schema,
+            "source_table": self.source_table,
+            "start_lsn": self.start_lsn.hex,
+            "supports_net_changes": self.supports_net_changes,
+            "role_name": self.role_name,
+            "index_name": self.index_name,
+            "key_columns": list(self.key_columns),
+        }

@@ -1,0 +1,63 @@
+"""The provider's exceptions: each says what is wrong, where, and what to do."""
+
+from __future__ import annotations
+
+from airflow.exceptions import AirflowException
+
+
+class SqlServerCdcError(AirflowException):
+    """Base class of every error the provider raises on purpose."""
+
+
+class InvalidIdentifierError(SqlServerCdcError, ValueError):
+    """A capture-instance, schema or table name that SQL Server would not accept."""
+
+
+class SqlServerLoginError(SqlServerCdcError):
+    """The server refused the login (wrong user or password, or the database is not accessible)."""
+
+
+class CdcNotEnabledError(SqlServerCdcError):
+    """Change data capture is not enabled on the database, or not on the table."""
+
+
+class CaptureInstanceNotFoundError(SqlServerCdcError):
+    """The capture instance does not exist in the database."""
+
+
+class ChangeDataPermissionError(SqlServerCdcError):
+    """The login may not read the change data (gating role of the capture instance, or SELECT permission)."""
+
+
+class CaptureJobNotRunningError(SqlServerCdcError):
+    """The capture job (SQL Server Agent) is stopped or far behind, so the window is not complete."""
+
+
+class RetentionGapError(SqlServerCdcError):
+    """
+    The window starts below the capture instance's low-water mark: those changes were cleaned up.
+
+    The table must be re-snapshotted; the changes cannot be recovered from CDC.
+    """
+
+    def __init__(self, message: str, *, capture_instance: str, from_lsn: str, min_lsn: str) -> None:
+        super().__init__(message)
+        self.capture_instance = capture_instance
+        self.from_lsn = from_lsn
+        self.min_lsn = min_lsn
+
+
+class LsnRangeError(SqlServerCdcError):
+    """SQL Server rejected an LSN range (error 313) for a reason other than retention."""
+
+
+class NoKeyColumnsError(SqlServerCdcError):
+    """The capture instance has no key columns (no primary key and no @index_name), but one is needed."""
+
+
+class WatermarkMissingError(SqlServerCdcError):
+    """Watermark mode needs a stored LSN for the capture instance and there is none."""
+
+
+class WindowNotReadyError(SqlServerCdcError):
+    """The capture job has not yet processed every transaction the window needs."""

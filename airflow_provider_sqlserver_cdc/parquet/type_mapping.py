@@ -1,0 +1,135 @@
+"""
+SQL Server type -> Arrow type, and the conversion of driver values into Arrow arrays.
+
+The mapping (docs/type-mapping.md) keeps every value exact and readable by Spark 3.5.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
+from airflow_provider_sqlserver_cdc.errors import SqlServerCdcError
+
+_INT_TYPES = {"tinyint": pa.int16(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64()}
+_STRING_TYPES = {"char", "varchar", "nchar", "nvarchar", "text", "ntext", "sysname"}
+_BINARY_TYPES = {"binary", "varbinary", "image", "timestamp", "rowversion"}
+_TS_NS_MIN = "1677-09-21 00:12:43.145224192"
+_TS_NS_MAX = "2262-04-11 23:47:16.854775807"
+
+
+class UnsupportedTypeError(SqlServerCdcError):
+    """A captured column has a type the provider cannot write to Parquet faithfully."""
+
+
+class ReadForm(enum.Enum):
+    """How the change query reads a column so that no digit is lost."""
+
+    NATIVE = "native"
+    TEXT = "text"  # CAST(col AS varchar(40)): datetime2, datetimeoffset, time
+    GUID_TEXT = "guid_text"  # CAST(col AS char(36))
+    NTEXT = "ntext"  # CAST(col AS nvarchar(max)): xml
+
+
+def _type(column: CapturedColumn) -> str:
+    return column.sql_type.lower()
+
+
+def read_form(column: CapturedColumn) -> ReadForm:
+    """Return how the column is selected (see :class:`ReadForm`)."""
+    t = _type(column)
+    if t in ("datetime2", "datetimeoffset", "time"):
+        return ReadForm.TEXT
+    if t == "uniqueidentifier":
+        return ReadForm.GUID_TEXT
+    if t == "xml":
+        return ReadForm.NTEXT
+    return ReadForm.NATIVE
+
+
+def arrow_type(column: CapturedColumn) -> pa.DataType:
+    """
+    Return the Arrow type a SQL Server column is written as.
+
+    :param column: the captured column with its full type.
+    """
+    t = _type(column)
+    if t == "bit":
+        return pa.bool_()
+    if t in _INT_TYPES:
+        return _INT_TYPES[t]
+    if t in ("decimal", "numeric"):
+        return pa.decimal128(column.precision, column.scale)
+    if t == "money":
+        return pa.decimal128(19, 4)
+    if t == "smallmoney":
+        return pa.decimal128(10, 4)
+    if t == "real":
+        return pa.float32()
+    if t == "float":
+        return pa.float32() if 0 < column.precision <= 24 else pa.float64()
+    if t in _STRING_TYPES or t in ("xml", "uniqueidentifier", "time", "datetimeoffset"):
+        return pa.string()
+    if t in _BINARY_TYPES:
+        return pa.binary()
+    if t == "date":
+        return pa.date32()
+    if t in ("datetime", "smalldatetime"):
+        return pa.timestamp("us")
+    if t == "datetime2":
+        return pa.timestamp("ns") if column.scale >= 7 else pa.timestamp("us")
+    raise UnsupportedTypeError(
+        f"Column {column.name!r} has type {column.describe()}, which the provider cannot write to Parquet. "
+        "Leave it out of the capture instance (sys.sp_cdc_enable_table @captured_column_list) or "
+        "use a computed/converted column."
+    )
+
+
+def _datetime2_array(values: Sequence[Any], column: CapturedColumn, target: pa.DataType) -> pa.Array:
+    text = pa.array(values, pa.string())
+    try:
+        return text.cast(target)
+    except (pa.ArrowInvalid, OverflowError) as err:
+        raise UnsupportedTypeError(
+            f"Column {column.name!r} ({column.describe()}) holds a value outside the range of Parquet "
+            f"timestamp[ns] ({_TS_NS_MIN} .. {_TS_NS_MAX}): {err}. Declare the column datetime2(6) or less "
+            "(written as microseconds, years 1..9999) or keep its values inside that range."
+        ) from err
+
+
+def _datetimeoffset_array(values: Sequence[Any]) -> pa.Array:
+    # SQL Server's default text form is 'YYYY-MM-DD hh:mm:ss[.fffffff] +hh:mm'.
+    text = pa.array(values, pa.string())
+    return pc.replace_substring_regex(text, pattern=r"^(\S+) (\S+) ?([+-]\d\d:\d\d)$", replacement=r"\1T\2\3")
+
+
+def column_converter(column: CapturedColumn) -> Callable[[Sequence[Any]], pa.Array]:
+    """
+    Return a function turning one column of driver values (as read with :func:`read_form`) into an Arrow array.
+
+    :param column: the captured column with its full type.
+    """
+    target = arrow_type(column)
+    t = _type(column)
+    if t == "datetime2":
+        return lambda values: _datetime2_array(values, column, target)
+    if t == "datetimeoffset":
+        return _datetimeoffset_array
+    if t == "uniqueidentifier":
+        return lambda values: pc.utf8_upper(pa.array(values, pa.string()))
+    return lambda values: pa.array(values, target)
+
+
+def arrow_field(column: CapturedColumn) -> pa.Field:
+    """The Parquet field of a captured column (with its SQL type in the field metadata)."""
+    return pa.field(
+        column.name,
+        arrow_type(column),
+        nullable=True,
+        metadata={b"sql_type": column.describe().encode()},
+    )

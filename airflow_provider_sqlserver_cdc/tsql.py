@@ -1,0 +1,213 @@
+"""
+All T-SQL the provider sends to SQL Server, and ``quote_name`` (SQL Server's QUOTENAME rules).
+
+Values are always ``?`` parameters. The only text built at run time is object names (the
+capture instance's change function and captured column names), validated and quoted here
+exactly as ``QUOTENAME`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from airflow_provider_sqlserver_cdc.errors import InvalidIdentifierError
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
+
+SYSNAME_MAX_CHARS = 128
+CAPTURE_INSTANCE_MAX_CHARS = 100
+ROW_FILTER_OPTIONS = ("all", "all update old")
+
+# sys.fn_cdc_map_time_to_lsn relational operators.
+SMALLEST_GREATER_THAN_OR_EQUAL = "smallest greater than or equal"
+SMALLEST_GREATER_THAN = "smallest greater than"
+LARGEST_LESS_THAN = "largest less than"
+LARGEST_LESS_THAN_OR_EQUAL = "largest less than or equal"
+RELATIONAL_OPERATORS = (
+    SMALLEST_GREATER_THAN_OR_EQUAL,
+    SMALLEST_GREATER_THAN,
+    LARGEST_LESS_THAN,
+    LARGEST_LESS_THAN_OR_EQUAL,
+)
+
+
+def quote_name(name: str) -> str:
+    """
+    Quote an identifier the way ``QUOTENAME(name)`` does: wrap in brackets, double every ``]``.
+
+    QUOTENAME returns NULL above 128 characters; here that, an empty name and NUL characters
+    raise InvalidIdentifierError instead.
+
+    :param name: the identifier, unquoted.
+    """
+    if not isinstance(name, str) or name == "":
+        raise InvalidIdentifierError(f"An identifier must be a non-empty string, got {name!r}")
+    if len(name) > SYSNAME_MAX_CHARS:
+        raise InvalidIdentifierError(
+            f"Identifier {name[:40]!r}... is {len(name)} characters; SQL Server names (sysname) have at most "
+            f"{SYSNAME_MAX_CHARS}"
+        )
+    if "\x00" in name:
+        raise InvalidIdentifierError(f"Identifier {name!r} contains a NUL character")
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def validate_name(name: str, *, kind: str, max_chars: int = SYSNAME_MAX_CHARS) -> str:
+    """
+    Check a schema, table or column name and return it unchanged.
+
+    :param name: the name as stored in the catalog (unquoted).
+    :param kind: what the name is, for the error message (e.g. ``"schema"``).
+    :param max_chars: the longest name SQL Server accepts for this kind.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidIdentifierError(f"The {kind} name must be a non-empty string, got {name!r}")
+    if len(name) > max_chars:
+        raise InvalidIdentifierError(
+            f"The {kind} name {name!r} has {len(name)} characters; at most {max_chars} are allowed"
+        )
+    if any(ord(ch) < 32 for ch in name):
+        raise InvalidIdentifierError(f"The {kind} name {name!r} contains control characters")
+    if name != name.strip():
+        raise InvalidIdentifierError(f"The {kind} name {name!r} has leading or trailing spaces")
+    return name
+
+
+def validate_capture_instance(name: str) -> str:
+    """Check a capture-instance name (sysname of at most 100 characters) and return it."""
+    return validate_name(name, kind="capture instance", max_chars=CAPTURE_INSTANCE_MAX_CHARS)
+
+
+def validate_row_filter_option(option: str) -> str:
+    """Check the row filter option of ``fn_cdc_get_all_changes`` and return it."""
+    if option not in ROW_FILTER_OPTIONS:
+        raise ValueError(f"row_filter_option must be one of {ROW_FILTER_OPTIONS}, got {option!r}")
+    return option
+
+
+# --- server and database -------------------------------------------------------------------
+
+SERVER_NOW = "SELECT SYSDATETIMEOFFSET()"
+"""The server's clock with its current UTC offset (datetimeoffset)."""
+
+CURRENT_DATABASE = "SELECT DB_NAME()"
+
+DATABASE_CDC_ENABLED = "SELECT name, is_cdc_enabled FROM sys.databases WHERE name = DB_NAME()"
+
+TABLE_CDC_TRACKED = (
+    "SELECT t.is_tracked_by_cdc FROM sys.tables AS t "
+    "JOIN sys.schemas AS s ON s.schema_id = t.schema_id "
+    "WHERE s.name = ? AND t.name = ?"
+)
+
+# --- LSN functions -----------------------------------------------------------------------
+
+MAX_LSN = "SELECT sys.fn_cdc_get_max_lsn()"
+MIN_LSN = "SELECT sys.fn_cdc_get_min_lsn(?)"
+INCREMENT_LSN = "SELECT sys.fn_cdc_increment_lsn(?)"
+DECREMENT_LSN = "SELECT sys.fn_cdc_decrement_lsn(?)"
+MAP_TIME_TO_LSN = "SELECT sys.fn_cdc_map_time_to_lsn(?, ?)"
+MAP_LSN_TO_TIME = "SELECT sys.fn_cdc_map_lsn_to_time(?)"
+
+# --- capture instances and their columns -------------------------------------------------
+
+CAPTURE_INSTANCES = (
+    "SELECT ct.capture_instance, s.name AS source_schema, t.name AS source_table, ct.start_lsn, "
+    "ct.supports_net_changes, ct.role_name, ct.index_name, ct.create_date "
+    "FROM cdc.change_tables AS ct "
+    "JOIN sys.tables AS t ON t.object_id = ct.source_object_id "
+    "JOIN sys.schemas AS s ON s.schema_id = t.schema_id "
+    "ORDER BY ct.capture_instance"
+)
+
+CAPTURED_COLUMNS = (
+    "SELECT cc.column_name, cc.column_ordinal, cc.column_type, c.max_length, c.precision, c.scale, "
+    "c.is_nullable "
+    "FROM cdc.captured_columns AS cc "
+    "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
+    "JOIN sys.columns AS c ON c.object_id = ct.object_id AND c.name = cc.column_name "
+    "WHERE ct.capture_instance = ? "
+    "ORDER BY cc.column_ordinal"
+)
+"""Captured columns with their full types, read from the change table's own columns (which keep
+a column's type even after it was dropped from the source table)."""
+
+INDEX_COLUMNS = (
+    "SELECT ic.column_name FROM cdc.index_columns AS ic "
+    "JOIN cdc.change_tables AS ct ON ct.object_id = ic.object_id "
+    "WHERE ct.capture_instance = ? "
+    "ORDER BY ic.index_ordinal"
+)
+"""Key columns CDC recorded for the instance: the primary key or the unique ``@index_name``."""
+
+PRIMARY_KEY_COLUMNS = (
+    "SELECT c.name FROM sys.indexes AS i "
+    "JOIN sys.index_columns AS ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id "
+    "JOIN sys.columns AS c ON c.object_id = ic.object_id AND c.column_id = ic.column_id "
+    "JOIN sys.tables AS t ON t.object_id = i.object_id "
+    "JOIN sys.schemas AS s ON s.schema_id = t.schema_id "
+    "WHERE i.is_primary_key = 1 AND s.name = ? AND t.name = ? "
+    "ORDER BY ic.key_ordinal"
+)
+
+# --- capture job --------------------------------------------------------------------------
+
+CAPTURE_JOB = "SELECT job_type, pollinginterval, retention FROM msdb.dbo.cdc_jobs WHERE database_id = DB_ID()"
+
+LAST_LOG_SCAN = "SELECT TOP 1 start_time, end_time FROM sys.dm_cdc_log_scan_sessions ORDER BY session_id DESC"
+
+# --- change data ------------------------------------------------------------------------------
+
+METADATA_COLUMNS = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask")
+COMMIT_TIME_COLUMN = "__$commit_time"
+
+
+def column_read_expression(column: CapturedColumn) -> str:
+    """
+    The select-list expression that reads one captured column without losing precision.
+
+    datetime2, datetimeoffset and time are read as their default string form (every digit of
+    the declared scale and the offset), uniqueidentifier as its 36-character form; every other
+    type is read natively.
+    """
+    from airflow_provider_sqlserver_cdc.parquet.type_mapping import ReadForm, read_form
+
+    name = quote_name(column.name)
+    form = read_form(column)
+    if form is ReadForm.TEXT:
+        return f"CAST({name} AS varchar(40)) AS {name}"
+    if form is ReadForm.GUID_TEXT:
+        return f"CAST({name} AS char(36)) AS {name}"
+    return name
+
+
+def all_changes_query(capture_instance: str, columns: Sequence[CapturedColumn]) -> str:
+    """
+    The query that streams ``cdc.fn_cdc_get_all_changes_<ci>(?, ?, ?)`` in commit order.
+
+    Parameters: from LSN, to LSN (binary(10)), row filter option. The commit time of every row
+    comes from ``sys.fn_cdc_map_lsn_to_time`` (server local time).
+
+    :param capture_instance: the capture instance (validated and quoted here).
+    :param columns: the captured columns in ``column_ordinal`` order.
+    """
+    validate_capture_instance(capture_instance)
+    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
+    select = [quote_name(c) for c in METADATA_COLUMNS]
+    select.append(
+        f"sys.fn_cdc_map_lsn_to_time({quote_name('__$start_lsn')}) AS {quote_name(COMMIT_TIME_COLUMN)}"
+    )
+    select.extend(column_read_expression(c) for c in columns)
+    return (
+        f"SELECT {', '.join(select)} FROM [cdc].{function}(?, ?, ?) "
+        "ORDER BY [__$start_lsn], [__$seqval], [__$operation]"
+    )
+
+
+def bare_changes_query(capture_instance: str) -> str:
+    """``SELECT *`` from the change function (what a naive reader would run; used by benchmarks)."""
+    validate_capture_instance(capture_instance)
+    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
+    return f"SELECT * FROM [cdc].{function}(?, ?, ?)"
