@@ -1,0 +1,1048 @@
+"""PySpark application: merge CDC windows (Parquet + ``_manifest.json``) into Apache Iceberg tables.
+
+Run it with ``spark-submit`` (``SparkSubmitOperator``); get its path from
+``airflow_provider_sqlserver_cdc.spark.MERGE_JOB_PATH``. The file is self-contained: it imports
+only the standard library and PySpark, so it runs under the cluster's own PySpark without the
+provider installed there, and needs no ``--py-files``. PySpark is imported lazily, so Airflow
+code can import the pure helpers (``manifest_uris``) without PySpark.
+
+Usage::
+
+    spark-submit merge_job.py --manifest URI [--manifest URI ...] --namespace CATALOG.NAMESPACE
+        [--table-name-template '{schema}_{table}'] [--target CAPTURE_INSTANCE=CATALOG.NS.TABLE]
+        [--delete-mode soft|hard] [--write-mode copy-on-write|merge-on-read]
+
+``--manifest`` takes a manifest URI, a window directory, or the JSON the extract task pushed to
+XCom (a string, an object with ``manifest_uri``, or a list of those). See ``docs/merge-job.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+LOG = logging.getLogger("sqlserver_cdc.merge_job")
+
+MANIFEST_NAME = "_manifest.json"
+FORMAT_VERSION = 1
+RESULT_MARKER = "SQLSERVER_CDC_MERGE_RESULT"
+LSN_PATTERN = re.compile(r"^0x[0-9A-F]{20}$")
+LSN_ZERO = "0x" + "0" * 20
+
+#: Snapshot-summary keys the job writes with every commit (suffix: capture instance name).
+SUMMARY_PREFIX = "sqlserver-cdc."
+SUMMARY_RANGES = SUMMARY_PREFIX + "applied-lsn-ranges."
+SUMMARY_MAX_LSN = SUMMARY_PREFIX + "max-applied-lsn."
+
+SOURCE_META_COLUMNS = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask", "__$commit_time")
+START_LSN = "_cdc_start_lsn"
+SEQVAL = "_cdc_seqval"
+OPERATION = "_cdc_operation"
+COMMIT_TIME = "_cdc_commit_time"
+DELETED = "_cdc_deleted"
+TARGET_META_COLUMNS = (
+    (START_LSN, "BINARY", False),
+    (SEQVAL, "BINARY", False),
+    (OPERATION, "INT", False),
+    (COMMIT_TIME, "TIMESTAMP", True),
+    (DELETED, "BOOLEAN", False),
+)
+POSITION_COLUMNS = (START_LSN, SEQVAL, OPERATION)
+DELETING_OPERATIONS = (1, 3)  # same rule as net_effect.DELETING_OPERATIONS
+DELETE_MODES = ("soft", "hard")
+WRITE_MODES = ("copy-on-write", "merge-on-read")
+
+
+class MergeJobError(Exception):
+    """A problem the user has to fix; the message says what, where and what to do."""
+
+
+class ManifestError(MergeJobError):
+    """A window's manifest or files do not match the window format."""
+
+
+class SchemaEvolutionError(MergeJobError):
+    """A window's schema cannot be applied to the target table."""
+
+
+# --------------------------------------------------------------------------- window references
+
+
+def manifest_uris(value: Any) -> list[str]:
+    """Return manifest URIs from what an extract task pushed to XCom (or a plain URI).
+
+    :param value: a manifest URI, a window directory, JSON text of any accepted shape, an object
+        with ``manifest_uri`` (or ``manifest``), or a list of any of these.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("[", "{", '"'):
+            try:
+                return manifest_uris(json.loads(text))
+            except json.JSONDecodeError as err:
+                raise MergeJobError(f"window reference looks like JSON but does not parse: {err}") from None
+        if not text:
+            return []
+        return [
+            text
+            if text.endswith("/" + MANIFEST_NAME) or text == MANIFEST_NAME
+            else text.rstrip("/") + "/" + MANIFEST_NAME
+        ]
+    if isinstance(value, dict):
+        for key in ("manifest_uri", "manifest"):
+            if isinstance(value.get(key), str):
+                return manifest_uris(value[key])
+        raise MergeJobError(
+            f"window description has no 'manifest_uri': keys are {sorted(value)}; pass the extract task's XCom"
+        )
+    if isinstance(value, list | tuple):
+        uris: list[str] = []
+        for item in value:
+            uris.extend(uri for uri in manifest_uris(item) if uri not in uris)
+        return uris
+    raise MergeJobError(f"cannot read a manifest URI from a {type(value).__name__}: {value!r}")
+
+
+# --------------------------------------------------------------------------- LSN ranges
+
+
+def lsn_to_int(lsn: str) -> int:
+    """Return the integer value of a ``0x`` + 20 hex digit LSN."""
+    if not isinstance(lsn, str) or not LSN_PATTERN.match(lsn):
+        raise ValueError(f"not an LSN in 0x + 20 upper-case hex digits form: {lsn!r}")
+    return int(lsn[2:], 16)
+
+
+def lsn_from_int(value: int) -> str:
+    """Return the ``0x`` + 20 hex digit form of an LSN integer."""
+    return f"0x{value:020X}"
+
+
+def parse_ranges(text: str | None) -> list[tuple[int, int]]:
+    """Parse ``0xA-0xB,0xC-0xD`` (inclusive LSN ranges) from a snapshot summary value."""
+    ranges = []
+    for part in (text or "").split(","):
+        if part.strip():
+            first, _, last = part.strip().partition("-")
+            ranges.append((lsn_to_int(first), lsn_to_int(last)))
+    return sorted(ranges)
+
+
+def format_ranges(ranges: Iterable[tuple[int, int]]) -> str:
+    """Format inclusive LSN ranges for a snapshot summary value."""
+    return ",".join(f"{lsn_from_int(first)}-{lsn_from_int(last)}" for first, last in sorted(ranges))
+
+
+def add_range(ranges: Iterable[tuple[int, int]], first: int, last: int) -> list[tuple[int, int]]:
+    """Return the ranges with ``[first, last]`` added; overlapping or adjacent ranges are joined."""
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted([*ranges, (first, last)]):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def covers(ranges: Iterable[tuple[int, int]], first: int, last: int) -> bool:
+    """Whether ``[first, last]`` lies inside one of the (joined) ranges."""
+    return any(lo <= first and last <= hi for lo, hi in ranges)
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+@dataclass(frozen=True)
+class WindowFile:
+    """One Parquet file of a window: absolute URI, rows and bytes as the manifest states them."""
+
+    uri: str
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Window:
+    """A validated window manifest."""
+
+    uri: str
+    directory: str
+    kind: str
+    capture_instance: str
+    from_lsn: str
+    to_lsn: str
+    source: dict[str, Any]
+    key_columns: tuple[str, ...]
+    columns: tuple[dict[str, Any], ...]
+    files: tuple[WindowFile, ...]
+    row_count: int
+    document: dict[str, Any] = field(repr=False, compare=False)
+
+    @property
+    def label(self) -> str:
+        """Short name for messages: capture instance and LSN bounds."""
+        return f"{self.capture_instance} {self.from_lsn}_{self.to_lsn}"
+
+
+def _require(condition: bool, uri: str, problem: str) -> None:
+    if not condition:
+        raise ManifestError(
+            f"invalid window manifest {uri}: {problem}. The window was not applied; re-run the extract "
+            "task for this window (it rewrites the window and its manifest)."
+        )
+
+
+def parse_manifest(text: str, uri: str) -> Window:
+    """Validate a ``_manifest.json`` document (format_version 1) and return the window it describes.
+
+    :param text: the JSON text.
+    :param uri: where it was read from; file paths are resolved against its directory.
+    """
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ManifestError(
+            f"window manifest {uri} is not valid JSON ({err}); re-run the extract task"
+        ) from None
+    _require(isinstance(doc, dict), uri, "the document is not a JSON object")
+    _require(
+        doc.get("format_version") == FORMAT_VERSION,
+        uri,
+        f"format_version is {doc.get('format_version')!r}, this merge job reads {FORMAT_VERSION}",
+    )
+    kind = doc.get("kind")
+    _require(kind in ("changes", "snapshot"), uri, f"kind is {kind!r}, expected 'changes' or 'snapshot'")
+    ci = doc.get("capture_instance")
+    _require(isinstance(ci, str) and bool(ci), uri, "capture_instance is missing")
+    for bound in ("from_lsn", "to_lsn"):
+        value = doc.get(bound)
+        _require(
+            isinstance(value, str) and bool(LSN_PATTERN.match(value)), uri, f"{bound} {value!r} is not an LSN"
+        )
+    _require(lsn_to_int(doc["from_lsn"]) <= lsn_to_int(doc["to_lsn"]), uri, "from_lsn is above to_lsn")
+    columns = doc.get("columns")
+    _require(isinstance(columns, list) and bool(columns), uri, "columns is missing or empty")
+    names = []
+    for column in columns:
+        _require(
+            isinstance(column, dict)
+            and isinstance(column.get("name"), str)
+            and isinstance(column.get("sql_type"), str),
+            uri,
+            f"column entry {column!r} needs 'name' and 'sql_type'",
+        )
+        _require(
+            not column["name"].startswith("_cdc_"),
+            uri,
+            f"column {column['name']} uses the reserved _cdc_ prefix",
+        )
+        names.append(column["name"])
+    _require(len({n.lower() for n in names}) == len(names), uri, f"duplicate column names in {names}")
+    keys = doc.get("key_columns")
+    _require(
+        isinstance(keys, list) and bool(keys),
+        uri,
+        f"capture instance {ci} has no key columns; give the table a primary key or create the capture "
+        "instance with @index_name",
+    )
+    lower_names = {n.lower() for n in names}
+    for key in keys:
+        _require(
+            isinstance(key, str) and key.lower() in lower_names,
+            uri,
+            f"key column {key!r} is not among the columns",
+        )
+    files = doc.get("files")
+    _require(isinstance(files, list), uri, "files is missing")
+    directory = uri[: -len(MANIFEST_NAME)].rstrip("/") if uri.endswith(MANIFEST_NAME) else uri.rstrip("/")
+    window_files = []
+    for entry in files:
+        _require(
+            isinstance(entry, dict)
+            and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("rows"), int)
+            and entry["rows"] >= 0,
+            uri,
+            f"file entry {entry!r} needs 'path' and a non-negative 'rows'",
+        )
+        path = entry["path"]
+        _require(
+            not path.startswith("/") and ":" not in path and ".." not in path.split("/"),
+            uri,
+            f"file path {path!r} must be relative to the window directory",
+        )
+        window_files.append(WindowFile(f"{directory}/{path}", entry["rows"], int(entry.get("bytes", -1))))
+    row_count = doc.get("row_count")
+    _require(isinstance(row_count, int) and row_count >= 0, uri, f"row_count {row_count!r} is not a count")
+    listed = sum(f.rows for f in window_files)
+    _require(listed == row_count, uri, f"row_count is {row_count} but the files list {listed} rows")
+    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    return Window(
+        uri=uri,
+        directory=directory,
+        kind=kind,
+        capture_instance=ci,
+        from_lsn=doc["from_lsn"],
+        to_lsn=doc["to_lsn"],
+        source=source,
+        key_columns=tuple(keys),
+        columns=tuple(columns),
+        files=tuple(window_files),
+        row_count=row_count,
+        document=doc,
+    )
+
+
+# --------------------------------------------------------------------------- target schema
+
+_STRING_TYPES = frozenset(
+    {"char", "varchar", "nchar", "nvarchar", "text", "ntext", "xml", "sysname", "uniqueidentifier"}
+    | {"time", "datetimeoffset", "sql_variant", "hierarchyid", "geography", "geometry"}
+)
+_BINARY_TYPES = frozenset({"binary", "varbinary", "image", "rowversion", "timestamp"})
+_ARROW_FALLBACK = {
+    "bool": "BOOLEAN",
+    "int8": "INT",
+    "int16": "INT",
+    "int32": "INT",
+    "int64": "BIGINT",
+    "float": "FLOAT",
+    "float32": "FLOAT",
+    "double": "DOUBLE",
+    "float64": "DOUBLE",
+    "string": "STRING",
+    "large_string": "STRING",
+    "binary": "BINARY",
+    "large_binary": "BINARY",
+    "date32": "DATE",
+    "date32[day]": "DATE",
+}
+
+
+def is_nanosecond_column(column: dict[str, Any]) -> bool:
+    """Whether the window stores this column as Parquet timestamp[ns] (datetime2(7))."""
+    arrow = str(column.get("arrow_type", "")).replace(" ", "")
+    if arrow.startswith("timestamp["):
+        return arrow.startswith("timestamp[ns")
+    return column["sql_type"].lower() == "datetime2" and column.get("scale", 7) == 7
+
+
+def spark_type(column: dict[str, Any], table: str) -> str:
+    """Return the Spark SQL type (as Iceberg stores it) of a manifest column.
+
+    Integers narrower than 32 bits become INT (Iceberg has no smaller integers); datetime and
+    datetime2 become TIMESTAMP_NTZ (Iceberg ``timestamp``, microseconds: datetime2(7) loses its
+    last digit); time and datetimeoffset stay the strings the window holds (offset kept).
+    """
+    sql_type = column["sql_type"].lower()
+    if sql_type == "bit":
+        return "BOOLEAN"
+    if sql_type in ("tinyint", "smallint", "int"):
+        return "INT"
+    if sql_type == "bigint":
+        return "BIGINT"
+    if sql_type in ("decimal", "numeric"):
+        precision, scale = column.get("precision"), column.get("scale")
+        if not isinstance(precision, int) or not isinstance(scale, int) or not 1 <= precision <= 38:
+            raise SchemaEvolutionError(
+                f"target table {table}: column {column['name']} is {sql_type} without a valid precision/scale "
+                f"({precision!r}, {scale!r}) in the manifest"
+            )
+        return f"DECIMAL({precision},{scale})"
+    if sql_type == "money":
+        return "DECIMAL(19,4)"
+    if sql_type == "smallmoney":
+        return "DECIMAL(10,4)"
+    if sql_type == "real":
+        return "FLOAT"
+    if sql_type == "float":
+        precision = column.get("precision")
+        return "FLOAT" if isinstance(precision, int) and precision <= 24 else "DOUBLE"
+    if sql_type == "date":
+        return "DATE"
+    if sql_type in ("datetime", "smalldatetime", "datetime2"):
+        return "TIMESTAMP_NTZ"
+    if sql_type in _STRING_TYPES:
+        return "STRING"
+    if sql_type in _BINARY_TYPES:
+        return "BINARY"
+    arrow = str(column.get("arrow_type", "")).replace(" ", "")
+    if arrow in _ARROW_FALLBACK:
+        return _ARROW_FALLBACK[arrow]
+    decimal = re.match(r"^decimal128\((\d+),(\d+)\)$", arrow)
+    if decimal:
+        return f"DECIMAL({decimal.group(1)},{decimal.group(2)})"
+    raise SchemaEvolutionError(
+        f"target table {table}: column {column['name']} has SQL type {column['sql_type']!r} "
+        f"(arrow {column.get('arrow_type')!r}) that the merge job cannot map; cast it in the source "
+        "or leave it out of the capture instance's @captured_column_list"
+    )
+
+
+def _normalize(spark_sql_type: str) -> str:
+    text = spark_sql_type.upper().replace(" ", "")
+    return {"INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT", "BOOL": "BOOLEAN", "SHORT": "INT"}.get(
+        text, text
+    )
+
+
+def widening(table_type: str, window_type: str) -> str | None:
+    """Compare a table column type with the window's type.
+
+    :return: ``None`` when the table type holds the window's values as is, else the type the
+        table column must be widened to.
+    :raises ValueError: when Iceberg cannot widen the table type to hold the window's values.
+    """
+    have, want = _normalize(table_type), _normalize(window_type)
+    if have == want:
+        return None
+    if (have, want) in (("BIGINT", "INT"), ("DOUBLE", "FLOAT")):
+        return None
+    if (have, want) in (("INT", "BIGINT"), ("FLOAT", "DOUBLE")):
+        return want
+    dec_have = re.match(r"^DECIMAL\((\d+),(\d+)\)$", have)
+    dec_want = re.match(r"^DECIMAL\((\d+),(\d+)\)$", want)
+    if dec_have and dec_want and dec_have.group(2) == dec_want.group(2):
+        return None if int(dec_have.group(1)) >= int(dec_want.group(1)) else want
+    raise ValueError(f"{have} cannot hold {want}")
+
+
+def quote(identifier: str) -> str:
+    """Quote one identifier part for Spark SQL."""
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def quote_table(name: str) -> str:
+    """Quote a dotted ``catalog.namespace.table`` name part by part."""
+    return ".".join(quote(part) for part in name.split("."))
+
+
+# --------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class MergeSettings:
+    """What the job was asked to do."""
+
+    manifests: tuple[str, ...]
+    namespace: str | None = None
+    table_name_template: str = "{schema}_{table}"
+    targets: dict[str, str] = field(default_factory=dict)
+    delete_mode: str = "soft"
+    write_mode: str = "copy-on-write"
+
+    def target_for(self, window: Window) -> str:
+        """Return the dotted target table name for a window."""
+        if window.capture_instance in self.targets:
+            return self.targets[window.capture_instance]
+        if not self.namespace:
+            raise MergeJobError(
+                f"no target table for capture instance {window.capture_instance}: pass --namespace "
+                f"CATALOG.NAMESPACE or --target {window.capture_instance}=CATALOG.NAMESPACE.TABLE"
+            )
+        values = {
+            "capture_instance": window.capture_instance,
+            "schema": window.source.get("schema", ""),
+            "table": window.source.get("table", ""),
+            "database": window.source.get("database", ""),
+        }
+        try:
+            name = self.table_name_template.format(**values)
+        except (KeyError, IndexError) as err:
+            raise MergeJobError(
+                f"--table-name-template {self.table_name_template!r} uses unknown field {err}"
+            ) from None
+        if not name.strip("_") or "." in name:
+            raise MergeJobError(
+                f"--table-name-template {self.table_name_template!r} gives {name!r} for {window.capture_instance}; "
+                "the manifest's source may lack schema/table: pass --target for it"
+            )
+        return f"{self.namespace}.{name}"
+
+
+def parse_args(argv: Sequence[str]) -> MergeSettings:
+    """Parse the command line of the job."""
+    parser = argparse.ArgumentParser(
+        prog="merge_job.py", description="Merge CDC windows into Iceberg tables."
+    )
+    parser.add_argument(
+        "--manifest", action="append", default=[], help="manifest URI, window dir or XCom JSON"
+    )
+    parser.add_argument("--namespace", help="CATALOG.NAMESPACE of the target tables")
+    parser.add_argument("--table-name-template", default="{schema}_{table}")
+    parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
+    parser.add_argument("--delete-mode", choices=DELETE_MODES, default="soft")
+    parser.add_argument("--write-mode", choices=WRITE_MODES, default="copy-on-write")
+    args = parser.parse_args(list(argv))
+    targets = {}
+    for item in args.target:
+        ci, sep, table = item.partition("=")
+        if not sep or not ci or not table:
+            parser.error(f"--target {item!r}: expected CAPTURE_INSTANCE=CATALOG.NAMESPACE.TABLE")
+        targets[ci] = table
+    return MergeSettings(
+        manifests=tuple(manifest_uris(args.manifest)),
+        namespace=args.namespace,
+        table_name_template=args.table_name_template,
+        targets=targets,
+        delete_mode=args.delete_mode,
+        write_mode=args.write_mode,
+    )
+
+
+# --------------------------------------------------------------------------- storage access (Hadoop FS)
+
+
+def _filesystem(spark: SparkSession, uri: str) -> tuple[Any, Any]:
+    jvm = spark.sparkContext._jvm
+    path = jvm.org.apache.hadoop.fs.Path(uri)
+    return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
+
+
+def read_manifest(spark: SparkSession, uri: str) -> Window:
+    """Read and validate one manifest through Spark's Hadoop file systems (local, HDFS, S3A, ...)."""
+    fs, path = _filesystem(spark, uri)
+    if not fs.exists(path):
+        raise ManifestError(
+            f"window manifest {uri} does not exist: the extract task did not finish this window "
+            "(the manifest is written last); re-run the extract task"
+        )
+    stream = fs.open(path)
+    try:
+        text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    return parse_manifest(text, uri)
+
+
+def check_files(spark: SparkSession, window: Window) -> None:
+    """Fail unless every file the manifest lists exists with the stated size."""
+    for window_file in window.files:
+        fs, path = _filesystem(spark, window_file.uri)
+        if not fs.exists(path):
+            raise ManifestError(
+                f"window {window.label}: file {window_file.uri} listed in {window.uri} is missing; "
+                "re-run the extract task for this window"
+            )
+        size = fs.getFileStatus(path).getLen()
+        if window_file.bytes >= 0 and size != window_file.bytes:
+            raise ManifestError(
+                f"window {window.label}: file {window_file.uri} has {size} bytes, the manifest says "
+                f"{window_file.bytes}; re-run the extract task for this window"
+            )
+
+
+# --------------------------------------------------------------------------- reading windows
+
+
+def read_window(spark: SparkSession, window: Window, table: str, check_count: bool = True) -> DataFrame:
+    """Return a window's rows with target column names and types, checking the row count.
+
+    Columns: the captured columns cast to their target types, then ``_cdc_start_lsn``,
+    ``_cdc_seqval``, ``_cdc_operation`` and ``_cdc_commit_time``.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType
+
+    frame = spark.read.parquet(*[f.uri for f in window.files])
+    if check_count:
+        actual = frame.count()
+        if actual != window.row_count:
+            raise ManifestError(
+                f"window {window.label}: the Parquet files hold {actual} rows, the manifest {window.uri} "
+                f"says {window.row_count}; re-run the extract task for this window"
+            )
+    present = {name.lower(): name for name in frame.columns}
+    selected = []
+    for column in window.columns:
+        name = column["name"]
+        if name.lower() not in present:
+            raise ManifestError(
+                f"window {window.label}: column {name} of the manifest is not in the Parquet files"
+            )
+        source = F.col(quote(present[name.lower()]))
+        target_type = spark_type(column, table)
+        if target_type == "TIMESTAMP_NTZ" and isinstance(
+            frame.schema[present[name.lower()]].dataType, LongType
+        ):
+            # datetime2(7): nanoseconds since the epoch (spark.sql.legacy.parquet.nanosAsLong);
+            # floor to microseconds (exact integer arithmetic, also before 1970).
+            micros = (source - F.pmod(source, F.lit(1000))).cast("long") / F.lit(1000)
+            source = F.timestamp_micros(micros.cast("long")).cast("timestamp_ntz")
+        selected.append(source.cast(target_type.replace("TIMESTAMP_NTZ", "timestamp_ntz")).alias(name))
+    for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
+        if meta not in present:
+            raise ManifestError(f"window {window.label}: column {meta} is missing from the Parquet files")
+    selected += [
+        F.col(quote("__$start_lsn")).alias(START_LSN),
+        F.col(quote("__$seqval")).alias(SEQVAL),
+        F.col(quote("__$operation")).cast("int").alias(OPERATION),
+        F.col(quote("__$commit_time")).cast("timestamp").alias(COMMIT_TIME),
+    ]
+    return frame.select(*selected)
+
+
+def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
+    """Apply the net-effect rule (see ``net_effect.py``) to a DataFrame of changes.
+
+    One row per key: the change with the highest ``(_cdc_start_lsn, _cdc_seqval, _cdc_operation)``,
+    with ``_cdc_deleted`` true when that change is a delete or an update before-image.
+    """
+    from pyspark.sql import functions as F
+
+    keys = {k.lower() for k in key_columns}
+    payload = [c for c in changes.columns if c.lower() not in keys and c not in POSITION_COLUMNS]
+    ordered = F.struct(*[F.col(quote(c)) for c in (*POSITION_COLUMNS, *payload)])
+    winners = changes.groupBy(*[F.col(quote(k)) for k in key_columns]).agg(
+        F.max(ordered).alias("_cdc_winner")
+    )
+    return winners.select(
+        *[F.col(quote(k)) for k in key_columns],
+        *[F.col("_cdc_winner." + quote(c)).alias(c) for c in payload],
+        *[F.col("_cdc_winner." + quote(c)).alias(c) for c in POSITION_COLUMNS],
+        F.col("_cdc_winner." + OPERATION).isin(*DELETING_OPERATIONS).alias(DELETED),
+    )
+
+
+# --------------------------------------------------------------------------- table state
+
+
+def table_exists(spark: SparkSession, table: str) -> bool:
+    """Whether the dotted table name resolves in its catalog."""
+    try:
+        return bool(spark.catalog.tableExists(table))
+    except Exception:
+        return False
+
+
+def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
+    """Return the job's snapshot-summary entries of the newest snapshot, in the main branch's history, holding them."""
+    name = quote_table(table)
+    current = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").collect()
+    if not current:
+        return {}
+    snapshots = {
+        row.snapshot_id: (row.parent_id, row.state)
+        for row in spark.sql(
+            f"SELECT snapshot_id, parent_id, map_filter(summary, (k, v) -> startswith(k, '{SUMMARY_PREFIX}')) "
+            f"AS state FROM {name}.snapshots"
+        ).collect()
+    }
+    snapshot_id = current[0].snapshot_id
+    while snapshot_id in snapshots:
+        parent_id, state = snapshots[snapshot_id]
+        if state:
+            return dict(state)
+        snapshot_id = parent_id
+    return {}
+
+
+def with_commit_properties(
+    spark: SparkSession, properties: dict[str, str], action: Callable[[], None]
+) -> None:
+    """Run ``action`` so that the Iceberg commit it makes carries ``properties`` in its snapshot summary.
+
+    Uses Iceberg's public ``CommitMetadata.withCommitProperties``; the commit runs on the JVM thread
+    that serves this Python thread (PySpark's pinned-thread mode), which is where the thread-local
+    properties are set.
+    """
+    jvm = spark.sparkContext._jvm
+    java_properties = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_properties.put(key, value)
+
+    class _Action:
+        error: BaseException | None = None
+
+        def call(self) -> None:
+            try:
+                action()
+            except BaseException as err:
+                self.error = err
+                raise
+
+        class Java:
+            implements = ["java.util.concurrent.Callable"]
+
+    runner = _Action()
+    try:
+        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+            java_properties, runner, jvm.java.lang.RuntimeException._java_lang_class
+        )
+    except Exception:
+        if runner.error is not None:
+            raise runner.error from None
+        raise
+
+
+# --------------------------------------------------------------------------- target plans
+
+
+@dataclass
+class TargetPlan:
+    """The windows going into one target table and the schema changes they need."""
+
+    table: str
+    windows: list[Window] = field(default_factory=list)
+    skipped: list[Window] = field(default_factory=list)
+    exists: bool = False
+    state: dict[str, str] = field(default_factory=dict)
+    add_columns: list[tuple[str, str, str]] = field(default_factory=list)  # name, type, comment
+    widen_columns: list[tuple[str, str]] = field(default_factory=list)
+    key_columns: tuple[str, ...] = ()
+    column_types: dict[str, str] = field(default_factory=dict)  # lower name -> window type
+
+
+def _comment(column: dict[str, Any]) -> str:
+    sql_type = column["sql_type"]
+    if sql_type.lower() in ("decimal", "numeric"):
+        sql_type += f"({column.get('precision')},{column.get('scale')})"
+    elif sql_type.lower() in ("datetime2", "time", "datetimeoffset"):
+        sql_type += f"({column.get('scale')})"
+    elif column.get("max_length") not in (None, 0) and sql_type.lower() in _STRING_TYPES | _BINARY_TYPES:
+        length = column.get("max_length")
+        sql_type += "(max)" if length == -1 else f"({length})"
+    return "SQL Server " + sql_type
+
+
+def plan_schema(spark: SparkSession | None, plan: TargetPlan, table_schema: dict[str, str] | None) -> None:
+    """Work out the columns to add and widen; raise before anything is changed.
+
+    :param table_schema: lower-cased column name -> Spark SQL type of the existing table, or None.
+    """
+    windows = plan.windows
+    keys = tuple(windows[0].key_columns)
+    for window in windows:
+        if [k.lower() for k in window.key_columns] != [k.lower() for k in keys]:
+            raise SchemaEvolutionError(
+                f"target table {plan.table}: window {window.label} has key columns {list(window.key_columns)}, "
+                f"other windows have {list(keys)}; give each key its own target with --target"
+            )
+        for column in window.columns:
+            name = column["name"].lower()
+            column_type = spark_type(column, plan.table)
+            if column["name"].lower() in {k.lower() for k in keys} and is_nanosecond_column(column):
+                raise SchemaEvolutionError(
+                    f"target table {plan.table}: key column {column['name']} is datetime2(7); Iceberg in Spark "
+                    "3.5 keeps microseconds, which could merge distinct keys. Use a key with datetime2(6) or less"
+                )
+            previous = plan.column_types.get(name)
+            if previous is None:
+                plan.column_types[name] = column_type
+            else:
+                try:
+                    plan.column_types[name] = widening(previous, column_type) or previous
+                except ValueError:
+                    try:
+                        widening(column_type, previous)
+                    except ValueError:
+                        raise SchemaEvolutionError(
+                            f"target table {plan.table}: column {column['name']} is {previous} in one window "
+                            f"and {column_type} in window {window.label}; merge these windows in separate runs "
+                            "after fixing the type"
+                        ) from None
+                    plan.column_types[name] = column_type
+    plan.key_columns = keys
+    if table_schema is None:
+        return
+    identifier = [k.lower() for k in _identifier_fields(spark, plan.table)] if spark is not None else None
+    if identifier is not None and identifier and identifier != [k.lower() for k in keys]:
+        raise SchemaEvolutionError(
+            f"target table {plan.table}: its identifier fields are {identifier} but the windows' key columns are "
+            f"{list(keys)}; a changed key needs a new target table (--target) or a new snapshot into a new table"
+        )
+    comments = {c["name"].lower(): (c["name"], _comment(c)) for w in windows for c in w.columns}
+    for name, window_type in plan.column_types.items():
+        if name not in table_schema:
+            plan.add_columns.append((comments[name][0], window_type, comments[name][1]))
+            continue
+        try:
+            wider = widening(table_schema[name], window_type)
+        except ValueError:
+            raise SchemaEvolutionError(
+                f"target table {plan.table}: column {comments[name][0]} is {table_schema[name]} in the table but "
+                f"{window_type} in the window; Iceberg only widens INT->BIGINT, FLOAT->DOUBLE and DECIMAL "
+                "precision. Rebuild the table from a new snapshot (or merge into a new --target)"
+            ) from None
+        if wider:
+            plan.widen_columns.append((comments[name][0], wider))
+
+
+def _identifier_fields(spark: SparkSession, table: str) -> list[str]:
+    rows = spark.sql(f"SHOW TBLPROPERTIES {quote_table(table)}").collect()
+    for row in rows:
+        if row.key == "identifier-fields":
+            return [part.strip() for part in row.value.strip("[]").split(",") if part.strip()]
+    return []
+
+
+def _table_schema(spark: SparkSession, table: str) -> dict[str, str]:
+    return {f.name.lower(): f.dataType.simpleString() for f in spark.table(table).schema.fields}
+
+
+def create_table(spark: SparkSession, plan: TargetPlan, write_mode: str) -> None:
+    """Create the target table with the windows' schema, metadata columns and identifier fields."""
+    windows_columns: dict[str, dict[str, Any]] = {}
+    for window in plan.windows:
+        for column in window.columns:
+            windows_columns.setdefault(column["name"].lower(), column)
+    keys = {k.lower() for k in plan.key_columns}
+    definitions = []
+    for name, column in windows_columns.items():
+        not_null = " NOT NULL" if name in keys else ""
+        comment = _comment(column).replace("'", "")
+        definitions.append(f"{quote(column['name'])} {plan.column_types[name]}{not_null} COMMENT '{comment}'")
+    for name, sql_type, nullable in TARGET_META_COLUMNS:
+        definitions.append(f"{name} {sql_type}{'' if nullable else ' NOT NULL'}")
+    first = plan.windows[0]
+    source = ".".join(str(first.source.get(k, "")) for k in ("database", "schema", "table"))
+    properties = {
+        "format-version": "2",
+        "write.merge.mode": write_mode,
+        "write.update.mode": write_mode,
+        "write.delete.mode": write_mode,
+        "sqlserver-cdc.source-table": source,
+    }
+    props = ", ".join(f"'{k}'='{v.replace(chr(39), '')}'" for k, v in properties.items())
+    LOG.info("creating target table %s (%s)", plan.table, write_mode)
+    spark.sql(
+        f"CREATE TABLE IF NOT EXISTS {quote_table(plan.table)} ({', '.join(definitions)}) "
+        f"USING iceberg TBLPROPERTIES ({props})"
+    )
+    spark.sql(
+        f"ALTER TABLE {quote_table(plan.table)} SET IDENTIFIER FIELDS "
+        + ", ".join(quote(k) for k in plan.key_columns)
+    )
+
+
+def evolve_table(spark: SparkSession, plan: TargetPlan) -> None:
+    """Apply the planned column additions and widenings."""
+    for name, column_type, comment in plan.add_columns:
+        LOG.info("target %s: adding column %s %s", plan.table, name, column_type)
+        spark.sql(
+            f"ALTER TABLE {quote_table(plan.table)} ADD COLUMN {quote(name)} {column_type} "
+            f"COMMENT '{comment.replace(chr(39), '')}'"
+        )
+    for name, column_type in plan.widen_columns:
+        LOG.info("target %s: widening column %s to %s", plan.table, name, column_type)
+        spark.sql(f"ALTER TABLE {quote_table(plan.table)} ALTER COLUMN {quote(name)} TYPE {column_type}")
+
+
+# --------------------------------------------------------------------------- MERGE
+
+
+def _newer(left: str, right: str) -> str:
+    fields_left = ", ".join(f"'{c}', {left}.{c}" for c in POSITION_COLUMNS)
+    fields_right = ", ".join(f"'{c}', {right}.{c}" for c in POSITION_COLUMNS)
+    return f"named_struct({fields_left}) > named_struct({fields_right})"
+
+
+def merge_sql(
+    table: str, source_view: str, columns: Sequence[str], key_columns: Sequence[str], hard: bool
+) -> str:
+    """Return the MERGE INTO statement that applies net-effect rows newer than the target's rows."""
+    keys = {k.lower() for k in key_columns}
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
+    value_columns = [c for c in columns if c.lower() not in keys]
+    meta = [c for c, _, _ in TARGET_META_COLUMNS]
+    updates = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in (*value_columns, *meta))
+    insert_columns = [*key_columns, *value_columns, *meta]
+    insert = (
+        f"INSERT ({', '.join(quote(c) for c in insert_columns)}) "
+        f"VALUES ({', '.join('s.' + quote(c) for c in insert_columns)})"
+    )
+    newer = _newer("s", "t")
+    clauses = []
+    if hard:
+        clauses.append(f"WHEN MATCHED AND {newer} AND s.{DELETED} THEN DELETE")
+    clauses.append(f"WHEN MATCHED AND {newer} THEN UPDATE SET {updates}")
+    clauses.append(
+        f"WHEN NOT MATCHED AND NOT s.{DELETED} THEN {insert}" if hard else f"WHEN NOT MATCHED THEN {insert}"
+    )
+    return f"MERGE INTO {quote_table(table)} t USING {source_view} s ON {on} " + " ".join(clauses)
+
+
+def snapshot_clause(snapshot_lsn: str, hard: bool) -> str:
+    """Return the clause that retires target rows absent from a snapshot taken at ``snapshot_lsn``."""
+    lsn = f"X'{snapshot_lsn[2:]}'"
+    older = (
+        f"named_struct('{START_LSN}', t.{START_LSN}, '{SEQVAL}', t.{SEQVAL}, '{OPERATION}', t.{OPERATION}) < "
+        f"named_struct('{START_LSN}', {lsn}, '{SEQVAL}', {lsn}, '{OPERATION}', 2)"
+    )
+    if hard:
+        return f" WHEN NOT MATCHED BY SOURCE AND {older} THEN DELETE"
+    return (
+        f" WHEN NOT MATCHED BY SOURCE AND {older} AND NOT t.{DELETED} THEN UPDATE SET "
+        f"t.{START_LSN} = {lsn}, t.{SEQVAL} = {lsn}, t.{OPERATION} = 1, t.{DELETED} = true"
+    )
+
+
+def _state_after(state: dict[str, str], windows: Iterable[Window]) -> dict[str, str]:
+    new_state = dict(state)
+    for window in windows:
+        ci = window.capture_instance
+        first = 0 if window.kind == "snapshot" else lsn_to_int(window.from_lsn)
+        ranges = add_range(parse_ranges(new_state.get(SUMMARY_RANGES + ci)), first, lsn_to_int(window.to_lsn))
+        new_state[SUMMARY_RANGES + ci] = format_ranges(ranges)
+        new_state[SUMMARY_MAX_LSN + ci] = lsn_from_int(max(hi for _, hi in ranges))
+    return new_state
+
+
+def _merge_windows(
+    spark: SparkSession, plan: TargetPlan, windows: list[Window], state: dict[str, str], hard: bool
+) -> dict[str, str]:
+    frames = [read_window(spark, w, plan.table, check_count=False) for w in windows if w.row_count > 0]
+    new_state = _state_after(state, windows)
+    snapshot = windows[0] if windows[0].kind == "snapshot" else None
+    if not frames and snapshot is None:
+        LOG.info("target %s: windows %s are empty, no MERGE", plan.table, [w.label for w in windows])
+        return state
+    if frames:
+        changes = frames[0]
+        for frame in frames[1:]:
+            changes = changes.unionByName(frame, allowMissingColumns=True)
+    else:
+        changes = _empty_changes(spark, plan, snapshot)
+    source = net_effect_frame(changes, plan.key_columns)
+    view = "sqlserver_cdc_merge_source"
+    source.createOrReplaceTempView(view)
+    columns = [c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME)]
+    statement = merge_sql(plan.table, view, columns, plan.key_columns, hard)
+    if snapshot is not None:
+        statement += snapshot_clause(snapshot.to_lsn, hard)
+    LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
+    with_commit_properties(spark, new_state, lambda: spark.sql(statement))
+    spark.catalog.dropTempView(view)
+    return new_state
+
+
+def _empty_changes(spark: SparkSession, plan: TargetPlan, window: Window) -> DataFrame:
+    names = [c["name"] for c in window.columns]
+    types = [plan.column_types[n.lower()] for n in names]
+    select = ", ".join(
+        [f"CAST(NULL AS {t}) AS {quote(n)}" for n, t in zip(names, types, strict=True)]
+        + [f"CAST(NULL AS BINARY) AS {START_LSN}", f"CAST(NULL AS BINARY) AS {SEQVAL}"]
+        + [f"CAST(NULL AS INT) AS {OPERATION}", f"CAST(NULL AS TIMESTAMP) AS {COMMIT_TIME}"]
+    )
+    return spark.sql(f"SELECT {select} WHERE false")
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def configure_session(spark: SparkSession) -> None:
+    """Set the session options the job relies on and check that Iceberg's SQL extensions are on."""
+    spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if "IcebergSparkSessionExtensions" not in extensions:
+        raise MergeJobError(
+            "the Spark session lacks Iceberg's SQL extensions (needed for MERGE INTO and identifier fields): "
+            "set spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        )
+
+
+def run(spark: SparkSession, settings: MergeSettings) -> dict[str, Any]:
+    """Validate every window, then merge them target by target; return a summary of what was done."""
+    configure_session(spark)
+    if not settings.manifests:
+        raise MergeJobError("no window manifests given: pass --manifest (the extract task's XCom)")
+    windows = [read_manifest(spark, uri) for uri in settings.manifests]
+    for window in windows:
+        check_files(spark, window)
+    hard = settings.delete_mode == "hard"
+    plans: dict[str, TargetPlan] = {}
+    for window in windows:
+        table = settings.target_for(window)
+        plan = plans.setdefault(table, TargetPlan(table))
+        plan.windows.append(window)
+    for plan in plans.values():
+        plan.exists = table_exists(spark, plan.table)
+        plan.state = applied_state(spark, plan.table) if plan.exists else {}
+        pending = []
+        for window in plan.windows:
+            ranges = parse_ranges(plan.state.get(SUMMARY_RANGES + window.capture_instance))
+            first = 0 if window.kind == "snapshot" else lsn_to_int(window.from_lsn)
+            if covers(ranges, first, lsn_to_int(window.to_lsn)):
+                LOG.info("target %s: window %s is already applied, skipped", plan.table, window.label)
+                plan.skipped.append(window)
+                continue
+            if hard and ranges and window.kind == "changes" and lsn_to_int(window.from_lsn) <= ranges[-1][1]:
+                raise MergeJobError(
+                    f"target table {plan.table}: window {window.label} starts at or below the highest applied LSN "
+                    f"{lsn_from_int(ranges[-1][1])} of {window.capture_instance}. With --delete-mode hard windows must "
+                    "be merged in LSN order (a deleted row leaves no trace, so an older window would bring it "
+                    "back); use --delete-mode soft for backfills and re-runs"
+                )
+            pending.append(window)
+        plan.windows = pending
+    for plan in plans.values():
+        for window in plan.windows:
+            if window.row_count > 0:
+                read_window(spark, window, plan.table, check_count=True)
+        if plan.windows:
+            plan_schema(
+                spark if plan.exists else None,
+                plan,
+                _table_schema(spark, plan.table) if plan.exists else None,
+            )
+    result: dict[str, Any] = {}
+    for plan in plans.values():
+        state = plan.state
+        if plan.windows:
+            if not plan.exists:
+                create_table(spark, plan, settings.write_mode)
+            else:
+                evolve_table(spark, plan)
+            snapshots = sorted(
+                (w for w in plan.windows if w.kind == "snapshot"), key=lambda w: lsn_to_int(w.to_lsn)
+            )
+            for snapshot in snapshots:
+                state = _merge_windows(spark, plan, [snapshot], state, hard)
+            changes = [w for w in plan.windows if w.kind == "changes"]
+            if changes:
+                state = _merge_windows(spark, plan, changes, state, hard)
+        result[plan.table] = {
+            "applied": [w.label for w in plan.windows],
+            "skipped": [w.label for w in plan.skipped],
+            "max_applied_lsn": {
+                key[len(SUMMARY_MAX_LSN) :]: value
+                for key, value in state.items()
+                if key.startswith(SUMMARY_MAX_LSN)
+            },
+        }
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for spark-submit."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = parse_args(sys.argv[1:] if argv is None else argv)
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("sqlserver-cdc-merge").getOrCreate()
+    try:
+        result = run(spark, settings)
+    except MergeJobError as err:
+        LOG.error("%s", err)
+        print(f"ERROR: {err}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    print(f"{RESULT_MARKER} {json.dumps(result, sort_keys=True)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
