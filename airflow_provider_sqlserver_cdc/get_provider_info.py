@@ -26,9 +26,32 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["software"],
             }
         ],
-        "hooks": [],
-        "operators": [],
-        "sensors": [],
-        "triggers": [],
+        "hooks": [
+            {
+                "integration-name": "Microsoft SQL Server CDC",
+                "python-modules": ["airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Microsoft SQL Server CDC",
+                "python-modules": [
+                    "airflow_provider_sqlserver_cdc.operators.extract",
+                    "airflow_provider_sqlserver_cdc.operators.watermark",
+                ],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Microsoft SQL Server CDC",
+                "python-modules": ["airflow_provider_sqlserver_cdc.sensors.lsn"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Microsoft SQL Server CDC",
+                "python-modules": ["airflow_provider_sqlserver_cdc.triggers.lsn"],
+            }
+        ],
         "connection-types": [],
     }

@@ -302,3 +302,47 @@ def plan_windows(
     max_lsn = source.get_max_lsn()
     marks = watermarks or {}
     return [plan_watermark_window(source, i, marks.get(i.name), tz, max_lsn=max_lsn) for i in instances]
+
+
+def window_ready(
+    source: LsnSource,
+    tz: ServerTimeZone,
+    *,
+    window_mode: str,
+    data_interval_end: datetime | None = None,
+    watermarks: dict[str, Lsn | None] | None = None,
+) -> tuple[bool, str]:
+    """
+    Whether the capture job has processed every transaction the run's windows need.
+
+    Interval mode: the commit time mapped to ``sys.fn_cdc_get_max_lsn()`` has reached
+    ``data_interval_end``. Watermark mode: the max LSN is above every stored watermark.
+    Returns ``(ready, explanation)``.
+    """
+    max_lsn = source.get_max_lsn()
+    if window_mode == "interval":
+        if data_interval_end is None:
+            raise ValueError("interval mode needs data_interval_end")
+        target = tz.boundary_local_time(data_interval_end)
+        reached = source.map_lsn_to_time(max_lsn)
+        ready = reached is not None and reached >= target
+        return ready, (
+            f"max LSN {max_lsn.hex} maps to server time {reached.isoformat(sep=' ') if reached else 'none'}; "
+            f"the window needs {target.isoformat(sep=' ')} (data_interval_end {data_interval_end.isoformat()})"
+        )
+    if window_mode == "watermark":
+        marks = watermarks or {}
+        missing = [ci for ci, lsn in marks.items() if lsn is None]
+        if missing:
+            raise WatermarkMissingError(
+                f"No watermark is stored for capture instance(s) {', '.join(missing)}: load them first "
+                "(CdcSnapshotOperator) or use interval mode."
+            )
+        behind = {ci: lsn for ci, lsn in marks.items() if lsn is not None and not max_lsn > lsn}
+        ready = not behind
+        detail = ", ".join(f"{ci} at {lsn.hex}" for ci, lsn in behind.items())
+        return ready, (
+            f"max LSN {max_lsn.hex}"
+            + (f" is not above the watermark of {detail}" if behind else " is above every watermark")
+        )
+    raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")

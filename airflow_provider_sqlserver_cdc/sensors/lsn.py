@@ -1,0 +1,166 @@
+"""LsnSensor: wait until the capture job has processed every transaction the run's windows need."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator
+from airflow.sdk.exceptions import AirflowSensorTimeout
+
+from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
+from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
+from airflow_provider_sqlserver_cdc.windows import MODES, window_ready
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class LsnSensor(BaseSensorOperator):
+    """
+    Succeed when the capture job has processed every transaction the run's windows need.
+
+    Interval mode: the commit time mapped to ``sys.fn_cdc_get_max_lsn()`` has reached the run's
+    ``data_interval_end``. Watermark mode: the max LSN is above the stored watermark of every
+    capture instance. Supports ``mode="poke"``, ``mode="reschedule"`` and ``deferrable=True``
+    (LsnTrigger). On timeout the error says whether the capture job runs and how far behind it is.
+
+    :param capture_instance: capture instance(s); needed in watermark mode.
+    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
+    :param database: source database; defaults to the connection's schema.
+    :param window_mode: ``interval`` or ``watermark``.
+    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    :param deferrable: wait in the triggerer instead of a worker slot.
+    """
+
+    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database", "window_mode")
+    ui_color = "#fff2cc"
+
+    def __init__(
+        self,
+        *,
+        capture_instance: str | list[str] | None = None,
+        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
+        database: str | None = None,
+        window_mode: str = "interval",
+        server_time_zone: str | None = None,
+        deferrable: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.capture_instance = capture_instance
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.window_mode = window_mode
+        self.server_time_zone = server_time_zone
+        self.deferrable = deferrable
+
+    def _hook(self) -> SqlServerCdcHook:
+        return SqlServerCdcHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+
+    def _names(self) -> list[str]:
+        if self.capture_instance is None:
+            return []
+        return (
+            [self.capture_instance] if isinstance(self.capture_instance, str) else list(self.capture_instance)
+        )
+
+    def _watermarks(self, hook: SqlServerCdcHook) -> dict[str, str | None]:
+        if self.window_mode != "watermark":
+            return {}
+        names = self._names()
+        if not names:
+            raise ValueError("LsnSensor in watermark mode needs capture_instance")
+        database = hook.database or hook.get_database_name()
+        marks: dict[str, str | None] = {}
+        for name in names:
+            mark = read_watermark(watermark_key(self.sqlserver_cdc_conn_id, database, name))
+            marks[name] = mark.lsn if mark else None
+        return marks
+
+    def _check(
+        self, hook: SqlServerCdcHook, context: Context, marks: dict[str, str | None]
+    ) -> tuple[bool, str]:
+        return window_ready(
+            hook,
+            hook.get_server_time_zone(),
+            window_mode=self.window_mode,
+            data_interval_end=context.get("data_interval_end"),
+            watermarks={k: Lsn.from_hex(v) if v else None for k, v in marks.items()},
+        )
+
+    def poke(self, context: Context) -> bool:
+        hook = self._hook()
+        try:
+            ready, detail = self._check(hook, context, self._watermarks(hook))
+        finally:
+            hook.close()
+        self.log.info("%s: %s", "ready" if ready else "waiting", detail)
+        return ready
+
+    def execute(self, context: Context) -> Any:
+        if self.window_mode not in MODES:
+            raise ValueError(f"window_mode must be one of {MODES}, got {self.window_mode!r}")
+        for name in self._names():
+            if "." not in name:
+                tsql.validate_capture_instance(name)
+        if not self.deferrable:
+            try:
+                return super().execute(context)
+            except AirflowSensorTimeout as err:
+                raise AirflowSensorTimeout(f"{err} {self._capture_job_text()}") from None
+        hook = self._hook()
+        try:
+            marks = self._watermarks(hook)
+            ready, detail = self._check(hook, context, marks)
+        finally:
+            hook.close()
+        if ready:
+            self.log.info("ready: %s", detail)
+            return None
+        interval_end = context.get("data_interval_end")
+        timeout_at = None
+        if self.timeout is not None:
+            seconds = (
+                self.timeout.total_seconds() if isinstance(self.timeout, timedelta) else float(self.timeout)
+            )
+            timeout_at = (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
+        poll = self.poke_interval
+        self.defer(
+            trigger=LsnTrigger(
+                sqlserver_cdc_conn_id=self.sqlserver_cdc_conn_id,
+                database=self.database,
+                server_time_zone=self.server_time_zone,
+                window_mode=self.window_mode,
+                data_interval_end=interval_end.isoformat() if interval_end else None,
+                watermarks=marks,
+                poll_interval=poll.total_seconds() if isinstance(poll, timedelta) else float(poll),
+                timeout_at=timeout_at,
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
+        """Finish after the trigger fired: succeed, or fail with the capture job's state."""
+        event = event or {}
+        if event.get("status") == "success":
+            self.log.info("ready: %s", event.get("message"))
+            return
+        if event.get("status") == "timeout":
+            raise AirflowSensorTimeout(f"LsnSensor timed out: {event.get('message')}")
+        raise RuntimeError(f"LsnTrigger failed: {event.get('message')}")
+
+    def _capture_job_text(self) -> str:
+        hook = self._hook()
+        try:
+            return "Capture job: " + hook.get_capture_job_status().describe() + "."
+        except Exception as err:
+            return f"(capture job state unavailable: {err})"
+        finally:
+            hook.close()

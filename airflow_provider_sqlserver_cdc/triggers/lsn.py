@@ -1,0 +1,112 @@
+"""LsnTrigger: the deferrable form of LsnSensor, polling the server from the triggerer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.windows import window_ready
+
+
+class LsnTrigger(BaseTrigger):
+    """
+    Poll until the capture job has processed what the window needs; blocking driver calls run in a thread.
+
+    :param sqlserver_cdc_conn_id: Airflow connection of the source.
+    :param database: source database (None: the connection's schema).
+    :param server_time_zone: IANA zone of the server, if it observes DST.
+    :param window_mode: ``interval`` or ``watermark``.
+    :param data_interval_end: ISO 8601 end of the data interval (interval mode).
+    :param watermarks: capture instance -> stored watermark LSN in hex (watermark mode).
+    :param poll_interval: seconds between checks.
+    :param timeout_at: ISO 8601 instant after which the trigger reports a timeout (None: never).
+    """
+
+    def __init__(
+        self,
+        *,
+        sqlserver_cdc_conn_id: str,
+        database: str | None = None,
+        server_time_zone: str | None = None,
+        window_mode: str = "interval",
+        data_interval_end: str | None = None,
+        watermarks: dict[str, str | None] | None = None,
+        poll_interval: float = 60.0,
+        timeout_at: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.server_time_zone = server_time_zone
+        self.window_mode = window_mode
+        self.data_interval_end = data_interval_end
+        self.watermarks = dict(watermarks or {})
+        self.poll_interval = float(poll_interval)
+        self.timeout_at = timeout_at
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "sqlserver_cdc_conn_id": self.sqlserver_cdc_conn_id,
+                "database": self.database,
+                "server_time_zone": self.server_time_zone,
+                "window_mode": self.window_mode,
+                "data_interval_end": self.data_interval_end,
+                "watermarks": self.watermarks,
+                "poll_interval": self.poll_interval,
+                "timeout_at": self.timeout_at,
+            },
+        )
+
+    def _hook(self) -> Any:
+        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+        return SqlServerCdcHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+
+    def check(self) -> tuple[bool, str]:
+        """One blocking check (runs in a worker thread)."""
+        hook = self._hook()
+        try:
+            end = datetime.fromisoformat(self.data_interval_end) if self.data_interval_end else None
+            return window_ready(
+                hook,
+                hook.get_server_time_zone(),
+                window_mode=self.window_mode,
+                data_interval_end=end,
+                watermarks={k: Lsn.from_hex(v) if v else None for k, v in self.watermarks.items()},
+            )
+        finally:
+            hook.close()
+
+    def capture_job_text(self) -> str:
+        """The capture job's state as a sentence (runs in a worker thread)."""
+        hook = self._hook()
+        try:
+            return hook.get_capture_job_status().describe()
+        finally:
+            hook.close()
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        deadline = datetime.fromisoformat(self.timeout_at) if self.timeout_at else None
+        try:
+            while True:
+                ready, detail = await asyncio.to_thread(self.check)
+                if ready:
+                    yield TriggerEvent({"status": "success", "message": detail})
+                    return
+                self.log.info("waiting: %s", detail)
+                if deadline is not None and datetime.now(UTC) >= deadline:
+                    job = await asyncio.to_thread(self.capture_job_text)
+                    yield TriggerEvent({"status": "timeout", "message": f"{detail}. Capture job: {job}."})
+                    return
+                await asyncio.sleep(self.poll_interval)
+        except Exception as err:
+            yield TriggerEvent({"status": "error", "message": f"{type(err).__name__}: {err}"})
