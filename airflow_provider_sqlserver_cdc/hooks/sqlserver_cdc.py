@@ -265,7 +265,7 @@ class SqlServerCdcHook(BaseHook):
         """Turn a driver error into the provider's error with an actionable message."""
         number = native_error_number(err)
         text = str(err.args[1]) if len(err.args) > 1 else str(err)
-        text = re.sub(r"^(\[[^\]]*\])+", "", text).strip()
+        text = re.sub(r"^(\[[^\]]*\]\s*)+", "", text).strip()
         where = f"server {self.server}, database {self.database or '(default)'}"
         ci = f" for capture instance {capture_instance!r}" if capture_instance else ""
         if number in (18456, 4060, 18452) or (doing == "connecting" and "Login failed" in text):
