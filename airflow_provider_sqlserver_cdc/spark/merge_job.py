@@ -945,6 +945,9 @@ def configure_session(spark: SparkSession) -> None:
     """Set the session options the job relies on and check that Iceberg's SQL extensions are on."""
     spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
+    # Windows hold proleptic Gregorian dates, as SQL Server does (date/datetime2 start at year 1).
+    spark.conf.set("spark.sql.parquet.datetimeRebaseModeInRead", "CORRECTED")
+    spark.conf.set("spark.sql.parquet.int96RebaseModeInRead", "CORRECTED")
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if "IcebergSparkSessionExtensions" not in extensions:
         raise MergeJobError(

@@ -1,0 +1,585 @@
+"""The merge job: pure parts (manifest, LSN ranges, types) and Spark runs against a local Iceberg catalog."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from window_builder import (
+    INT_KEY,
+    NAME,
+    ChangeLog,
+    Column,
+    Row,
+    WindowSpec,
+    flatten,
+    lsn,
+    lsn_hex,
+    write_window,
+)
+
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job
+from airflow_provider_sqlserver_cdc.spark.merge_job import (
+    ManifestError,
+    MergeJobError,
+    MergeSettings,
+    SchemaEvolutionError,
+)
+from airflow_provider_sqlserver_cdc.spark.net_effect import Change, ChangePosition, net_effect
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_application_path_is_the_shipped_file() -> None:
+    assert Path(MERGE_JOB_PATH).is_file()
+    assert Path(MERGE_JOB_PATH).name == "merge_job.py"
+
+
+def test_merge_job_imports_only_stdlib_and_pyspark() -> None:
+    source = Path(MERGE_JOB_PATH).read_text()
+    imported = set(re.findall(r"^\s*(?:from|import) ([a-zA-Z_][\w]*)", source, re.MULTILINE))
+    assert imported <= {
+        "__future__",
+        "argparse",
+        "json",
+        "logging",
+        "re",
+        "sys",
+        "collections",
+        "dataclasses",
+        "typing",
+        "pyspark",
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("/w/dbo_t/0x1_0x2/_manifest.json", ["/w/dbo_t/0x1_0x2/_manifest.json"]),
+        ("s3a://b/w/dbo_t/0x1_0x2/", ["s3a://b/w/dbo_t/0x1_0x2/_manifest.json"]),
+        (
+            {"capture_instance": "dbo_t", "manifest_uri": "/w/a/_manifest.json", "rows": 3},
+            ["/w/a/_manifest.json"],
+        ),
+        (
+            '[{"manifest_uri": "/w/a"}, {"manifest_uri": "/w/b"}, "/w/a"]',
+            ["/w/a/_manifest.json", "/w/b/_manifest.json"],
+        ),
+        ([None, ["/w/c/_manifest.json"]], ["/w/c/_manifest.json"]),
+    ],
+)
+def test_manifest_uris_accept_xcom_shapes(value: Any, expected: list[str]) -> None:
+    assert merge_job.manifest_uris(value) == expected
+
+
+def test_manifest_uris_reject_an_object_without_manifest() -> None:
+    with pytest.raises(MergeJobError, match="no 'manifest_uri'"):
+        merge_job.manifest_uris({"capture_instance": "dbo_t"})
+
+
+def test_lsn_ranges_join_adjacent_and_overlapping_windows_only() -> None:
+    ranges = merge_job.add_range([], 0x10, 0x1F)
+    ranges = merge_job.add_range(ranges, 0x30, 0x3F)  # gap 0x20..0x2F stays open
+    assert (
+        merge_job.format_ranges(ranges) == f"{lsn_hex(0x10)}-{lsn_hex(0x1F)},{lsn_hex(0x30)}-{lsn_hex(0x3F)}"
+    )
+    assert not merge_job.covers(ranges, 0x18, 0x32)
+    ranges = merge_job.add_range(ranges, 0x20, 0x2F)
+    assert ranges == [(0x10, 0x3F)]
+    assert merge_job.covers(ranges, 0x18, 0x32)
+    assert merge_job.parse_ranges(merge_job.format_ranges(ranges)) == ranges
+
+
+def manifest_doc(**changes: Any) -> dict[str, Any]:
+    doc = {
+        "format_version": 1,
+        "kind": "changes",
+        "capture_instance": "dbo_orders",
+        "source": {"schema": "dbo", "table": "orders"},
+        "from_lsn": lsn_hex(1),
+        "to_lsn": lsn_hex(2),
+        "key_columns": ["id"],
+        "columns": [INT_KEY.manifest_entry(1), NAME.manifest_entry(2)],
+        "files": [{"path": "part-00000.parquet", "rows": 3, "bytes": 10}],
+        "row_count": 3,
+    }
+    doc.update(changes)
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"format_version": 2}, "format_version is 2"),
+        ({"kind": "delta"}, "kind is 'delta'"),
+        ({"to_lsn": "0x12"}, "to_lsn '0x12' is not an LSN"),
+        ({"from_lsn": lsn_hex(3)}, "from_lsn is above to_lsn"),
+        ({"key_columns": []}, "capture instance dbo_orders has no key columns"),
+        ({"key_columns": ["nope"]}, "key column 'nope' is not among the columns"),
+        ({"row_count": 4}, "row_count is 4 but the files list 3 rows"),
+        ({"files": [{"path": "../x.parquet", "rows": 3}]}, "must be relative"),
+    ],
+)
+def test_manifest_validation_names_the_problem(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ManifestError, match=re.escape(message)) as caught:
+        merge_job.parse_manifest(json.dumps(manifest_doc(**changes)), "/w/dbo_orders/x/_manifest.json")
+    assert "/w/dbo_orders/x/_manifest.json" in str(caught.value)
+
+
+def test_manifest_files_resolve_against_the_window_directory() -> None:
+    window = merge_job.parse_manifest(json.dumps(manifest_doc()), "s3a://b/w/dbo_orders/x/_manifest.json")
+    assert [f.uri for f in window.files] == ["s3a://b/w/dbo_orders/x/part-00000.parquet"]
+    assert window.label == f"dbo_orders {lsn_hex(1)}_{lsn_hex(2)}"
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        ({"sql_type": "bit"}, "BOOLEAN"),
+        ({"sql_type": "tinyint"}, "INT"),
+        ({"sql_type": "bigint"}, "BIGINT"),
+        ({"sql_type": "numeric", "precision": 38, "scale": 10}, "DECIMAL(38,10)"),
+        ({"sql_type": "money"}, "DECIMAL(19,4)"),
+        ({"sql_type": "smallmoney"}, "DECIMAL(10,4)"),
+        ({"sql_type": "float", "precision": 53}, "DOUBLE"),
+        ({"sql_type": "float", "precision": 24}, "FLOAT"),
+        ({"sql_type": "real"}, "FLOAT"),
+        ({"sql_type": "datetime2", "scale": 7}, "TIMESTAMP_NTZ"),
+        ({"sql_type": "smalldatetime"}, "TIMESTAMP_NTZ"),
+        ({"sql_type": "datetimeoffset", "scale": 7}, "STRING"),
+        ({"sql_type": "time", "scale": 3}, "STRING"),
+        ({"sql_type": "uniqueidentifier"}, "STRING"),
+        ({"sql_type": "xml"}, "STRING"),
+        ({"sql_type": "rowversion"}, "BINARY"),
+        ({"sql_type": "date"}, "DATE"),
+    ],
+)
+def test_target_types(column: dict[str, Any], expected: str) -> None:
+    assert merge_job.spark_type({"name": "c", **column}, "lake.db.t") == expected
+
+
+def test_unknown_type_names_table_and_column() -> None:
+    with pytest.raises(
+        SchemaEvolutionError, match="target table lake.db.t: column shape has SQL type 'geometry2'"
+    ):
+        merge_job.spark_type(
+            {"name": "shape", "sql_type": "geometry2", "arrow_type": "struct<>"}, "lake.db.t"
+        )
+
+
+@pytest.mark.parametrize(
+    ("table", "window", "expected"),
+    [
+        ("int", "INT", None),
+        ("bigint", "INT", None),
+        ("int", "BIGINT", "BIGINT"),
+        ("float", "DOUBLE", "DOUBLE"),
+        ("decimal(10,2)", "DECIMAL(12,2)", "DECIMAL(12,2)"),
+        ("decimal(12,2)", "DECIMAL(10,2)", None),
+    ],
+)
+def test_widening_allowed_by_iceberg(table: str, window: str, expected: str | None) -> None:
+    assert merge_job.widening(table, window) == expected
+
+
+@pytest.mark.parametrize(
+    ("table", "window"), [("int", "STRING"), ("decimal(10,2)", "DECIMAL(10,3)"), ("bigint", "DOUBLE")]
+)
+def test_widening_refused(table: str, window: str) -> None:
+    with pytest.raises(ValueError):
+        merge_job.widening(table, window)
+
+
+def test_parse_args_builds_settings_from_xcom_json() -> None:
+    settings = merge_job.parse_args(
+        [
+            "--manifest",
+            json.dumps([{"manifest_uri": "/w/a"}]),
+            "--namespace",
+            "lake.cdc",
+            "--target",
+            "dbo_x=lake.o.x",
+        ]
+    )
+    assert settings.manifests == ("/w/a/_manifest.json",)
+    assert settings.targets == {"dbo_x": "lake.o.x"}
+    assert settings.delete_mode == "soft"
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    return tmp_path / "windows"
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest) -> str:
+    return "lake." + re.sub(r"\W", "_", request.node.name)[:60]
+
+
+def run(spark: Any, namespace: str, *manifests: str, **options: Any) -> dict[str, Any]:
+    return merge_job.run(spark, MergeSettings(manifests=tuple(manifests), namespace=namespace, **options))
+
+
+def contents(spark: Any, table: str) -> dict[Any, tuple]:
+    """key -> (deleted, values...) without the LSN columns."""
+    frame = spark.table(table)
+    columns = [c for c in frame.columns if not c.startswith("_cdc_") and c != "id"]
+    return {r["id"]: (r["_cdc_deleted"], *[r[c] for c in columns]) for r in frame.collect()}
+
+
+def snapshot_count(spark: Any, table: str) -> int:
+    return spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n
+
+
+def two_windows(base: Path) -> tuple[str, str]:
+    log = ChangeLog()
+    first = flatten(
+        [
+            log.insert(id=1, name="a", amount=decimal.Decimal("1.00")),
+            log.insert(id=2, name="b", amount=decimal.Decimal("2.00")),
+            log.insert(id=3, name="c", amount=decimal.Decimal("3.00")),
+        ]
+    )
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
+    start = log.lsn + 1
+    second = flatten(
+        [
+            log.update({"id": 2, "name": "b", "amount": decimal.Decimal("2.00")}, name="bb"),
+            log.delete(id=3, name="c", amount=decimal.Decimal("3.00")),
+            log.insert(id=4, name="d", amount=None),
+            log.update({"id": 1, "name": "a", "amount": decimal.Decimal("1.00")}, id=10),
+        ]
+    )
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    return w1, w2
+
+
+EXPECTED_AFTER_TWO = {
+    1: (True, "a", decimal.Decimal("1.00")),
+    2: (False, "bb", decimal.Decimal("2.00")),
+    3: (True, "c", decimal.Decimal("3.00")),
+    4: (False, "d", None),
+    10: (False, "a", decimal.Decimal("1.00")),
+}
+
+
+@pytest.mark.spark
+def test_create_upsert_soft_delete_and_key_change(spark: Any, base: Path, namespace: str) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    result = run(spark, namespace, w1)
+    assert contents(spark, table) == {k: (False, n, a) for k, n, a in [(1, "a", 1), (2, "b", 2), (3, "c", 3)]}
+    schema = {f.name: (f.dataType.simpleString(), f.nullable) for f in spark.table(table).schema.fields}
+    assert schema == {
+        "id": ("int", False),
+        "name": ("string", True),
+        "amount": ("decimal(10,2)", True),
+        "_cdc_start_lsn": ("binary", False),
+        "_cdc_seqval": ("binary", False),
+        "_cdc_operation": ("int", False),
+        "_cdc_commit_time": ("timestamp", True),
+        "_cdc_deleted": ("boolean", False),
+    }
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    assert properties["identifier-fields"] == "[id]"
+    assert result[table]["max_applied_lsn"] == {"dbo_orders": json.loads(Path(w1).read_text())["to_lsn"]}
+
+    run(spark, namespace, w2)
+    assert contents(spark, table) == EXPECTED_AFTER_TWO
+    row = spark.sql(f"SELECT * FROM {table} WHERE id = 3").first()
+    manifest = json.loads(Path(w2).read_text())
+    assert row._cdc_operation == 1
+    assert bytes(row._cdc_start_lsn) <= lsn(int(manifest["to_lsn"], 16))
+    summary = (
+        spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first().summary
+    )
+    assert summary["sqlserver-cdc.max-applied-lsn.dbo_orders"] == manifest["to_lsn"]
+    assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == f"{lsn_hex(0x100)}-{manifest['to_lsn']}"
+
+
+@pytest.mark.spark
+def test_replay_is_skipped_without_a_commit(spark: Any, base: Path, namespace: str) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, w2)
+    snapshots = snapshot_count(spark, table)
+    result = run(spark, namespace, w2, w1)
+    assert result[table]["applied"] == []
+    assert len(result[table]["skipped"]) == 2
+    assert snapshot_count(spark, table) == snapshots
+    assert contents(spark, table) == EXPECTED_AFTER_TWO
+
+
+@pytest.mark.spark
+def test_out_of_order_windows_and_overlapping_replay_give_the_same_table(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w2)  # the newer window first (a backfill of w1 comes later)
+    run(spark, namespace, w1)
+    assert contents(spark, table) == EXPECTED_AFTER_TWO
+    # A window that overlaps applied ranges is not "contained", so it is merged: the LSN condition
+    # must make it a no-op.
+    doc = json.loads(Path(w2).read_text())
+    doc["from_lsn"] = lsn_hex(0x50)
+    Path(w2).write_text(json.dumps(doc))
+    before = spark.sql(f"SELECT * FROM {table}").collect()
+    result = run(spark, namespace, w2)
+    assert result[table]["applied"] == [f"dbo_orders {lsn_hex(0x50)}_{doc['to_lsn']}"]
+    assert sorted(spark.sql(f"SELECT * FROM {table}").collect()) == sorted(before)
+
+
+@pytest.mark.spark
+def test_hard_deletes_remove_rows_and_refuse_out_of_order_windows(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, w2, delete_mode="hard")
+    assert contents(spark, table) == {k: v for k, v in EXPECTED_AFTER_TWO.items() if not v[0]}
+    log = ChangeLog(start=0x40)
+    old = write_window(base, WindowSpec("dbo_orders", 0x40, 0x60, log.insert(id=3, name="c", amount=None)))
+    with pytest.raises(
+        MergeJobError, match=r"starts at or below the highest applied LSN .* use --delete-mode soft"
+    ):
+        run(spark, namespace, old, delete_mode="hard")
+    assert 3 not in contents(spark, table)
+
+
+@pytest.mark.spark
+def test_several_capture_instances_and_manifests_in_one_run(spark: Any, base: Path, namespace: str) -> None:
+    w1, w2 = two_windows(base)
+    log = ChangeLog(start=0x1000)
+    c1 = write_window(
+        base, WindowSpec("sales_customers", 0x1000, 0x1100, log.insert(id=7, name="x", amount=None))
+    )
+    result = run(spark, namespace, w2, c1, w1)
+    assert contents(spark, f"{namespace}.dbo_orders") == EXPECTED_AFTER_TWO
+    assert contents(spark, f"{namespace}.sales_customers") == {7: (False, "x", None)}
+    assert result[f"{namespace}.sales_customers"]["max_applied_lsn"] == {"sales_customers": lsn_hex(0x1100)}
+    assert snapshot_count(spark, f"{namespace}.dbo_orders") == 1  # both windows in one MERGE commit
+
+
+@pytest.mark.spark
+def test_empty_window_starts_no_merge(spark: Any, base: Path, namespace: str) -> None:
+    w1, _ = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1)
+    snapshots = snapshot_count(spark, table)
+    empty = write_window(base, WindowSpec("dbo_orders", 0x9000, 0x9100, []))
+    result = run(spark, namespace, empty)
+    assert result[table]["applied"] == [f"dbo_orders {lsn_hex(0x9000)}_{lsn_hex(0x9100)}"]
+    assert snapshot_count(spark, table) == snapshots
+
+
+@pytest.mark.spark
+def test_invalid_window_is_refused_before_the_table_is_touched(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1)
+    snapshots = snapshot_count(spark, table)
+    doc = json.loads(Path(w2).read_text())
+    doc["files"][0]["rows"] += 1
+    doc["row_count"] += 1
+    Path(w2).write_text(json.dumps(doc))
+    with pytest.raises(ManifestError, match=r"the Parquet files hold 6 rows, the manifest .* says 7"):
+        run(spark, namespace, w2)
+    (Path(w2).parent / "part-00000.parquet").unlink()
+    with pytest.raises(ManifestError, match="part-00000.parquet listed in .* is missing"):
+        run(spark, namespace, w2)
+    with pytest.raises(ManifestError, match="does not exist: the extract task did not finish"):
+        run(spark, namespace, str(base / "dbo_orders" / "nowhere" / "_manifest.json"))
+    assert snapshot_count(spark, table) == snapshots
+
+
+@pytest.mark.spark
+def test_schema_evolution(spark: Any, base: Path, namespace: str) -> None:
+    w1, _ = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1)
+    wide_amount = Column("amount", "decimal", pa.decimal128(14, 2), precision=14, scale=2)
+    note = Column("note", "varchar", pa.string(), max_length=20)
+    log = ChangeLog(start=0x500)
+    rows = flatten(
+        [
+            log.insert(id=20, amount=decimal.Decimal("123456789.12"), note="new"),
+            log.update({"id": 2, "amount": decimal.Decimal("2.00"), "note": None}, note="changed"),
+        ]
+    )
+    w3 = write_window(
+        base, WindowSpec("dbo_orders", 0x500, log.lsn, rows, columns=(INT_KEY, wide_amount, note))
+    )
+    run(spark, namespace, w3)
+    schema = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
+    assert schema["amount"] == "decimal(14,2)"
+    assert schema["note"] == "string"
+    rows_by_id = {r.id: r for r in spark.table(table).collect()}
+    assert rows_by_id[20].name is None and rows_by_id[20].note == "new"
+    assert rows_by_id[20].amount == decimal.Decimal("123456789.12")
+    assert rows_by_id[2].name == "b" and rows_by_id[2].note == "changed"  # absent column keeps its value
+    assert rows_by_id[1].note is None
+
+    snapshots = snapshot_count(spark, table)
+    name_as_int = Column("name", "int", pa.int32())
+    log = ChangeLog(start=0x900)
+    w4 = write_window(
+        base,
+        WindowSpec("dbo_orders", 0x900, 0x9FF, log.insert(id=30, name=5), columns=(INT_KEY, name_as_int)),
+    )
+    with pytest.raises(
+        SchemaEvolutionError, match=f"target table {namespace}.dbo_orders: column name is string"
+    ):
+        run(spark, namespace, w4)
+    assert snapshot_count(spark, table) == snapshots
+
+
+ALL_TYPES = (
+    INT_KEY,
+    Column("flag", "bit", pa.bool_()),
+    Column("tiny", "tinyint", pa.int16()),
+    Column("big", "bigint", pa.int64()),
+    Column("price", "money", pa.decimal128(19, 4), precision=19, scale=4),
+    Column("ratio", "float", pa.float64(), precision=53),
+    Column("small_ratio", "real", pa.float32(), precision=24),
+    Column("guid", "uniqueidentifier", pa.string()),
+    Column("blob", "varbinary", pa.binary(), max_length=-1),
+    Column("day", "date", pa.date32()),
+    Column("at", "datetime", pa.timestamp("us")),
+    Column("at7", "datetime2", pa.timestamp("ns"), scale=7),
+    Column("at_offset", "datetimeoffset", pa.string(), scale=7),
+    Column("clock", "time", pa.string(), scale=7),
+)
+
+
+@pytest.mark.spark
+def test_types_are_kept_faithfully(spark: Any, base: Path, namespace: str) -> None:
+    at7 = pa.array([1_700_000_000_123_456_789, -1_234_567], pa.int64()).cast(pa.timestamp("ns"))
+    values = {
+        "id": 1,
+        "flag": True,
+        "tiny": 255,
+        "big": 2**62,
+        "price": decimal.Decimal("922337203685477.5807"),
+        "ratio": 1.5e300,
+        "small_ratio": 0.5,
+        "guid": "6F9619FF-8B86-D011-B42D-00C04FC964FF",
+        "blob": b"\x00\xff",
+        "day": dt.date(1, 1, 1),
+        "at": dt.datetime(2026, 3, 29, 2, 30, 0, 997000),
+        "at7": at7[0].value,
+        "at_offset": "2026-03-29T02:30:00.1234567+05:30",
+        "clock": "23:59:59.9999999",
+    }
+    second = dict(values, id=2, at7=at7[1].value)
+    log = ChangeLog()
+    rows = [Row(0x200, 0x20001, 2, values), Row(0x200, 0x20002, 2, second)]
+    window = write_window(base, WindowSpec("dbo_types", 0x100, 0x200, rows, columns=ALL_TYPES))
+    run(spark, namespace, window)
+    table = f"{namespace}.dbo_types"
+    schema = {f.name: f.dataType.simpleString() for f in spark.table(table).schema.fields}
+    assert schema == {
+        "id": "int",
+        "flag": "boolean",
+        "tiny": "int",
+        "big": "bigint",
+        "price": "decimal(19,4)",
+        "ratio": "double",
+        "small_ratio": "float",
+        "guid": "string",
+        "blob": "binary",
+        "day": "date",
+        "at": "timestamp_ntz",
+        "at7": "timestamp_ntz",
+        "at_offset": "string",
+        "clock": "string",
+        **{name: kind.lower() for name, kind, _ in merge_job.TARGET_META_COLUMNS},
+    }
+    got = {r.id: r.asDict() for r in spark.table(table).collect()}
+    for column in (
+        "flag",
+        "tiny",
+        "big",
+        "price",
+        "ratio",
+        "small_ratio",
+        "guid",
+        "day",
+        "at",
+        "at_offset",
+        "clock",
+    ):
+        assert got[1][column] == values[column], column
+    assert bytes(got[1]["blob"]) == b"\x00\xff"
+    # datetime2(7) keeps microseconds: the 100 ns digit is dropped (floored, also before 1970).
+    assert got[1]["at7"] == dt.datetime(2023, 11, 14, 22, 13, 20, 123456)
+    assert got[2]["at7"] == dt.datetime(1969, 12, 31, 23, 59, 59, 998765)
+
+
+@pytest.mark.spark
+def test_snapshot_replaces_contents_as_a_baseline(spark: Any, base: Path, namespace: str) -> None:
+    w1, w2 = two_windows(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, w2)
+    to_lsn = int(json.loads(Path(w2).read_text())["to_lsn"], 16)
+    snapshot_lsn = to_lsn + 0x100
+    rows = [Row(snapshot_lsn, snapshot_lsn, 2, {"id": i, "name": f"s{i}", "amount": None}) for i in (2, 5)]
+    snap = write_window(base, WindowSpec("dbo_orders", snapshot_lsn, snapshot_lsn, rows, kind="snapshot"))
+    result = run(spark, namespace, snap)
+    assert result[table]["max_applied_lsn"] == {"dbo_orders": lsn_hex(snapshot_lsn)}
+    got = contents(spark, table)
+    assert {k for k, v in got.items() if not v[0]} == {2, 5}
+    assert got[2] == (False, "s2", None)
+    # Rows absent from the snapshot are tombstoned at the snapshot LSN, so the old windows cannot
+    # bring them back; every window below the snapshot now counts as applied.
+    result = run(spark, namespace, w1, w2)
+    assert result[table]["applied"] == []
+    assert {k for k, v in contents(spark, table).items() if not v[0]} == {2, 5}
+
+
+@pytest.mark.spark
+def test_spark_net_effect_equals_the_python_rule(spark: Any) -> None:
+    generator = random.Random(6)
+    rows = []
+    for number in range(400):
+        start_lsn = generator.randrange(1, 40)
+        seqval = generator.randrange(1, 5)
+        operation = generator.choice([1, 2, 3, 4])
+        rows.append(
+            (
+                generator.randrange(1, 15),
+                f"v{number}",
+                lsn(start_lsn),
+                lsn(start_lsn * 100 + seqval),
+                operation,
+            )
+        )
+    unique = {(r[0], r[2], r[3], r[4]): r for r in rows}  # a position occurs once per key in a real log
+    rows = list(unique.values())
+    frame = spark.createDataFrame(
+        [(*r, None) for r in rows],
+        "id INT, v STRING, _cdc_start_lsn BINARY, _cdc_seqval BINARY, _cdc_operation INT, _cdc_commit_time TIMESTAMP",
+    )
+    from_spark = {
+        r.id: (r._cdc_deleted, r.v, bytes(r._cdc_start_lsn), bytes(r._cdc_seqval), r._cdc_operation)
+        for r in merge_job.net_effect_frame(frame, ["id"]).collect()
+    }
+    changes = [Change(ChangePosition(r[2], r[3], r[4]), {"id": r[0], "v": r[1]}) for r in rows]
+    from_python = {
+        key[0]: (c.deletes, c.values["v"], c.position.start_lsn, c.position.seqval, c.position.operation)
+        for key, c in net_effect(changes, ["id"]).items()
+    }
+    assert from_spark == from_python
+    assert any(v[0] for v in from_python.values()) and any(not v[0] for v in from_python.values())
