@@ -484,7 +484,6 @@ def test_types_are_kept_faithfully(spark: Any, base: Path, namespace: str) -> No
         "clock": "23:59:59.9999999",
     }
     second = dict(values, id=2, at7=at7[1].value)
-    log = ChangeLog()
     rows = [Row(0x200, 0x20001, 2, values), Row(0x200, 0x20002, 2, second)]
     window = write_window(base, WindowSpec("dbo_types", 0x100, 0x200, rows, columns=ALL_TYPES))
     run(spark, namespace, window)
