@@ -1,0 +1,443 @@
+"""CDC state of one database and the capture scan that fills the change tables from the transaction log.
+
+One :class:`CdcDatabase` per CDC-enabled database holds its capture instances, ``cdc.lsn_time_mapping``,
+``cdc.ddl_history``, the capture and cleanup job settings (``msdb.dbo.cdc_jobs``) and the log scan
+sessions (``sys.dm_cdc_log_scan_sessions``). :meth:`CdcDatabase.scan` is one scan cycle of the
+capture job (``sp_cdc_scan``); :mod:`.capture_job` runs it on a background thread the way SQL
+Server Agent runs the capture job.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_instance import (
+    CaptureInstance,
+    ChangeRowBuilder,
+    RowChange,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import ZERO_LSN
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.time_mapping import (
+    QUIET_PERIOD_TRAN_ID,
+    LsnTimeMapping,
+    LsnTimeMappingRow,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator.values import datetime_from_ticks, round_datetime_ticks
+
+MAX_SCAN_SESSIONS = 32
+
+
+def datetime_value(ticks: int) -> dt.datetime:
+    """A server-local tick count as the ``datetime`` SQL Server stores (1/300 s grid)."""
+    return datetime_from_ticks(round_datetime_ticks(ticks))
+
+
+@dataclass
+class CaptureJobSettings:
+    """The capture job's row of ``msdb.dbo.cdc_jobs`` (SQL Server 2022 defaults)."""
+
+    job_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    maxtrans: int = 500
+    maxscans: int = 10
+    continuous: bool = True
+    pollinginterval: int = 5
+
+
+@dataclass
+class CleanupJobSettings:
+    """The cleanup job's row of ``msdb.dbo.cdc_jobs`` (SQL Server 2022 defaults)."""
+
+    job_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    retention: int = 4320
+    threshold: int = 5000
+
+
+@dataclass(frozen=True)
+class DdlHistoryRow:
+    """One row of ``cdc.ddl_history``."""
+
+    source_object_id: int
+    object_id: int
+    required_column_update: bool
+    ddl_command: str
+    ddl_lsn: bytes
+    ddl_time: dt.datetime
+
+
+@dataclass
+class ScanSession:
+    """One row of ``sys.dm_cdc_log_scan_sessions``."""
+
+    session_id: int
+    start_time: dt.datetime
+    end_time: dt.datetime | None = None
+    scan_phase: str = "Done"
+    error_count: int = 0
+    start_lsn: bytes | None = None
+    current_lsn: bytes | None = None
+    end_lsn: bytes | None = None
+    tran_count: int = 0
+    last_commit_lsn: bytes | None = None
+    last_commit_time: dt.datetime | None = None
+    log_record_count: int = 0
+    schema_change_count: int = 0
+    command_count: int = 0
+    first_begin_cdc_lsn: bytes | None = None
+    last_commit_cdc_lsn: bytes | None = None
+    last_commit_cdc_time: dt.datetime | None = None
+    latency: int = 0
+    empty_scan_count: int = 0
+    failed_sessions_count: int = 0
+
+    @property
+    def duration(self) -> int:
+        """Seconds the session took; 0 for sessions without CDC transactions (as SQL Server reports)."""
+        if self.end_time is None or self.last_commit_cdc_lsn is None:
+            return 0
+        return int((self.end_time - self.start_time).total_seconds())
+
+
+class CdcDatabase:
+    """
+    CDC state and capture processing of one database.
+
+    :param database: the engine's database object (``log``, ``table_by_id``, ``name``, ``database_id``).
+    :param clock: the server clock (``local_ticks()``).
+    """
+
+    def __init__(self, database: Any, clock: Any) -> None:
+        self.database = database
+        self.clock = clock
+        self.instances: dict[str, CaptureInstance] = {}
+        self.mapping = LsnTimeMapping()
+        self.ddl_history: list[DdlHistoryRow] = []
+        self.capture_job: CaptureJobSettings | None = None
+        self.cleanup_job: CleanupJobSettings | None = None
+        self.capture_running = False
+        #: commit LSN of the last transaction the capture process has read.
+        self.processed_lsn: bytes = ZERO_LSN
+        self.sessions: list[ScanSession] = []
+        self._next_session_id = 1
+        self._empty_scans = 0
+        self._aggregate_start: dt.datetime | None = None
+        self._builders: dict[str, ChangeRowBuilder] = {}
+        self.lock = threading.RLock()
+
+    # ------------------------------------------------------------------ instances
+
+    def now(self) -> dt.datetime:
+        """Server local time as a ``datetime`` value."""
+        return datetime_value(self.clock.local_ticks())
+
+    def instance(self, name: str | None) -> CaptureInstance | None:
+        """The capture instance called ``name`` (case-insensitive), if any."""
+        if name is None:
+            return None
+        return self.instances.get(name.rstrip().lower())
+
+    def instances_of(self, source_object_id: int) -> list[CaptureInstance]:
+        """Capture instances of one source table, oldest first."""
+        return [ci for ci in self.instances.values() if ci.source_object_id == source_object_id]
+
+    def add_instance(self, instance: CaptureInstance) -> None:
+        """Register a new capture instance."""
+        with self.lock:
+            self.instances[instance.name.lower()] = instance
+
+    def drop_instance(self, instance: CaptureInstance) -> None:
+        """Remove a capture instance with its change table and DDL history."""
+        with self.lock:
+            self.instances.pop(instance.name.lower(), None)
+            self._builders.pop(instance.name.lower(), None)
+            self.ddl_history = [row for row in self.ddl_history if row.object_id != instance.object_id]
+            if not self.instances:
+                # SQL Server empties cdc.lsn_time_mapping when the last tracked table is disabled.
+                self.mapping.clear()
+
+    # ------------------------------------------------------------------ capture
+
+    def scan(self, max_transactions: int | None = None) -> ScanSession:
+        """
+        Run one log scan cycle: read committed transactions after the last one processed.
+
+        Changes to tracked tables become change-table rows with the transaction's commit LSN,
+        and a ``cdc.lsn_time_mapping`` row is written per transaction that produced any. When a
+        scan writes no such row, a quiet-period row (``tran_id`` 0x00) records how far the log
+        was processed, provided the log or the server clock moved since the last mapping row.
+
+        :param max_transactions: stop after this many transactions (the job's ``maxtrans``).
+        """
+        with self.lock:
+            started = self.now()
+            if self._aggregate_start is None:
+                self._aggregate_start = started
+            session = ScanSession(
+                session_id=self._next_session_id, start_time=started, start_lsn=self.processed_lsn
+            )
+            self._next_session_id += 1
+            log = self.database.log
+            wrote_mapping = False
+            for xact in log.scan(after_lsn=self.processed_lsn):
+                if max_transactions is not None and session.tran_count >= max_transactions:
+                    break
+                if self._process(xact, session):
+                    wrote_mapping = True
+                self.processed_lsn = xact.commit_lsn
+                session.tran_count += 1
+                session.last_commit_lsn = xact.commit_lsn
+                session.last_commit_time = datetime_value(xact.commit_time_ticks)
+            if not wrote_mapping:
+                self._write_quiet_period_row(session)
+            session.end_lsn = self.processed_lsn
+            session.current_lsn = self.processed_lsn
+            session.end_time = self.now()
+            if session.last_commit_cdc_time is not None:
+                session.latency = max(
+                    0, int((session.end_time - session.last_commit_cdc_time).total_seconds())
+                )
+            self._empty_scans = 0 if session.last_commit_cdc_lsn is not None else self._empty_scans + 1
+            session.empty_scan_count = self._empty_scans
+            self.sessions.append(session)
+            del self.sessions[:-MAX_SCAN_SESSIONS]
+            return session
+
+    def catch_up(self) -> list[ScanSession]:
+        """Scan until every transaction committed so far is processed (the synchronous test helper)."""
+        sessions = [self.scan()]
+        target = self.database.log.last_lsn
+        while self.processed_lsn < target and self._has_unprocessed():
+            sessions.append(self.scan())
+        return sessions
+
+    def _has_unprocessed(self) -> bool:
+        return next(iter(self.database.log.scan(after_lsn=self.processed_lsn)), None) is not None
+
+    def _process(self, xact: Any, session: ScanSession) -> bool:
+        """Capture one committed transaction; return whether it produced change rows."""
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        command_ids: dict[str, list[int]] = {}
+        commit_lsn = xact.commit_lsn
+        commit_time = datetime_value(xact.commit_time_ticks)
+        for op in self._split_key_updates(xact.operations):
+            session.log_record_count += 1
+            if not hasattr(op, "kind") or op.kind not in ("insert", "update", "delete"):
+                self._process_ddl(op, commit_lsn, commit_time, session)
+                continue
+            for instance in self.instances_of(op.object_id):
+                if op.lsn <= instance.enable_lsn:
+                    continue
+                key = instance.name.lower()
+                builder = self._builders.get(key)
+                if builder is None:
+                    builder = self._builders[key] = ChangeRowBuilder(instance)
+                new_rows = builder.rows(
+                    RowChange(op.kind, op.lsn, op.columns, op.before, op.after), commit_lsn
+                )
+                instance_rows = rows.setdefault(key, [])
+                ids = command_ids.setdefault(key, [])
+                command_id = (ids[-1] + 1) if ids else 1
+                instance_rows.extend(new_rows)
+                ids.extend([command_id] * len(new_rows))
+                session.command_count += 1
+        if not rows:
+            return False
+        for key, instance_rows in rows.items():
+            self.instances[key].change_table.append_transaction(instance_rows, command_ids[key])
+        self.mapping.append(
+            LsnTimeMappingRow(
+                start_lsn=commit_lsn,
+                tran_begin_time=datetime_value(getattr(xact, "begin_time_ticks", xact.commit_time_ticks)),
+                tran_end_time=commit_time,
+                tran_id=int(xact.xact_id).to_bytes(10, "big"),
+                tran_begin_lsn=xact.begin_lsn,
+            )
+        )
+        if session.first_begin_cdc_lsn is None:
+            session.first_begin_cdc_lsn = xact.begin_lsn
+        session.last_commit_cdc_lsn = commit_lsn
+        session.last_commit_cdc_time = commit_time
+        return True
+
+    def _process_ddl(
+        self, op: Any, commit_lsn: bytes, commit_time: dt.datetime, session: ScanSession
+    ) -> None:
+        if op.kind not in ("add_column", "drop_column", "alter_column"):
+            return
+        instances = self.instances_of(op.object_id)
+        if not instances:
+            return
+        session.schema_change_count += 1
+        for instance in instances:
+            if op.lsn <= instance.enable_lsn:
+                continue
+            self.ddl_history.append(
+                DdlHistoryRow(
+                    source_object_id=instance.source_object_id,
+                    object_id=instance.object_id,
+                    required_column_update=False,
+                    ddl_command=op.statement,
+                    ddl_lsn=commit_lsn,
+                    ddl_time=commit_time,
+                )
+            )
+
+    def _split_key_updates(self, operations: Iterable[Any]) -> Iterable[Any]:
+        """
+        Yield the operations with primary-key-changing updates turned into delete + insert.
+
+        SQL Server logs an UPDATE that changes a primary-key column as a delete of the old row
+        and an insert of the new one, and CDC captures operations 1 and 2 instead of 3 and 4. Within
+        one statement all deletes come before all inserts, so a statement such as
+        ``SET id = id + 1`` never makes two rows share a key.
+        """
+        pending_inserts: list[Any] = []
+        pending_statement: Any = object()
+        for op in operations:
+            statement = getattr(op, "statement_id", None)
+            split = self._changes_primary_key(op)
+            if pending_inserts and (not split or statement is None or statement != pending_statement):
+                yield from pending_inserts
+                pending_inserts = []
+            if split:
+                yield _RowOp(op.lsn, op.object_id, "delete", op.columns, op.before, None)
+                pending_inserts.append(_RowOp(op.lsn, op.object_id, "insert", op.columns, None, op.after))
+                pending_statement = statement
+                if statement is None:
+                    yield from pending_inserts
+                    pending_inserts = []
+            else:
+                yield op
+        yield from pending_inserts
+
+    def _changes_primary_key(self, op: Any) -> bool:
+        if getattr(op, "kind", None) != "update" or not self.instances_of(op.object_id):
+            return False
+        table = self.database.table_by_id(op.object_id)
+        primary_key = table.primary_key if table is not None else None
+        if primary_key is None:
+            return False
+        positions = {name.lower(): i for i, name in enumerate(op.columns)}
+        for column in primary_key.columns:
+            i = positions.get(column.lower())
+            if i is not None and op.before[i] != op.after[i]:
+                return True
+        return False
+
+    def _write_quiet_period_row(self, session: ScanSession) -> None:
+        if not self.instances:
+            return
+        last = self.mapping.last_row()
+        now = self.now()
+        log = self.database.log
+        log_moved = last is None or log.last_lsn > last.start_lsn
+        clock_moved = last is None or now > last.tran_end_time
+        if not (log_moved or clock_moved):
+            return
+        lsn = log.allocate_lsn()
+        self.mapping.append(
+            LsnTimeMappingRow(
+                start_lsn=lsn,
+                tran_begin_time=now,
+                tran_end_time=now,
+                tran_id=QUIET_PERIOD_TRAN_ID,
+                tran_begin_lsn=ZERO_LSN,
+            )
+        )
+        if lsn > self.processed_lsn:
+            self.processed_lsn = lsn
+
+    # ------------------------------------------------------------------ cleanup
+
+    def cleanup(
+        self, instance: CaptureInstance, low_water_mark: bytes | None, threshold: int | None = None
+    ) -> int:
+        """
+        ``sys.sp_cdc_cleanup_change_table``: move the instance's low-water mark up and delete older rows.
+
+        :param low_water_mark: a ``start_lsn`` of ``cdc.lsn_time_mapping`` (already validated), or
+            None to keep the current low-water mark and only delete rows below it.
+        :returns: the number of change rows deleted.
+        """
+        with self.lock:
+            if low_water_mark is not None:
+                adjusted = self.mapping.smallest_lsn_with_time_of(low_water_mark)
+                if instance.start_lsn is None or adjusted > instance.start_lsn:
+                    instance.start_lsn = adjusted
+            deleted = 0
+            if instance.start_lsn is not None:
+                deleted = instance.change_table.delete_below(instance.start_lsn)
+            self._trim_mapping()
+            return deleted
+
+    def retention_cleanup(self) -> int:
+        """The cleanup job: move every instance's low-water mark to satisfy ``retention``; delete old rows."""
+        with self.lock:
+            if self.cleanup_job is None:
+                return 0
+            low_water_mark = self.mapping.retention_low_water_mark(self.cleanup_job.retention)
+            deleted = 0
+            for instance in list(self.instances.values()):
+                if low_water_mark is not None and (
+                    instance.start_lsn is None or instance.start_lsn < low_water_mark
+                ):
+                    instance.start_lsn = low_water_mark
+                if instance.start_lsn is not None:
+                    deleted += instance.change_table.delete_below(instance.start_lsn)
+            self._trim_mapping()
+            return deleted
+
+    def _trim_mapping(self) -> None:
+        # Mapping rows below every instance's low-water mark are no longer needed.
+        floors = [ci.start_lsn for ci in self.instances.values()]
+        if floors and all(f is not None for f in floors):
+            self.mapping.delete_below(min(floors))  # type: ignore[type-var]
+
+    # ------------------------------------------------------------------ sessions view
+
+    def session_rows(self) -> list[ScanSession]:
+        """``sys.dm_cdc_log_scan_sessions``: the aggregate row (session 0) then the kept sessions."""
+        with self.lock:
+            sessions = list(self.sessions)
+        aggregate = ScanSession(
+            session_id=0, start_time=self._aggregate_start or self.now(), scan_phase="Aggregate"
+        )
+        if sessions:
+            last = sessions[-1]
+            aggregate.end_time = last.end_time
+            aggregate.start_lsn = last.start_lsn
+            aggregate.end_lsn = last.end_lsn
+            aggregate.current_lsn = ZERO_LSN
+            aggregate.error_count = sum(s.error_count for s in sessions)
+            aggregate.tran_count = sum(s.tran_count for s in sessions)
+            aggregate.log_record_count = sum(s.log_record_count for s in sessions)
+            aggregate.schema_change_count = sum(s.schema_change_count for s in sessions)
+            aggregate.command_count = sum(s.command_count for s in sessions)
+            with_cdc = [s for s in sessions if s.last_commit_cdc_lsn is not None]
+            with_commits = [s for s in sessions if s.last_commit_lsn is not None]
+            if with_commits:
+                aggregate.last_commit_lsn = with_commits[-1].last_commit_lsn
+                aggregate.last_commit_time = with_commits[-1].last_commit_time
+            if with_cdc:
+                aggregate.first_begin_cdc_lsn = with_cdc[0].first_begin_cdc_lsn
+                aggregate.last_commit_cdc_lsn = with_cdc[-1].last_commit_cdc_lsn
+                aggregate.last_commit_cdc_time = with_cdc[-1].last_commit_cdc_time
+                aggregate.latency = next((s.latency for s in reversed(with_cdc) if s.latency), 0)
+            aggregate.empty_scan_count = self._empty_scans
+        return [aggregate, *sessions]
+
+
+@dataclass(frozen=True, slots=True)
+class _RowOp:
+    """A row operation synthesised from a primary-key-changing update."""
+
+    lsn: bytes
+    object_id: int
+    kind: str
+    columns: tuple[str, ...]
+    before: tuple[Any, ...] | None
+    after: tuple[Any, ...] | None
