@@ -291,28 +291,38 @@ class CdcDatabase:
         Yield the operations with primary-key-changing updates turned into delete + insert.
 
         SQL Server logs an UPDATE that changes a primary-key column as a delete of the old row
-        and an insert of the new one, and CDC captures operations 1 and 2 instead of 3 and 4. Within
-        one statement all deletes come before all inserts, so a statement such as
-        ``SET id = id + 1`` never makes two rows share a key.
+        and an insert of the new one, and CDC captures operations 1 and 2 instead of 3 and 4.
+        Within one statement all deletes come before all inserts, so a statement such as
+        ``SET id = id + 1`` never makes two rows share a key. Consecutive key-changing updates
+        of one table belong to one statement until a physical row (``rowid``) repeats, which a
+        single statement cannot do.
         """
-        pending_inserts: list[Any] = []
-        pending_statement: Any = object()
+        deletes: list[Any] = []
+        inserts: list[Any] = []
+        group_table: int | None = None
+        group_rows: set[int] = set()
+
+        def flush() -> Iterable[Any]:
+            yield from deletes
+            yield from inserts
+            deletes.clear()
+            inserts.clear()
+            group_rows.clear()
+
         for op in operations:
-            statement = getattr(op, "statement_id", None)
-            split = self._changes_primary_key(op)
-            if pending_inserts and (not split or statement is None or statement != pending_statement):
-                yield from pending_inserts
-                pending_inserts = []
-            if split:
-                yield _RowOp(op.lsn, op.object_id, "delete", op.columns, op.before, None)
-                pending_inserts.append(_RowOp(op.lsn, op.object_id, "insert", op.columns, None, op.after))
-                pending_statement = statement
-                if statement is None:
-                    yield from pending_inserts
-                    pending_inserts = []
-            else:
+            if not self._changes_primary_key(op):
+                yield from flush()
                 yield op
-        yield from pending_inserts
+                continue
+            rowid = getattr(op, "rowid", 0)
+            if op.object_id != group_table or not rowid or rowid in group_rows:
+                yield from flush()
+            group_table = op.object_id
+            if rowid:
+                group_rows.add(rowid)
+            deletes.append(_RowOp(op.lsn, op.object_id, "delete", op.columns, op.before, None))
+            inserts.append(_RowOp(op.lsn, op.object_id, "insert", op.columns, None, op.after))
+        yield from flush()
 
     def _changes_primary_key(self, op: Any) -> bool:
         if getattr(op, "kind", None) != "update" or not self.instances_of(op.object_id):
