@@ -1,0 +1,329 @@
+"""Benchmark the CDC extraction against the SQL Server simulator.
+
+Loads about ``--rows`` changes of a 10-column table into a simulator, then measures, each in a
+fresh process so CPU time and peak RSS belong to that reader alone (the simulator's own CPU is
+not counted):
+
+- ``bare``: the same window read with the same driver (pyodbc + FreeTDS), rows discarded;
+- ``extract``: ``extract_window`` (CdcExtractOperator's core) writing Parquet + manifest;
+- ``pandas``: naive ``pandas.read_sql`` of the change function + ``DataFrame.to_parquet``;
+- ``extract`` again on a quarter of the window, to show that peak RSS does not grow with it.
+
+Prints CPU seconds per million rows, the ratios, and peak RSS. Goals (issue 5): extract within
+1.5x of the bare read, at least 3x less CPU than pandas, peak RSS under 400 MB and flat.
+
+    .venv/bin/python benchmarks/extract.py               # ~1,000,000 changes
+    .venv/bin/python benchmarks/extract.py --rows 50000  # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+PASSWORD = "Bench-Pa55word!"
+DATABASE = "cdc_bench"
+CAPTURE_INSTANCE = "dbo_bench"
+TABLE_DDL = (
+    "CREATE TABLE dbo.bench (id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, "
+    "c_nvarchar nvarchar(50) NULL, c_varchar varchar(30) NULL, c_datetime2 datetime2(7) NULL, c_date date NULL, "
+    "c_float float NULL, c_bit bit NULL, c_guid uniqueidentifier NULL)"
+)
+ROWS_PER_INSERT = 200  # 10 parameters per row, SQL Server allows 2100 per statement
+
+
+# --------------------------------------------------------------------------- simulator and data
+
+
+def start_simulator(timezone: str, data_dir: str) -> tuple[subprocess.Popen, str, int]:
+    """Start the simulator in its own process; return it with host and port."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--password",
+            PASSWORD,
+            "--data",
+            data_dir,
+            "--timezone",
+            timezone,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip() if proc.stdout else ""
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"simulator did not start: {line!r}")
+    host, _, port = line.split(" ", 1)[1].rpartition(":")
+    return proc, host, int(port)
+
+
+def odbc(host: str, port: int, database: str | None = None) -> str:
+    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
+    return text + (f"DATABASE={database};" if database else "")
+
+
+def bench_row(i: int) -> tuple:
+    return (
+        i,
+        i * 1_000_003,
+        decimal.Decimal(i % 100_000_000).scaleb(-4),
+        f"name {i} é",
+        f"code-{i % 9973}",
+        dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i, microseconds=i % 1_000_000),
+        dt.date(2020, 1, 1) + dt.timedelta(days=i % 3650),
+        i / 7.0,
+        i % 2 == 0,
+        uuid.UUID(int=i * 2654435761 % (1 << 128)),
+    )
+
+
+def load(host: str, port: int, rows: int) -> dict[str, str]:
+    """Create the table with CDC and apply ``rows`` changes in four phases; return LSN bounds."""
+    import pyodbc
+
+    conn = pyodbc.connect(odbc(host, port), autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {DATABASE}")
+    cur.execute(f"USE {DATABASE}")
+    cur.execute("EXEC sys.sp_cdc_enable_db")
+    cur.execute(TABLE_DDL)
+    cur.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', @role_name = NULL, "
+        "@capture_instance = N'dbo_bench'"
+    )
+    cur.execute("EXEC sys.sp_cdc_stop_job @job_type = N'capture'")
+    # 70 % inserts, 10 % of rows updated (2 change rows each with 'all update old'), 10 % deleted.
+    inserts = int(rows * 0.7)
+    bounds: dict[str, str] = {}
+    started = time.monotonic()
+    placeholders = "(" + ",".join("?" * 10) + ")"
+    for phase in range(4):
+        lo, hi = inserts * phase // 4, inserts * (phase + 1) // 4
+        for start in range(lo, hi, ROWS_PER_INSERT):
+            chunk = [bench_row(i) for i in range(start, min(start + ROWS_PER_INSERT, hi))]
+            sql = f"INSERT INTO dbo.bench VALUES {','.join([placeholders] * len(chunk))}"
+            cur.execute(sql, *[v for row in chunk for v in row])
+        cur.execute(
+            "UPDATE dbo.bench SET c_bigint = c_bigint + 1, c_nvarchar = N'updated' WHERE id >= ? AND id < ? AND id % 7 = 0",
+            lo,
+            hi,
+        )
+        cur.execute("DELETE FROM dbo.bench WHERE id >= ? AND id < ? AND id % 7 = 1", lo, hi)
+        cur.execute(f"USE {DATABASE}")
+        cur.execute("EXEC sys.sp_cdc_scan @maxtrans = 100000000, @maxscans = 1, @continuous = 0")
+        if phase == 0:
+            bounds["quarter_to"] = (
+                "0x" + cur.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0].hex().upper()
+            )
+        print(f"  loaded phase {phase + 1}/4 ({time.monotonic() - started:.0f} s)", flush=True)
+    bounds["from"] = (
+        "0x" + cur.execute("SELECT sys.fn_cdc_get_min_lsn(?)", CAPTURE_INSTANCE).fetchone()[0].hex().upper()
+    )
+    bounds["to"] = "0x" + cur.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0].hex().upper()
+    conn.close()
+    return bounds
+
+
+# --------------------------------------------------------------------------- the measured readers
+
+
+def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: str, batch_size: int) -> dict:
+    """Run one reader in this (fresh) process and report its own CPU time and peak RSS."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    rows = 0
+    t0 = time.monotonic()
+    if kind == "bare":
+        import pyodbc
+
+        from airflow_provider_sqlserver_cdc import tsql
+
+        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+        cur = conn.cursor()
+        cur.execute(
+            tsql.bare_changes_query(CAPTURE_INSTANCE),
+            bytes.fromhex(from_lsn[2:]),
+            bytes.fromhex(to_lsn[2:]),
+            "all update old",
+        )
+        while True:
+            got = cur.fetchmany(batch_size)
+            if not got:
+                break
+            rows += len(got)
+    elif kind == "pandas":
+        import warnings
+
+        import pandas as pd
+        import pyodbc
+
+        from airflow_provider_sqlserver_cdc import tsql
+
+        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            frame = pd.read_sql(
+                tsql.bare_changes_query(CAPTURE_INSTANCE),
+                conn,
+                params=[bytes.fromhex(from_lsn[2:]), bytes.fromhex(to_lsn[2:]), "all update old"],
+            )
+        frame["c_guid"] = frame["c_guid"].astype(str)
+        frame.to_parquet(os.path.join(out_dir, "naive.parquet"), compression="zstd")
+        rows = len(frame)
+    else:
+        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+        from airflow_provider_sqlserver_cdc.lsn import Lsn
+        from airflow_provider_sqlserver_cdc.operators.extract import extract_window
+        from airflow_provider_sqlserver_cdc.windows import LsnWindow
+
+        hook = SqlServerCdcHook("bench")
+        tz = hook.get_server_time_zone()
+        instance = hook.get_capture_instance(CAPTURE_INSTANCE)
+        window = LsnWindow(CAPTURE_INSTANCE, Lsn.from_hex(from_lsn), Lsn.from_hex(to_lsn), "watermark")
+        result = extract_window(
+            hook, instance, window, base_uri=out_dir, tz=tz, database=DATABASE, batch_size=batch_size
+        )
+        rows = result.manifest.row_count
+        hook.close()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "kind": kind,
+        "rows": rows,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "wall_s": time.monotonic() - t0,
+        "peak_rss_mb": after.ru_maxrss / 1024,
+    }
+
+
+def measure(
+    kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: str, batch_size: int
+) -> dict:
+    env = os.environ.copy()
+    env["AIRFLOW_CONN_BENCH"] = json.dumps(
+        {
+            "conn_type": "mssql",
+            "host": host,
+            "port": port,
+            "login": "sa",
+            "password": PASSWORD,
+            "schema": DATABASE,
+            "extra": {"driver": "FreeTDS"},
+        }
+    )
+    env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    args = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--from-lsn",
+        from_lsn,
+        "--to-lsn",
+        to_lsn,
+        "--out",
+        out_dir,
+        "--batch-size",
+        str(batch_size),
+    ]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="approximate number of changes in the window"
+    )
+    parser.add_argument("--batch-size", type=int, default=50_000)
+    parser.add_argument("--timezone", default="Asia/Kolkata", help="simulator time zone (not UTC on purpose)")
+    parser.add_argument("--child", choices=["bare", "extract", "pandas"], help=argparse.SUPPRESS)
+    parser.add_argument("--host", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--from-lsn", help=argparse.SUPPRESS)
+    parser.add_argument("--to-lsn", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(
+            json.dumps(
+                child(args.child, args.host, args.port, args.from_lsn, args.to_lsn, args.out, args.batch_size)
+            )
+        )
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="cdc-bench-") as work:
+        proc, host, port = start_simulator(args.timezone, os.path.join(work, "sim"))
+        try:
+            print(
+                f"simulator {host}:{port} ({args.timezone}); loading ~{args.rows:,} changes ...", flush=True
+            )
+            bounds = load(host, port, args.rows)
+            out = Path(work)
+            results = {}
+            for kind in ("bare", "extract", "pandas"):
+                results[kind] = measure(
+                    kind, host, port, bounds["from"], bounds["to"], str(out / kind), args.batch_size
+                )
+                r = results[kind]
+                print(
+                    f"  {kind:8s} {r['rows']:>9,} rows  cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB",
+                    flush=True,
+                )
+            quarter = measure(
+                "extract",
+                host,
+                port,
+                bounds["from"],
+                bounds["quarter_to"],
+                str(out / "quarter"),
+                args.batch_size,
+            )
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+    def per_million(r: dict) -> float:
+        return r["cpu_s"] / max(r["rows"], 1) * 1e6
+
+    bare, extract, naive = results["bare"], results["extract"], results["pandas"]
+    print()
+    print(
+        f"window: {extract['rows']:,} change rows of a 10-column table (quarter window: {quarter['rows']:,})"
+    )
+    print(
+        f"CPU s per million rows: bare read {per_million(bare):.2f} | extract {per_million(extract):.2f} | pandas read_sql+to_parquet {per_million(naive):.2f}"
+    )
+    print(f"extract / bare read CPU:   {extract['cpu_s'] / bare['cpu_s']:.2f}x  (goal <= 1.5x)")
+    print(f"pandas / extract CPU:      {naive['cpu_s'] / extract['cpu_s']:.2f}x  (goal >= 3x)")
+    print(
+        f"extract peak RSS:          {extract['peak_rss_mb']:.0f} MB full window, {quarter['peak_rss_mb']:.0f} MB quarter window  (goal < 400 MB, flat)"
+    )
+    print(f"pandas peak RSS:           {naive['peak_rss_mb']:.0f} MB")
+    print(f"extract throughput:        {extract['rows'] / extract['wall_s']:,.0f} rows/s wall")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
