@@ -19,10 +19,11 @@ updates), deletes and multi-statement transactions (some rolled back), and keeps
 rows it expects each table to hold, so a test can compare a replica with the source without
 reading the source.
 
-Command line::
+Command line (connection string from ``--odbc`` or ``$SQLSERVER_CDC_ODBC``)::
 
-    python -m airflow_provider_sqlserver_cdc.testing.workload --odbc "<connection string>" \\
-        --create --database cdc_sample --transactions 1000 --rate 50 --seed 7
+    python -m airflow_provider_sqlserver_cdc.testing.workload create --database cdc_sample --initial-rows 100
+    python -m airflow_provider_sqlserver_cdc.testing.workload run --database cdc_sample \\
+        --transactions 1000 --rate 50 --seed 7
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import decimal
+import os
 import random
 import sys
 import time
@@ -737,12 +739,14 @@ class _KeyedRows:
 def _connect(args: argparse.Namespace) -> Any:
     import pyodbc
 
-    if args.odbc:
-        connection_string = args.odbc
-    else:
+    connection_string = args.odbc or os.environ.get("SQLSERVER_CDC_ODBC")
+    if not connection_string:
+        if not args.server:
+            raise SystemExit("give --odbc, --server or set SQLSERVER_CDC_ODBC to an ODBC connection string")
         host, _, port = args.server.partition(":")
+        password = os.environ.get("SQLSERVER_CDC_PASSWORD", "")
         connection_string = (
-            f"DRIVER={{FreeTDS}};SERVER={host};PORT={port or 1433};UID={args.user};PWD={args.password};"
+            f"DRIVER={{FreeTDS}};SERVER={host};PORT={port or 1433};UID={args.user};PWD={{{password}}};"
             "TDS_Version=7.4;ClientCharset=UTF-8"
         )
     return pyodbc.connect(connection_string, autocommit=True)
@@ -750,34 +754,45 @@ def _connect(args: argparse.Namespace) -> Any:
 
 def main(argv: Iterable[str] | None = None) -> int:
     """Entry point of ``python -m airflow_provider_sqlserver_cdc.testing.workload``."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--odbc", help="ODBC connection string")
-    target.add_argument("--server", help="host:port (FreeTDS driver; use with --user/--password)")
-    parser.add_argument("--user", default="sa")
-    parser.add_argument("--password", default="")
-    parser.add_argument("--database", default="cdc_sample")
-    parser.add_argument(
-        "--create", action="store_true", help="(re)create the sample database with CDC enabled"
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_provider_sqlserver_cdc.testing.workload",
+        description="Create the CDC sample database and apply a seeded random workload to it.",
     )
-    parser.add_argument("--initial-rows", type=int, default=0, help="rows to insert per table after --create")
-    parser.add_argument("--transactions", type=int, default=None)
-    parser.add_argument("--duration", type=float, default=None, help="seconds to run")
-    parser.add_argument("--rate", type=float, default=None, help="transactions per second")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--odbc", help="ODBC connection string (default: $SQLSERVER_CDC_ODBC)")
+    parser.add_argument(
+        "--server", help="host:port, with the FreeTDS driver (password from $SQLSERVER_CDC_PASSWORD)"
+    )
+    parser.add_argument("--user", default="sa")
+    commands = parser.add_subparsers(dest="command", required=True)
+    create = commands.add_parser("create", help="(re)create the sample database with CDC enabled")
+    create.add_argument("--database", default="cdc_sample")
+    create.add_argument("--initial-rows", type=int, default=0, help="rows to insert into each table")
+    create.add_argument("--role-name", default=None, help="@role_name gating the change data")
+    create.add_argument("--seed", type=int, default=0)
+    run = commands.add_parser("run", help="apply a seeded random workload")
+    run.add_argument("--database", default="cdc_sample")
+    run.add_argument("--transactions", type=int, default=None)
+    run.add_argument("--duration", type=float, default=None, help="seconds to run")
+    run.add_argument(
+        "--rate", type=float, default=None, help="transactions per second (default: as fast as possible)"
+    )
+    run.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(list(argv) if argv is not None else None)
 
     conn = _connect(args)
     workload = Workload(seed=args.seed)
-    if args.create:
-        SampleDatabase.create(conn, database=args.database)
+    if args.command == "create":
+        SampleDatabase.create(conn, database=args.database, role_name=args.role_name)
         print(f"created database {args.database} with CDC enabled on {len(SAMPLE_TABLES)} tables", flush=True)
+        for table in SAMPLE_TABLES if args.initial_rows else ():
+            workload.insert_rows(conn, table.qualified_name, args.initial_rows)
+        if args.initial_rows:
+            print(f"inserted {args.initial_rows} rows into each table", flush=True)
     else:
+        if args.transactions is None and args.duration is None:
+            parser.error("run needs --transactions and/or --duration")
         conn.cursor().execute(f"USE [{args.database}]")
         workload.load_model(conn)
-    for table in SAMPLE_TABLES if args.initial_rows else ():
-        workload.insert_rows(conn, table.qualified_name, args.initial_rows)
-    if args.transactions is not None or args.duration is not None:
         stats = workload.run(conn, args.transactions, duration=args.duration, rate=args.rate)
         print(
             f"{stats.transactions} transactions committed ({stats.rolled_back} rolled back), "
