@@ -295,7 +295,11 @@ def plan_windows(
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     if mode == "interval":
         if data_interval_start is None or data_interval_end is None:
-            raise ValueError("interval mode needs the run's data interval (start and end)")
+            raise ValueError(
+                "window_mode='interval' needs the run's data interval, and this run has none (a manual run "
+                "without a logical date, or a DAG with schedule=None). Give the DAG a schedule, trigger the "
+                "run with a logical date, or use window_mode='watermark'."
+            )
         return [
             plan_interval_window(source, i, data_interval_start, data_interval_end, tz) for i in instances
         ]
