@@ -38,6 +38,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": [
                     "airflow_provider_sqlserver_cdc.operators.extract",
                     "airflow_provider_sqlserver_cdc.operators.watermark",
+                    "airflow_provider_sqlserver_cdc.operators.spark_merge",
                 ],
             }
         ],

@@ -1,0 +1,142 @@
+"""CdcSparkMergeOperator: spark-submit the provider's merge job for the windows an extract task wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+from airflow_provider_sqlserver_cdc.spark.merge_job import DELETE_MODES, WRITE_MODES, manifest_uris
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+def merge_job_arguments(
+    manifests: Sequence[str],
+    *,
+    namespace: str | None = None,
+    table_name_template: str | None = None,
+    targets: Mapping[str, str] | None = None,
+    delete_mode: str = "soft",
+    write_mode: str = "copy-on-write",
+) -> list[str]:
+    """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
+
+    :param manifests: manifest URIs (or window directories) to merge.
+    :param namespace: ``catalog.namespace`` that holds the target tables.
+    :param table_name_template: target table name from the manifest's source, e.g. ``{schema}_{table}``.
+    :param targets: capture instance -> ``catalog.namespace.table``, overriding the template.
+    :param delete_mode: ``soft`` (flag deleted rows) or ``hard`` (remove them; windows in LSN order).
+    :param write_mode: Iceberg row-level write mode set when a target is created.
+    """
+    if delete_mode not in DELETE_MODES:
+        raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
+    if write_mode not in WRITE_MODES:
+        raise ValueError(f"write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
+    arguments: list[str] = []
+    for uri in manifests:
+        if urlsplit(uri).password:
+            raise ValueError(
+                f"window URI {urlsplit(uri)._replace(netloc=urlsplit(uri).hostname or '').geturl()} carries "
+                "credentials; spark-submit arguments are visible to anyone who can list processes. Configure "
+                "storage credentials in the Spark/Hadoop configuration instead"
+            )
+        arguments += ["--manifest", uri]
+    if namespace:
+        arguments += ["--namespace", namespace]
+    if table_name_template:
+        arguments += ["--table-name-template", table_name_template]
+    for capture_instance, table in (targets or {}).items():
+        arguments += ["--target", f"{capture_instance}={table}"]
+    return [*arguments, "--delete-mode", delete_mode, "--write-mode", write_mode]
+
+
+class CdcSparkMergeOperator(SparkSubmitOperator):
+    """
+    Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
+
+    A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
+    the extract task's XCom. Spark settings (the Iceberg runtime jar, ``spark.sql.extensions`` and
+    the ``spark.sql.catalog.*`` of the target catalog) are passed as for ``SparkSubmitOperator``
+    (``jars``/``packages``, ``conf``) or come from the cluster's defaults.
+
+    :param namespace: ``catalog.namespace`` holding the target tables. (templated)
+    :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
+    :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
+        extract task returns them, or a list of these. (templated)
+    :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
+        default ``{schema}_{table}``. (templated)
+    :param targets: capture instance -> ``catalog.namespace.table`` overrides. (templated)
+    :param delete_mode: ``soft`` (default) or ``hard``.
+    :param write_mode: ``copy-on-write`` (default) or ``merge-on-read``, set on table creation.
+    """
+
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "namespace",
+        "windows",
+        "table_name_template",
+        "targets",
+    )
+
+    def __init__(
+        self,
+        *,
+        namespace: str | None = None,
+        extract_task_ids: str | Sequence[str] | None = None,
+        windows: Any = None,
+        table_name_template: str = "{schema}_{table}",
+        targets: Mapping[str, str] | None = None,
+        delete_mode: str = "soft",
+        write_mode: str = "copy-on-write",
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "sqlserver-cdc-merge")
+        super().__init__(application=MERGE_JOB_PATH, **kwargs)
+        if windows is None and extract_task_ids is None:
+            raise ValueError(f"{self.task_id}: pass extract_task_ids (the extract task) or windows")
+        if delete_mode not in DELETE_MODES:
+            raise ValueError(
+                f"{self.task_id}: delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}"
+            )
+        if write_mode not in WRITE_MODES:
+            raise ValueError(f"{self.task_id}: write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
+        self.namespace = namespace
+        self.extract_task_ids = extract_task_ids
+        self.windows = windows
+        self.table_name_template = table_name_template
+        self.targets = dict(targets or {})
+        self.delete_mode = delete_mode
+        self.write_mode = write_mode
+
+    def _window_value(self, context: Context) -> Any:
+        if self.windows is not None:
+            return self.windows
+        return context["ti"].xcom_pull(task_ids=self.extract_task_ids)
+
+    def execute(self, context: Context) -> list[str]:
+        """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
+        value = self._window_value(context)
+        if not isinstance(value, str | bytes | Mapping) and isinstance(value, Iterable):
+            value = list(value)  # lazy XCom sequences of mapped extract tasks
+        manifests = manifest_uris(value)
+        if not manifests:
+            raise ValueError(
+                f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "
+                "check that the extract task ran and returned its window description"
+            )
+        self.application_args = merge_job_arguments(
+            manifests,
+            namespace=self.namespace,
+            table_name_template=self.table_name_template,
+            targets=self.targets,
+            delete_mode=self.delete_mode,
+            write_mode=self.write_mode,
+        )
+        self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
+        super().execute(context)
+        return manifests

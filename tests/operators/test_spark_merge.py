@@ -1,0 +1,214 @@
+"""CdcSparkMergeOperator and plain SparkSubmitOperator usage of the merge job, up to a real dag.test() run."""
+
+from __future__ import annotations
+
+import decimal
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator, merge_job_arguments
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+
+SPARK_TESTS = Path(__file__).resolve().parents[1] / "spark"
+
+
+def load(name: str) -> ModuleType:
+    """Import a helper module of tests/spark (window builder, Spark settings) by path."""
+    spec = importlib.util.spec_from_file_location(f"cdc_spark_tests_{name}", SPARK_TESTS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_arguments_for_the_job() -> None:
+    arguments = merge_job_arguments(
+        ["/w/a/_manifest.json", "/w/b/_manifest.json"],
+        namespace="lake.cdc",
+        targets={"dbo_orders": "lake.sales.orders"},
+        delete_mode="hard",
+    )
+    assert arguments == [
+        "--manifest",
+        "/w/a/_manifest.json",
+        "--manifest",
+        "/w/b/_manifest.json",
+        "--namespace",
+        "lake.cdc",
+        "--target",
+        "dbo_orders=lake.sales.orders",
+        "--delete-mode",
+        "hard",
+        "--write-mode",
+        "copy-on-write",
+    ]
+
+
+def test_arguments_refuse_credentials_in_uris() -> None:
+    with pytest.raises(ValueError, match="carries credentials") as caught:
+        merge_job_arguments(["s3a://AKIA:s3cr3t@bucket/w/_manifest.json"])
+    assert "s3cr3t" not in str(caught.value)
+
+
+def test_operator_settings_are_checked_without_io() -> None:
+    with pytest.raises(ValueError, match="pass extract_task_ids"):
+        CdcSparkMergeOperator(task_id="merge", namespace="lake.cdc")
+    with pytest.raises(ValueError, match="delete_mode must be one of"):
+        CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", delete_mode="purge")
+    operator = CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", namespace="lake.cdc")
+    assert operator.application == MERGE_JOB_PATH
+    assert {"application_args", "namespace", "windows", "targets", "conf"} <= set(operator.template_fields)
+
+
+class _FakeTaskInstance:
+    """Stands in for the task instance's XCom pull only; the XCom value is what extract returns."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.asked: Any = None
+
+    def xcom_pull(self, task_ids: Any) -> Any:
+        self.asked = task_ids
+        return self.value
+
+
+def test_execute_builds_arguments_from_the_extract_xcom(monkeypatch: pytest.MonkeyPatch) -> None:
+    submitted: list[list[str]] = []
+    # The edge: spark-submit itself (run for real in the dag.test() below).
+    monkeypatch.setattr(
+        "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute",
+        lambda self, context: submitted.append(list(self.application_args)),
+    )
+    xcom = iter(
+        [{"capture_instance": "dbo_a", "manifest_uri": "/w/a/_manifest.json"}, {"manifest_uri": "/w/b"}]
+    )
+    ti = _FakeTaskInstance(xcom)
+    operator = CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", namespace="lake.cdc")
+    assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json", "/w/b/_manifest.json"]
+    assert ti.asked == "extract"
+    assert submitted[0][:4] == ["--manifest", "/w/a/_manifest.json", "--manifest", "/w/b/_manifest.json"]
+
+    with pytest.raises(ValueError, match="no windows to merge"):
+        operator.execute({"ti": _FakeTaskInstance(None)})
+
+
+DAG_FILE = """
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, task
+
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+
+SPARK = dict(jars={jar!r}, conf={conf!r}, conn_id="spark_default")
+
+with DAG("sqlserver_cdc_merge_test", schedule=None, start_date=dt.datetime(2026, 1, 1), catchup=False) as dag:
+
+    @task
+    def extract_first():
+        return {{"capture_instance": "dbo_orders", "manifest_uri": {first!r}, "row_count": 3}}
+
+    @task
+    def extract_second():
+        return {{"capture_instance": "dbo_orders", "manifest_uri": {second!r}, "row_count": 8}}
+
+    merge = CdcSparkMergeOperator(
+        task_id="merge", extract_task_ids="extract_first", namespace="lake.cdc", **SPARK
+    )
+    # The same job through plain SparkSubmitOperator: the XCom goes in as JSON.
+    merge_plain = SparkSubmitOperator(
+        task_id="merge_plain",
+        application=MERGE_JOB_PATH,
+        application_args=[
+            "--manifest", "{{{{ ti.xcom_pull(task_ids='extract_second') | tojson }}}}",
+            "--namespace", "lake.cdc",
+        ],
+        **SPARK,
+    )
+    extract_first() >> merge >> extract_second() >> merge_plain
+
+if __name__ == "__main__":
+    run = dag.test()
+    print("DAG_RUN_STATE", run.state)
+    sys.exit(0 if run.state == "success" else 1)
+"""
+
+
+def current_snapshot_summary(table_dir: Path) -> dict[str, str]:
+    """Read the Iceberg table's current snapshot summary from its metadata JSON (Hadoop catalog)."""
+    version = (table_dir / "metadata" / "version-hint.text").read_text().strip()
+    metadata = json.loads((table_dir / "metadata" / f"v{version}.metadata.json").read_text())
+    current = metadata["current-snapshot-id"]
+    return next(s["summary"] for s in metadata["snapshots"] if s["snapshot-id"] == current)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: Path) -> None:
+    window_builder = load("window_builder")
+    spark_settings = load("conftest")
+    log = window_builder.ChangeLog()
+    base = tmp_path / "windows"
+    first = window_builder.write_window(
+        base,
+        window_builder.WindowSpec(
+            "dbo_orders",
+            0x100,
+            0x200,
+            window_builder.flatten(
+                [log.insert(id=i, name=f"n{i}", amount=decimal.Decimal(i)) for i in (1, 2, 3)]
+            ),
+        ),
+    )
+    log.lsn = 0x200
+    second_rows = window_builder.flatten(
+        [
+            log.update({"id": 2, "name": "n2", "amount": decimal.Decimal(2)}, name="changed"),
+            log.delete(id=3, name="n3", amount=decimal.Decimal(3)),
+            log.insert(id=4, name="n4", amount=None),
+            log.update({"id": 1, "name": "n1", "amount": decimal.Decimal(1)}, id=10),
+        ]
+    )
+    second = window_builder.write_window(
+        base, window_builder.WindowSpec("dbo_orders", 0x201, 0x300, second_rows)
+    )
+    warehouse = tmp_path / "warehouse"
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    dag_file = dags / "sqlserver_cdc_merge_test.py"
+    dag_file.write_text(
+        textwrap.dedent(DAG_FILE).format(
+            jar=spark_settings.iceberg_runtime_jar(),
+            conf=spark_settings.iceberg_spark_conf(warehouse),
+            first=first,
+            second=second,
+        )
+    )
+    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
+    completed = subprocess.run(
+        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    output = completed.stdout + completed.stderr
+    assert "DAG_RUN_STATE success" in completed.stdout, output[-5000:]
+    summary = current_snapshot_summary(warehouse / "cdc" / "dbo_orders")
+    assert summary["sqlserver-cdc.max-applied-lsn.dbo_orders"] == window_builder.lsn_hex(0x300)
+    assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == (
+        f"{window_builder.lsn_hex(0x100)}-{window_builder.lsn_hex(0x300)}"
+    )
+    # ids 1 (key changed to 10) and 3 stay as soft-deleted rows: 1, 2, 3, 4, 10.
+    assert summary["total-records"] == "5"
