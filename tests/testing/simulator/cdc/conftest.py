@@ -1,0 +1,65 @@
+"""Fixtures for the CDC scenario tests: one fresh CDC-enabled database per test, on a backend.
+
+See :mod:`cdc_scenario_support` for the backends: the simulator always, and the SQL Server named by
+``SQLSERVER_CDC_TEST_ODBC`` (marker ``mssql``) when it is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+
+import pyodbc
+import pytest
+from cdc_scenario_support import Backend, CdcDb, SimulatorBackend, SqlServerBackend
+
+
+@pytest.fixture(params=["simulator", pytest.param("mssql", marks=pytest.mark.mssql)])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The simulator, or the SQL Server named by ``SQLSERVER_CDC_TEST_ODBC``."""
+    if request.param == "simulator":
+        return SimulatorBackend(request.getfixturevalue("sqlserver_simulator"))
+    return SqlServerBackend(os.environ["SQLSERVER_CDC_TEST_ODBC"])
+
+
+def _drop(conn: pyodbc.Connection, name: str) -> None:
+    cursor = conn.cursor()
+    cursor.execute("USE master")
+    cursor.execute(f"IF DB_ID(N'{name}') IS NOT NULL DROP DATABASE [{name}]")
+    cursor.close()
+
+
+@pytest.fixture
+def cdc_db(backend: Backend) -> Iterator[CdcDb]:
+    """A new database with ``sys.sp_cdc_enable_db`` run in it (tables are enabled by each test)."""
+    name = f"cdc_t_{uuid.uuid4().hex[:10]}"
+    admin = backend.connect()
+    admin.cursor().execute(f"CREATE DATABASE [{name}]").close()
+    conn = backend.connect(name)
+    db = CdcDb(backend, name, conn)
+    db.execute("EXEC sys.sp_cdc_enable_db").close()
+    try:
+        yield db
+    finally:
+        with contextlib.suppress(pyodbc.Error):
+            conn.cursor().execute("EXEC sys.sp_cdc_disable_db").close()
+        conn.close()
+        _drop(admin, name)
+        admin.close()
+
+
+@pytest.fixture
+def plain_db(backend: Backend) -> Iterator[CdcDb]:
+    """A new database without CDC."""
+    name = f"cdc_p_{uuid.uuid4().hex[:10]}"
+    admin = backend.connect()
+    admin.cursor().execute(f"CREATE DATABASE [{name}]").close()
+    conn = backend.connect(name)
+    try:
+        yield CdcDb(backend, name, conn)
+    finally:
+        conn.close()
+        _drop(admin, name)
+        admin.close()

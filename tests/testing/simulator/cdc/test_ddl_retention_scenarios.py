@@ -1,0 +1,138 @@
+"""DDL on tracked tables, retention and cleanup, TRUNCATE, and the snapshot transaction's begin LSN."""
+
+from __future__ import annotations
+
+import pyodbc
+import pytest
+from cdc_scenario_support import error_number, lsn
+
+TABLE = "CREATE TABLE dbo.orders (id int NOT NULL PRIMARY KEY, customer nvarchar(40) NULL, amount int NULL)"
+
+
+@pytest.fixture
+def orders(cdc_db):
+    cdc_db.execute(TABLE).close()
+    cdc_db.enable_table("orders")
+    cdc_db.execute("EXEC sys.sp_cdc_stop_job").close()
+    return cdc_db
+
+
+def _all_changes(db, instance, columns="*"):
+    low = db.scalar("SELECT sys.fn_cdc_get_min_lsn(?)", instance)
+    high = db.scalar("SELECT sys.fn_cdc_get_max_lsn()")
+    return db.rows(f"SELECT {columns} FROM cdc.fn_cdc_get_all_changes_{instance}(?, ?, N'all')", low, high)
+
+
+def test_add_and_drop_column_keep_the_instance_shape_and_write_ddl_history(orders):
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    orders.execute("ALTER TABLE dbo.orders ADD region nvarchar(10) NULL").close()
+    orders.execute(
+        "INSERT INTO dbo.orders (id, customer, amount, region) VALUES (2, N'b', 20, N'eu')"
+    ).close()
+    orders.execute("ALTER TABLE dbo.orders DROP COLUMN amount").close()
+    orders.execute("INSERT INTO dbo.orders (id, customer, region) VALUES (3, N'c', N'us')").close()
+    orders.capture()
+    cursor = orders.execute(
+        "DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn(N'dbo_orders'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
+        "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_orders(@f, @t, N'all')"
+    )
+    assert [d[0] for d in cursor.description][4:] == ["id", "customer", "amount"]
+    assert [tuple(r)[4:] for r in cursor.fetchall()] == [(1, "a", 10), (2, "b", 20), (3, "c", None)]
+    history = orders.rows(
+        "SELECT ddl_command, ddl_lsn, required_column_update FROM cdc.ddl_history ORDER BY ddl_lsn"
+    )
+    assert len(history) == 2
+    assert "ADD region" in history[0][0] and "DROP COLUMN amount" in history[1][0]
+    assert lsn(history[0][1]) < lsn(history[1][1])
+    # a second instance created now captures the new shape, from its own start
+    orders.enable_table("orders", capture_instance="dbo_orders_v2")
+    orders.execute("INSERT INTO dbo.orders (id, customer, region) VALUES (4, N'd', N'ap')").close()
+    orders.capture()
+    v2 = orders.execute(
+        "DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn(N'dbo_orders_v2'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
+        "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_orders_v2(@f, @t, N'all')"
+    )
+    assert [d[0] for d in v2.description][4:] == ["id", "customer", "region"]
+    assert [tuple(r)[4:] for r in v2.fetchall()] == [(4, "d", "ap")]
+    assert [r[0] for r in _all_changes(orders, "dbo_orders", "id")] == [1, 2, 3, 4]
+
+
+def test_truncate_of_a_tracked_table_fails_with_4711(orders):
+    with pytest.raises(pyodbc.Error) as excinfo:
+        orders.execute("TRUNCATE TABLE dbo.orders")
+    assert error_number(excinfo) == 4711
+    assert "because it is published for replication or enabled for Change Data Capture" in str(excinfo.value)
+
+
+def test_cleanup_change_table_moves_the_low_water_mark_and_old_ranges_raise_313(orders):
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    orders.capture()
+    old_low = orders.scalar("SELECT sys.fn_cdc_get_min_lsn(N'dbo_orders')")
+    orders.execute("INSERT INTO dbo.orders VALUES (2, N'b', 20)").close()
+    orders.capture()
+    new_low = orders.scalar("SELECT MAX(__$start_lsn) FROM cdc.dbo_orders_CT")
+    orders.execute(
+        "EXEC sys.sp_cdc_cleanup_change_table @capture_instance = N'dbo_orders', @low_water_mark = ?, @threshold = 5000",
+        new_low,
+    ).close()
+    assert lsn(orders.scalar("SELECT sys.fn_cdc_get_min_lsn(N'dbo_orders')")) == lsn(new_low)
+    assert [r[0] for r in orders.rows("SELECT id FROM cdc.dbo_orders_CT")] == [2]
+    high = orders.scalar("SELECT sys.fn_cdc_get_max_lsn()")
+    with pytest.raises(pyodbc.Error) as excinfo:
+        orders.execute(
+            "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_orders(?, ?, N'all')", old_low, high
+        ).fetchall()
+    assert error_number(excinfo) == 313
+    assert [r[0] for r in _all_changes(orders, "dbo_orders", "id")] == [2]
+
+
+def test_cleanup_with_an_lsn_not_in_the_mapping_fails_with_22964(orders):
+    with pytest.raises(pyodbc.Error) as excinfo:
+        orders.execute(
+            "EXEC sys.sp_cdc_cleanup_change_table @capture_instance = N'dbo_orders', @low_water_mark = ?",
+            bytes.fromhex("00000001000000010001"),
+        )
+    assert error_number(excinfo) == 22964
+
+
+def test_retention_cleanup_job_moves_the_low_water_mark(orders):
+    if not orders.backend.simulated:
+        pytest.skip("needs the server clock to move by the retention period")
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    orders.capture()
+    orders.backend.advance_clock(3 * 60)
+    orders.execute("INSERT INTO dbo.orders VALUES (2, N'b', 20)").close()
+    orders.capture()
+    orders.execute("EXEC sys.sp_cdc_change_job @job_type = N'cleanup', @retention = 2").close()
+    orders.execute("EXEC sys.sp_MScdc_cleanup_job").close()
+    assert [r[0] for r in orders.rows("SELECT id FROM cdc.dbo_orders_CT")] == [2]
+    low = lsn(orders.scalar("SELECT sys.fn_cdc_get_min_lsn(N'dbo_orders')"))
+    assert low == lsn(orders.scalar("SELECT MIN(__$start_lsn) FROM cdc.dbo_orders_CT"))
+
+
+def test_snapshot_transaction_begin_lsn_is_consistent_with_cdc_lsns(orders):
+    orders.execute(f"ALTER DATABASE [{orders.name}] SET ALLOW_SNAPSHOT_ISOLATION ON").close()
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    orders.capture()
+    before = lsn(orders.scalar("SELECT sys.fn_cdc_get_max_lsn()"))
+    reader = orders.connect()
+    reader.autocommit = False
+    cursor = reader.cursor()
+    cursor.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    cursor.execute("SELECT COUNT(*) FROM dbo.orders").fetchall()
+    cursor.execute("SAVE TRANSACTION snapshot_point")
+    begin_numeric = cursor.execute(
+        "SELECT database_transaction_begin_lsn FROM sys.dm_tran_database_transactions "
+        "WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID()"
+    ).fetchone()[0]
+    reader.rollback()
+    reader.close()
+    assert begin_numeric is not None
+    value = int(begin_numeric)
+    vlf, rest = divmod(value, 10**15)
+    block, slot = divmod(rest, 10**5)
+    begin = vlf.to_bytes(4, "big") + block.to_bytes(4, "big") + slot.to_bytes(2, "big")
+    orders.execute("INSERT INTO dbo.orders VALUES (2, N'b', 20)").close()
+    orders.capture()
+    after = lsn(orders.scalar("SELECT MAX(__$start_lsn) FROM cdc.dbo_orders_CT"))
+    assert before < begin < after
