@@ -21,6 +21,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import lsn_to_dmv_
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import (
     capture_job_of,
     cdc_state,
+    database_object,
     databases_of,
     server_of,
 )
@@ -42,6 +43,7 @@ def _require(database: Any, table: str) -> CdcDatabase:
 
 def change_tables(session: Any, database: Any) -> Rowset:
     """``cdc.change_tables``."""
+    database = database_object(session, database)
     state = _require(database, "change_tables")
     columns = [
         _col("object_id", T.INT, False),
@@ -81,6 +83,7 @@ def change_tables(session: Any, database: Any) -> Rowset:
 
 def captured_columns(session: Any, database: Any) -> Rowset:
     """``cdc.captured_columns`` (``object_id`` is the change table's id, one set of rows per instance)."""
+    database = database_object(session, database)
     state = _require(database, "captured_columns")
     columns = [
         _col("object_id", T.INT, False),
@@ -100,6 +103,7 @@ def captured_columns(session: Any, database: Any) -> Rowset:
 
 def index_columns(session: Any, database: Any) -> Rowset:
     """``cdc.index_columns``."""
+    database = database_object(session, database)
     state = _require(database, "index_columns")
     columns = [
         _col("object_id", T.INT, False),
@@ -117,6 +121,7 @@ def index_columns(session: Any, database: Any) -> Rowset:
 
 def ddl_history(session: Any, database: Any) -> Rowset:
     """``cdc.ddl_history``."""
+    database = database_object(session, database)
     state = _require(database, "ddl_history")
     columns = [
         _col("source_object_id", T.INT),
@@ -142,6 +147,7 @@ def ddl_history(session: Any, database: Any) -> Rowset:
 
 def lsn_time_mapping(session: Any, database: Any) -> Rowset:
     """``cdc.lsn_time_mapping``."""
+    database = database_object(session, database)
     state = _require(database, "lsn_time_mapping")
     columns = [
         _col("start_lsn", LSN_TYPE, False),
@@ -165,6 +171,7 @@ def lsn_time_mapping(session: Any, database: Any) -> Rowset:
 
 def change_table(session: Any, database: Any, table_name: str) -> Rowset:
     """``cdc.<capture_instance>_CT``: read directly, without range validation (as in SQL Server)."""
+    database = database_object(session, database)
     state = cdc_state(database)
     name = table_name[:-3] if table_name.lower().endswith("_ct") else table_name
     instance = None if state is None else state.instance(name)
@@ -226,6 +233,7 @@ def cdc_jobs(session: Any, database: Any) -> Rowset:
 
 def dm_cdc_log_scan_sessions(session: Any, database: Any) -> Rowset:
     """``sys.dm_cdc_log_scan_sessions`` of the current database (empty when CDC is not enabled)."""
+    database = database_object(session, database)
     columns = [
         _col("session_id", T.INT, False),
         _col("start_time", T.DATETIME),

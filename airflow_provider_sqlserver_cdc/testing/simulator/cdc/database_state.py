@@ -108,11 +108,13 @@ class CdcDatabase:
 
     :param database: the engine's database object (``log``, ``table_by_id``, ``name``, ``database_id``).
     :param clock: the server clock (``local_ticks()``).
+    :param commit_lock: the lock under which the engine assigns commit LSNs and appends to the log.
     """
 
-    def __init__(self, database: Any, clock: Any) -> None:
+    def __init__(self, database: Any, clock: Any, commit_lock: Any = None) -> None:
         self.database = database
         self.clock = clock
+        self.commit_lock = commit_lock if commit_lock is not None else threading.RLock()
         self.instances: dict[str, CaptureInstance] = {}
         self.mapping = LsnTimeMapping()
         self.ddl_history: list[DdlHistoryRow] = []
@@ -348,7 +350,12 @@ class CdcDatabase:
         clock_moved = last is None or now > last.tran_end_time
         if not (log_moved or clock_moved):
             return
-        lsn = log.allocate_lsn()
+        # The row claims "processed up to this LSN": allocate it while no commit can be in flight,
+        # and only if every transaction committed so far has been read.
+        with self.commit_lock:
+            if next(iter(log.scan(after_lsn=self.processed_lsn)), None) is not None:
+                return
+            lsn = log.allocate_lsn()
         self.mapping.append(
             LsnTimeMappingRow(
                 start_lsn=lsn,

@@ -30,6 +30,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import 
     capture_job_of,
     cdc_state,
     clock_of,
+    commit_lock_of,
     current_database,
     drop_cdc_schema,
     ensure_cdc_schema,
@@ -37,6 +38,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import 
     has_foreign_cdc_schema,
     is_db_owner,
     is_sysadmin,
+    server_of,
     set_capture_job,
     set_cdc_state,
     set_tracked,
@@ -96,10 +98,16 @@ class CdcProcedures:
     The procedures, bound to the extension registry so enabling a table can register its change table.
 
     :param register_change_table: called with ``cdc.<ci>_CT`` when a capture instance is created.
+    :param on_job_created: called with every capture job created (so a server reset can stop them).
     """
 
-    def __init__(self, register_change_table: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        register_change_table: Callable[[str], None],
+        on_job_created: Callable[[CaptureJob], None] | None = None,
+    ) -> None:
         self._register_change_table = register_change_table
+        self._on_job_created = on_job_created or (lambda job: None)
 
     def procedures(self) -> dict[str, Callable[[Any, ProcedureArgs], ProcedureResult | None]]:
         """Procedure name -> implementation."""
@@ -141,7 +149,8 @@ class CdcProcedures:
         if has_foreign_cdc_schema(database):
             raise errors.cdc_schema_exists(database.name)
         ensure_cdc_schema(database)
-        set_cdc_state(database, CdcDatabase(database, clock_of(session)))
+        engine = server_of(session)
+        set_cdc_state(database, CdcDatabase(database, clock_of(session), commit_lock_of(engine)))
         return ProcedureResult()
 
     def disable_db(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
@@ -293,6 +302,7 @@ class CdcProcedures:
                 state.cleanup_job = CleanupJobSettings()
                 job = CaptureJob(state)
                 set_capture_job(database, job)
+                self._on_job_created(job)
                 job.start()
                 messages.append(f"Job 'cdc.{database.name}_capture' started successfully.")
         return ProcedureResult(messages=messages)
@@ -548,6 +558,7 @@ class CdcProcedures:
         if job is None:
             job = CaptureJob(state)
             set_capture_job(database, job)
+            self._on_job_created(job)
         job.start()
         return ProcedureResult()
 

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc import catalog, functions
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_job import CaptureJob
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.procedures import CdcProcedures, ddl_hook
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import capture_job_of, cdc_state
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ExtensionRegistry
 
 
 def register_cdc(registry: ExtensionRegistry) -> None:
     """Add the CDC procedures, functions, tables, views and DDL rules to ``registry``."""
+    jobs: weakref.WeakSet[CaptureJob] = weakref.WeakSet()
 
     def register_change_table(name: str) -> None:
         table_name = name.split(".", 1)[1]
         if registry.find_view(name) is None:
             registry.view(name, lambda session, database: catalog.change_table(session, database, table_name))
 
-    for name, procedure in CdcProcedures(register_change_table).procedures().items():
+    def stop_all_jobs(engine: Any = None) -> None:
+        for job in list(jobs):
+            job.stop()
+
+    for name, procedure in CdcProcedures(register_change_table, jobs.add).procedures().items():
         registry.procedure(name, procedure)
     for name, (fn, returns) in functions.SCALAR_FUNCTIONS.items():
         registry.scalar_function(name, fn, returns)
@@ -24,3 +34,32 @@ def register_cdc(registry: ExtensionRegistry) -> None:
     for name, view in catalog.STATIC_VIEWS.items():
         registry.view(name, view)
     registry.ddl_hook(ddl_hook)
+    # Engine.reset() calls these: a reset forgets the databases, so their capture jobs must stop.
+    hooks = getattr(registry, "reset_hooks", None)
+    if hooks is None:
+        hooks = []
+        registry.reset_hooks = hooks  # type: ignore[attr-defined]
+    hooks.append(stop_all_jobs)
+    registry.stop_cdc_jobs = stop_all_jobs  # type: ignore[attr-defined]
+
+
+def run_capture_scan(engine: Any, database: str) -> None:
+    """
+    Run the capture job of ``database`` synchronously until it has read every committed transaction.
+
+    The fixture exposes this as ``sqlserver_simulator.run_capture_scan(database)`` so tests need not
+    sleep through polling intervals.
+
+    :raises LookupError: when CDC is not enabled on the database.
+    """
+    db = engine.database(database)
+    state = cdc_state(db)
+    if state is None:
+        raise LookupError(f"CDC is not enabled on database {database!r}; run sys.sp_cdc_enable_db first")
+    state.catch_up()
+
+
+def capture_job_running(engine: Any, database: str) -> bool:
+    """Whether the capture job of ``database`` is running."""
+    job = capture_job_of(engine.database(database))
+    return job is not None and job.running

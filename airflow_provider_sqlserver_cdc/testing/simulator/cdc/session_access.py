@@ -16,12 +16,24 @@ _JOB_KEY = "cdc_capture_job"
 
 def current_database(session: Any) -> Any:
     """The session's current database object."""
-    return session.database
+    return session.current_db()
+
+
+def database_object(session: Any, database: Any) -> Any:
+    """A database object from either a database object or a database name."""
+    if isinstance(database, str):
+        return server_of(session).database(database)
+    return database if database is not None else current_database(session)
 
 
 def server_of(session: Any) -> Any:
-    """The server object of a session."""
-    return session.server
+    """The engine (server) of a session."""
+    return session.engine
+
+
+def commit_lock_of(server: Any) -> Any:
+    """The lock the engine holds while it assigns commit LSNs and appends to the log."""
+    return server.mutex
 
 
 def clock_of(session: Any) -> Any:
@@ -69,17 +81,12 @@ def set_tracked(table: Any, tracked: bool) -> None:
 
 def login_name(session: Any) -> str:
     """The session's login name."""
-    return session.login
+    return session.login.name
 
 
 def is_sysadmin(session: Any) -> bool:
     """Whether the session's login is in the sysadmin server role."""
-    check = getattr(session, "is_sysadmin", None)
-    if callable(check):
-        return bool(check())
-    if check is not None:
-        return bool(check)
-    return login_name(session).lower() == "sa"
+    return bool(session.login.is_sysadmin)
 
 
 def database_user(session: Any, database: Any) -> str | None:
