@@ -211,3 +211,119 @@ def bare_changes_query(capture_instance: str) -> str:
     validate_capture_instance(capture_instance)
     function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
     return f"SELECT * FROM [cdc].{function}(?, ?, ?)"
+
+
+# --- snapshot (initial load; see docs/snapshot.md) -----------------------------------------------
+
+SNAPSHOT_SAVEPOINT = "sqlserver_cdc_snapshot"
+SNAPSHOT_ROW_ALIAS = "src"
+
+SNAPSHOT_ISOLATION_STATE = (
+    "SELECT snapshot_isolation_state, snapshot_isolation_state_desc FROM sys.databases WHERE name = DB_NAME()"
+)
+"""Whether ALLOW_SNAPSHOT_ISOLATION is on (state 1 = ON) for the current database."""
+
+SET_SNAPSHOT_ISOLATION = "SET TRANSACTION ISOLATION LEVEL SNAPSHOT"
+SET_READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+SAVE_SNAPSHOT_SAVEPOINT = f"SAVE TRANSACTION {SNAPSHOT_SAVEPOINT}"
+"""Makes the (read-only) snapshot transaction write a log record, so that it gets a begin LSN."""
+
+TRANSACTION_BEGIN_LSN = (
+    "SELECT database_transaction_begin_lsn, SYSDATETIMEOFFSET() FROM sys.dm_tran_database_transactions "
+    "WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID()"
+)
+"""The current transaction's begin LSN (numeric(25,0)) in this database, and the server clock.
+
+Needs VIEW SERVER STATE (SQL Server 2022: VIEW SERVER PERFORMANCE STATE)."""
+
+
+def set_lock_timeout(milliseconds: int) -> str:
+    """``SET LOCK_TIMEOUT n`` (the statement takes no parameter; ``n`` is validated as an integer)."""
+    if isinstance(milliseconds, bool) or not isinstance(milliseconds, int) or milliseconds < -1:
+        raise ValueError(
+            f"lock timeout must be an integer number of milliseconds >= -1, got {milliseconds!r}"
+        )
+    return f"SET LOCK_TIMEOUT {milliseconds}"
+
+
+def _source_table(schema: str, table: str) -> str:
+    validate_name(schema, kind="schema")
+    validate_name(table, kind="table")
+    return f"{quote_name(schema)}.{quote_name(table)}"
+
+
+def lock_table_statement(schema: str, table: str) -> str:
+    """
+    Take a shared table lock held to the end of the transaction: writers wait, readers do not.
+
+    The TABLOCK hint asks for a table-level lock, HOLDLOCK keeps it until the transaction ends;
+    the lock is granted only once every open transaction that wrote the table has ended.
+    """
+    return f"SELECT TOP (1) 1 FROM {_source_table(schema, table)} WITH (TABLOCK, HOLDLOCK)"
+
+
+def fix_snapshot_statement(schema: str, table: str) -> str:
+    """A first read of the table: a SNAPSHOT transaction's view of the data is fixed by its first read."""
+    return f"SELECT TOP (1) 1 FROM {_source_table(schema, table)}"
+
+
+def keyset_predicate(key_columns: Sequence[CapturedColumn]) -> str:
+    """
+    ``(k1, k2, ...) > (?, ?, ...)`` in T-SQL, which has no row-value comparison.
+
+    Nested form ``k1 > ? OR (k1 = ? AND (k2 > ? OR (k2 = ? AND k3 > ?)))``; every parameter is
+    cast to the key column's declared type, so the comparison uses the column's own ordering
+    (collation, uniqueidentifier byte order) exactly as ``ORDER BY`` does. Parameters: each
+    key value twice except the last, in key order (see :func:`keyset_parameters`).
+    """
+    if not key_columns:
+        raise ValueError("keyset pagination needs at least one key column")
+    predicate = ""
+    for column in reversed(key_columns):
+        name = f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(column.name)}"
+        value = f"CAST(? AS {column.describe()})"
+        if not predicate:
+            predicate = f"{name} > {value}"
+        else:
+            predicate = f"{name} > {value} OR ({name} = {value} AND ({predicate}))"
+    return predicate
+
+
+def keyset_parameters(last_key: Sequence[object]) -> list[object]:
+    """The parameters of :func:`keyset_predicate` for the last key read."""
+    values: list[object] = []
+    for value in last_key[:-1]:
+        values += [value, value]
+    values.append(last_key[-1])
+    return values
+
+
+def snapshot_chunk_query(
+    schema: str,
+    table: str,
+    columns: Sequence[CapturedColumn],
+    key_columns: Sequence[CapturedColumn],
+    *,
+    after_key: bool,
+) -> str:
+    """
+    One key-range chunk of the table: ``SELECT TOP (?) <columns> ... ORDER BY <key>``.
+
+    Parameters: the chunk's row limit, then (when ``after_key``) :func:`keyset_parameters` of
+    the last key of the previous chunk. With no key columns the whole table is read in one
+    query (no TOP, no ORDER BY).
+
+    :param schema: source schema.
+    :param table: source table.
+    :param columns: the captured columns in ``column_ordinal`` order (read as in change windows).
+    :param key_columns: the key columns in index order.
+    :param after_key: continue after a previous chunk's last key.
+    """
+    select = ", ".join(column_read_expression(c) for c in columns)
+    source = f"{_source_table(schema, table)} AS {quote_name(SNAPSHOT_ROW_ALIAS)}"
+    if not key_columns:
+        return f"SELECT {select} FROM {source}"
+    where = f" WHERE {keyset_predicate(key_columns)}" if after_key else ""
+    order = ", ".join(f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(c.name)}" for c in key_columns)
+    return f"SELECT TOP (?) {select} FROM {source}{where} ORDER BY {order}"
