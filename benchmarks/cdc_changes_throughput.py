@@ -1,0 +1,194 @@
+"""Stream a window of ``cdc.fn_cdc_get_all_changes_<ci>`` to pyodbc and print rows/s.
+
+The target (issue 4) is at least 100,000 rows/s for a 1,000,000-change window on this machine.
+For comparison, the same run streams a plain ``SELECT`` of the same number of rows from the
+source table, so the ratio shows what the CDC function costs over a table scan.
+
+By default the script starts the simulator (``python -m airflow_provider_sqlserver_cdc.testing.simulator
+--port 0``) and reports the server process's CPU seconds during each stream; with ``--odbc`` it
+runs against any SQL Server (the window is then captured with ``sys.sp_cdc_scan``).
+
+Usage::
+
+    .venv/bin/python benchmarks/cdc_changes_throughput.py               # 1,000,000 changes
+    .venv/bin/python benchmarks/cdc_changes_throughput.py --rows 100000 # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyodbc
+
+TABLE = """CREATE TABLE dbo.bench (
+    id bigint NOT NULL PRIMARY KEY,
+    account int NOT NULL,
+    name nvarchar(40) NULL,
+    amount decimal(18,4) NULL,
+    created datetime2(3) NULL,
+    ratio float NULL,
+    active bit NULL,
+    tag varbinary(16) NULL
+)"""
+SEED_ROWS = 1000
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def start_simulator() -> tuple[subprocess.Popen[str], str]:
+    """Start the simulator on a free port; return the process and a FreeTDS connection string."""
+    password = "Bench-" + secrets.token_hex(8)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--password",
+            password,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"the simulator did not start: {line!r}")
+    host, port = line.split()[1].rsplit(":", 1)
+    connection_string = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{password}}};TDS_Version=7.4;ClientCharset=UTF-8"
+    return proc, connection_string
+
+
+def load(conn: pyodbc.Connection, rows: int) -> float:
+    """Create the database and table, enable CDC, insert ``rows`` rows; return seconds taken."""
+    cursor = conn.cursor()
+    started = time.perf_counter()
+    cursor.execute("USE master")
+    cursor.execute("IF DB_ID(N'cdc_bench') IS NOT NULL DROP DATABASE cdc_bench")
+    cursor.execute("CREATE DATABASE cdc_bench")
+    cursor.execute("USE cdc_bench")
+    cursor.execute(TABLE)
+    cursor.execute("EXEC sys.sp_cdc_enable_db")
+    cursor.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', @role_name = NULL, "
+        "@supports_net_changes = 0"
+    )
+    cursor.execute("EXEC sys.sp_cdc_stop_job")
+    values = ", ".join(
+        f"({i}, {i % 997}, N'name {i}', {i}.1234, '2026-01-01T00:00:{i % 60:02d}.123', {i}.5, {i % 2}, 0x{i:08X})"
+        for i in range(1, min(rows, SEED_ROWS) + 1)
+    )
+    cursor.execute(f"INSERT INTO dbo.bench VALUES {values}")
+    have = min(rows, SEED_ROWS)
+    while have < rows:
+        take = min(have, rows - have)
+        cursor.execute(
+            f"INSERT INTO dbo.bench SELECT TOP ({take}) id + {have}, account, name, amount, created, ratio, active, tag "
+            "FROM dbo.bench ORDER BY id"
+        )
+        have += take
+    return time.perf_counter() - started
+
+
+def capture(conn: pyodbc.Connection) -> float:
+    """Run the capture job synchronously until the window is in the change table; return seconds."""
+    started = time.perf_counter()
+    conn.cursor().execute("EXEC sys.sp_cdc_scan @maxtrans = 1000000, @maxscans = 100").close()
+    return time.perf_counter() - started
+
+
+def stream(
+    conn: pyodbc.Connection, sql: str, params: tuple[object, ...], pid: int | None
+) -> tuple[int, float, float | None]:
+    """Fetch every row of ``sql`` in batches; return (rows, seconds, server CPU seconds)."""
+    cursor = conn.cursor()
+    cpu_before = _cpu_seconds(pid)
+    started = time.perf_counter()
+    cursor.execute(sql, *params)
+    count = 0
+    while True:
+        batch = cursor.fetchmany(10_000)
+        if not batch:
+            break
+        count += len(batch)
+    seconds = time.perf_counter() - started
+    cpu_after = _cpu_seconds(pid)
+    cursor.close()
+    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    return count, seconds, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--rows", type=int, default=1_000_000, help="changes in the window (default 1,000,000)"
+    )
+    parser.add_argument("--odbc", help="run against this ODBC connection string instead of a fresh simulator")
+    args = parser.parse_args()
+
+    proc = None
+    if args.odbc:
+        connection_string, pid = args.odbc, None
+    else:
+        proc, connection_string = start_simulator()
+        pid = proc.pid
+    try:
+        conn = pyodbc.connect(connection_string, autocommit=True)
+        load_s = load(conn, args.rows)
+        capture_s = capture(conn)
+        cursor = conn.cursor()
+        low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(N'dbo_bench')").fetchone()[0]
+        high = cursor.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
+        cursor.close()
+        print(
+            f"window: {args.rows:,} inserts loaded in {load_s:.1f} s, captured in {capture_s:.1f} s",
+            flush=True,
+        )
+
+        results = {}
+        for label, sql, params in (
+            (
+                "fn_cdc_get_all_changes (all)",
+                "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_bench(?, ?, N'all')",
+                (low, high),
+            ),
+            ("plain SELECT of the table", "SELECT * FROM dbo.bench", ()),
+        ):
+            rows, seconds, cpu = stream(conn, sql, params, pid)
+            results[label] = rows / seconds
+            cpu_text = "" if cpu is None else f", server CPU {cpu:.1f} s"
+            print(
+                f"{label:32s} {rows:>10,} rows in {seconds:6.2f} s = {rows / seconds:>10,.0f} rows/s{cpu_text}",
+                flush=True,
+            )
+        ratio = results["fn_cdc_get_all_changes (all)"] / results["plain SELECT of the table"]
+        print(f"ratio all-changes / plain select: {ratio:.2f}", flush=True)
+        target = results["fn_cdc_get_all_changes (all)"] >= 100_000
+        print(f"target >= 100,000 rows/s: {'met' if target else 'NOT met'}", flush=True)
+        conn.close()
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=10)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
