@@ -13,8 +13,6 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc import errors
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import CdcDatabase
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.functions import (
     LSN_TYPE,
-    UPDATE_MASK_TYPE,
-    captured_result_columns,
     datetime_ticks,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import lsn_to_dmv_text
@@ -167,26 +165,6 @@ def lsn_time_mapping(session: Any, database: Any) -> Rowset:
         for row in state.mapping.rows()
     ]
     return Rowset(columns, rows)
-
-
-def change_table(session: Any, database: Any, table_name: str) -> Rowset:
-    """``cdc.<capture_instance>_CT``: read directly, without range validation (as in SQL Server)."""
-    database = database_object(session, database)
-    state = cdc_state(database)
-    name = table_name[:-3] if table_name.lower().endswith("_ct") else table_name
-    instance = None if state is None else state.instance(name)
-    if instance is None:
-        raise errors.invalid_object_name(f"cdc.{table_name}")
-    columns = [
-        _col("__$start_lsn", LSN_TYPE, False),
-        _col("__$end_lsn", LSN_TYPE),
-        _col("__$seqval", LSN_TYPE, False),
-        _col("__$operation", T.INT, False),
-        _col("__$update_mask", UPDATE_MASK_TYPE),
-        *captured_result_columns(instance),
-        _col("__$command_id", T.INT),
-    ]
-    return Rowset(columns, instance.change_table.table_rows())
 
 
 def cdc_jobs(session: Any, database: Any) -> Rowset:

@@ -15,6 +15,10 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_instance impor
     parse_column_list,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_job import CaptureJob
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.change_table_object import (
+    attach_change_table,
+    detach_change_table,
+)
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import (
     CaptureJobSettings,
     CdcDatabase,
@@ -95,18 +99,12 @@ def _require_state(database: Any) -> CdcDatabase:
 
 class CdcProcedures:
     """
-    The procedures, bound to the extension registry so enabling a table can register its change table.
+    The CDC procedures of one server.
 
-    :param register_change_table: called with ``cdc.<ci>_CT`` when a capture instance is created.
     :param on_job_created: called with every capture job created (so a server reset can stop them).
     """
 
-    def __init__(
-        self,
-        register_change_table: Callable[[str], None],
-        on_job_created: Callable[[CaptureJob], None] | None = None,
-    ) -> None:
-        self._register_change_table = register_change_table
+    def __init__(self, on_job_created: Callable[[CaptureJob], None] | None = None) -> None:
         self._on_job_created = on_job_created or (lambda job: None)
 
     def procedures(self) -> dict[str, Callable[[Any, ProcedureArgs], ProcedureResult | None]]:
@@ -295,7 +293,7 @@ class CdcProcedures:
             )
             state.add_instance(instance)
             set_tracked(table, True)
-            self._register_change_table(f"cdc.{instance.change_table_name}")
+            attach_change_table(database, instance, clock_of(session).local_ticks())
             messages = []
             if state.capture_job is None:
                 state.capture_job = CaptureJobSettings()
@@ -338,6 +336,7 @@ class CdcProcedures:
 
     def _drop_instance(self, database: Any, state: CdcDatabase, instance: CaptureInstance) -> None:
         state.drop_instance(instance)
+        detach_change_table(database, instance)
         if not state.instances_of(instance.source_object_id):
             table = database.table_by_id(instance.source_object_id)
             if table is not None:
@@ -740,3 +739,4 @@ def ddl_hook(session: Any, event: DdlEvent) -> None:
         with state.lock:
             for instance in instances:
                 state.drop_instance(instance)
+                detach_change_table(database, instance)

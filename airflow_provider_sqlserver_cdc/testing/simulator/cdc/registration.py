@@ -16,16 +16,11 @@ def register_cdc(registry: ExtensionRegistry) -> None:
     """Add the CDC procedures, functions, tables, views and DDL rules to ``registry``."""
     jobs: weakref.WeakSet[CaptureJob] = weakref.WeakSet()
 
-    def register_change_table(name: str) -> None:
-        table_name = name.split(".", 1)[1]
-        if registry.find_view(name) is None:
-            registry.view(name, lambda session, database: catalog.change_table(session, database, table_name))
-
     def stop_all_jobs(engine: Any = None) -> None:
         for job in list(jobs):
             job.stop()
 
-    for name, procedure in CdcProcedures(register_change_table, jobs.add).procedures().items():
+    for name, procedure in CdcProcedures(jobs.add).procedures().items():
         registry.procedure(name, procedure)
     for name, (fn, returns) in functions.SCALAR_FUNCTIONS.items():
         registry.scalar_function(name, fn, returns)
