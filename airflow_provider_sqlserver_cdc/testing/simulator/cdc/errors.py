@@ -72,6 +72,14 @@ def database_not_enabled(database: str) -> CdcError:
     )
 
 
+def cleanup_database_not_enabled(database: str) -> CdcError:
+    """Error 22910 (the cleanup procedures' check)."""
+    return CdcError(
+        22910,
+        f"The cleanup request for database '{database}' failed. The database is not enabled for Change Data Capture.",
+    )
+
+
 def database_already_enabled(database: str) -> CdcError:
     """Message 22905 (severity 10: an informational message, not an error)."""
     return CdcError(
@@ -226,7 +234,7 @@ def parameter_null_or_empty(parameter: str) -> CdcError:
 
 
 def low_water_mark_not_in_mapping(lsn_hex: str) -> CdcError:
-    """Error 22964."""
+    """Error 22964 (SQL Server formats the LSN as ``upper(sys.fn_varbintohexstr(lsn))``: ``0X...``)."""
     return CdcError(
         22964,
         f"LSN {lsn_hex}, specified as the new low end point for change table cleanup must represent the "

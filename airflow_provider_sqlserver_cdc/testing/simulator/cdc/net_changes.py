@@ -11,7 +11,11 @@ Server and summarised in docs/simulator.md):
   inside the window), else a delete carrying the last known values;
 * last change an insert or update: an insert if the first change was an insert, else an update
   (the row existed before the window) -- e.g. delete then re-insert nets to an update;
-* ``all with merge`` reports 5 (insert or update) instead of 2 and 4; the filtering is the same.
+* ``all with merge`` reports 5 (insert or update) instead of 2 and 4; the filtering is the same;
+* ``all with mask`` gives an update the OR of every update mask of the key in the window (inserts
+  and deletes count as all bits) and leaves ``__$update_mask`` NULL for inserts and deletes.
+
+This is the logic of the net changes function SQL Server generates for a capture instance.
 
 ``__$start_lsn`` is the commit LSN of the row's last change; rows come out in the order of that
 last change.
@@ -72,10 +76,6 @@ def net_changes(
             operation = _MERGE
         else:
             operation = _INSERT if first_operation == _INSERT else _UPDATE_NEW
-        if not with_mask:
-            out_mask = None
-        elif operation == _UPDATE_NEW:
-            out_mask = mask
-        else:
-            out_mask = last[3]
+        # 'all with mask': the OR of the key's masks in the window, for updates only (NULL otherwise).
+        out_mask = mask if with_mask and operation == _UPDATE_NEW else None
         yield (last[0], operation, out_mask, *last[_VALUES_AT:])

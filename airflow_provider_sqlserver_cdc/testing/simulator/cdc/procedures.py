@@ -686,7 +686,7 @@ class CdcProcedures:
         low_water_mark = None if raw is None else coerce_lsn(bytes(raw))
         with state.lock:
             if low_water_mark is not None and not state.mapping.contains(low_water_mark):
-                raise errors.low_water_mark_not_in_mapping(lsn_to_hex(low_water_mark) or "")
+                raise errors.low_water_mark_not_in_mapping((lsn_to_hex(low_water_mark) or "").upper())
             state.cleanup(instance, low_water_mark, threshold)
         return ProcedureResult()
 

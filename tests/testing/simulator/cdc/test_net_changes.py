@@ -104,6 +104,13 @@ def test_all_with_mask_aggregates_updates():
     assert row == (commit2, 4, three([2, 3], 3), 1, "x2", "y2")
 
 
+def test_all_with_mask_is_null_for_inserts_and_deletes_and_full_after_delete_and_reinsert(measured_scenarios):
+    result = {row[3]: (row[1], row[2]) for row in net_changes(measured_scenarios.rows, [1], "all with mask")}
+    assert result["A"] == (2, None) and result["B"] == (2, None) and result["E"] == (1, None)
+    assert result["D"] == (4, V_ONLY)
+    assert result["F"] == (4, FULL)  # deleted then re-inserted: every column may have changed
+
+
 def test_start_lsn_is_last_change_and_rows_come_in_last_change_order(measured_scenarios):
     rows = list(net_changes(measured_scenarios.rows, [1], "all"))
     starts = [row[0] for row in rows]
