@@ -664,21 +664,15 @@ class CdcProcedures:
         return ProcedureResult()
 
     def cleanup_change_table(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
-        """``sys.sp_cdc_cleanup_change_table``."""
+        """``sys.sp_cdc_cleanup_change_table`` (checks in SQL Server 2022's order)."""
         database = current_database(session)
         _require_db_owner(session, database)
-        state = _require_state(database)
+        state = cdc_state(database)
+        if state is None:
+            raise errors.cleanup_database_not_enabled(database.name)
+        if not args.has("low_water_mark") and len(args.positional) < 2:
+            raise _missing_parameter("sp_cdc_cleanup_change_table", "@low_water_mark")
         name = _text(args, "capture_instance", 0)
-        if name is None or not name.strip():
-            raise errors.parameter_null_or_empty("@capture_instance")
-        instance = state.instance(name)
-        if instance is None:
-            raise SqlError(
-                22920,
-                16,
-                1,
-                f"The named capture instance {name} does not exist for database {database.name}.",
-            )
         raw = args.get("low_water_mark", 1)
         threshold = _int(args, "threshold", 2)
         if threshold is not None and threshold <= 0:
@@ -687,6 +681,10 @@ class CdcProcedures:
         with state.lock:
             if low_water_mark is not None and not state.mapping.contains(low_water_mark):
                 raise errors.low_water_mark_not_in_mapping((lsn_to_hex(low_water_mark) or "").upper())
+            instance = state.instance(name)
+            if instance is None:
+                message = f"The named capture instance {name} does not exist for database {database.name}."
+                raise SqlError(22920, 16, 1, message)
             state.cleanup(instance, low_water_mark, threshold)
         return ProcedureResult()
 
@@ -694,7 +692,11 @@ class CdcProcedures:
         """``sys.sp_MScdc_cleanup_job``: the cleanup job's step (retention-based cleanup of every instance)."""
         database = current_database(session)
         _require_db_owner(session, database)
-        state = _require_state(database)
+        state = cdc_state(database)
+        if state is None:
+            raise errors.cleanup_database_not_enabled(database.name)
+        if state.cleanup_job is None:
+            raise errors.job_missing("cleanup")
         state.retention_cleanup()
         return ProcedureResult()
 
