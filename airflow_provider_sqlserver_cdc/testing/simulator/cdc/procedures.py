@@ -176,11 +176,13 @@ class CdcProcedures:
         state = _require_state(database)
         source_schema = _text(args, "source_schema", 0)
         source_name = _text(args, "source_name", 1)
-        if not args.has("role_name") and len(args.positional) < 3:
+        # SQL Server 2022's parameter order: @source_schema, @source_name, @capture_instance,
+        # @supports_net_changes, @role_name, @index_name, @captured_column_list, @filegroup_name, ...
+        if not args.has("role_name") and len(args.positional) < 5:
             raise _missing_parameter("sp_cdc_enable_table", "@role_name")
-        role_name = _text(args, "role_name", 2)
-        capture_name = _text(args, "capture_instance", 3)
-        supports_net = args.get("supports_net_changes", 4)
+        capture_name = _text(args, "capture_instance", 2)
+        supports_net = args.get("supports_net_changes", 3)
+        role_name = _text(args, "role_name", 4)
         index_name = _text(args, "index_name", 5)
         column_list = _text(args, "captured_column_list", 6)
         filegroup = _text(args, "filegroup_name", 7)
