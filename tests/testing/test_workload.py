@@ -1,0 +1,137 @@
+"""The sample CDC database and the seeded workload, through pyodbc + FreeTDS against the simulator."""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+import uuid
+from typing import Any
+
+import pyodbc
+import pytest
+
+from airflow_provider_sqlserver_cdc.testing.workload import (
+    SAMPLE_TABLES,
+    SampleDatabase,
+    Workload,
+    WorkloadMix,
+    main,
+)
+
+SQL_SS_TIMESTAMPOFFSET = -155
+
+
+def _datetimeoffset(raw: bytes) -> dt.datetime:
+    year, month, day, hour, minute, second, nanos, tz_hour, tz_minute = struct.unpack("<6hI2h", raw)
+    tz = dt.timezone(dt.timedelta(hours=tz_hour, minutes=tz_minute))
+    return dt.datetime(year, month, day, hour, minute, second, nanos // 1000, tzinfo=tz)
+
+
+@pytest.fixture
+def conn(sqlserver_simulator: Any) -> Any:
+    connection = pyodbc.connect(sqlserver_simulator.odbc_connection_string(), autocommit=True)
+    connection.add_output_converter(SQL_SS_TIMESTAMPOFFSET, _datetimeoffset)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def sample(conn: Any) -> SampleDatabase:
+    return SampleDatabase.create(conn, database=f"wl_{uuid.uuid4().hex[:8]}")
+
+
+def _table_rows(conn: Any, table: Any) -> dict[tuple[Any, ...], dict[str, Any]]:
+    names = [c.name for c in table.writable_columns]
+    cursor = conn.cursor()
+    cursor.execute(f"SELECT {', '.join(f'[{n}]' for n in names)} FROM {table.quoted_name}")
+    rows = {}
+    for record in cursor.fetchall():
+        row = dict(zip(names, record, strict=True))
+        rows[tuple(row[k] for k in table.key)] = row
+    cursor.close()
+    return rows
+
+
+def test_sample_database_has_every_table_tracked_with_its_types(conn, sample):
+    cursor = conn.cursor()
+    tracked = {
+        r[0]: r[1]
+        for r in cursor.execute(
+            "SELECT name, is_tracked_by_cdc FROM sys.tables WHERE schema_id = 1"
+        ).fetchall()
+    }
+    assert {t.name for t in SAMPLE_TABLES} <= set(tracked)
+    assert all(tracked[t.name] for t in SAMPLE_TABLES)
+    instances = [r[0] for r in cursor.execute("SELECT capture_instance FROM cdc.change_tables").fetchall()]
+    assert sorted(instances) == sorted(t.capture_instance for t in SAMPLE_TABLES)
+    types = {
+        r[0]: r[1]
+        for r in cursor.execute(
+            "SELECT c.name, ty.name FROM sys.columns c JOIN sys.types ty ON ty.user_type_id = c.user_type_id "
+            "WHERE c.object_id = OBJECT_ID('dbo.type_zoo')"
+        ).fetchall()
+    }
+    assert types["c_datetimeoffset"] == "datetimeoffset" and types["c_rowversion"] == "timestamp"
+    assert len(types) == len(SAMPLE_TABLES[3].columns)
+
+
+def test_workload_model_matches_the_tables(conn, sample):
+    workload = Workload(seed=11)
+    for table in SAMPLE_TABLES:
+        workload.insert_rows(conn, table.qualified_name, 20)
+    stats = workload.run(conn, transactions=150)
+    assert stats.transactions + stats.rolled_back == 150
+    assert (
+        stats.inserts and stats.updates and stats.key_updates and stats.unique_key_updates and stats.deletes
+    )
+    for table in SAMPLE_TABLES:
+        assert _table_rows(conn, table) == workload.model[table.qualified_name], table.qualified_name
+
+
+def test_the_same_seed_draws_the_same_workload(conn):
+    results = []
+    for _ in range(2):
+        SampleDatabase.create(conn, database="wl_same_seed", enable_cdc=False)
+        workload = Workload(seed=5, mix=WorkloadMix(rollback_ratio=0.2))
+        stats = workload.run(conn, transactions=60)
+        results.append((stats.transactions, stats.rolled_back, stats.inserts, stats.deletes, workload.model))
+    assert results[0] == results[1]
+
+
+def test_replaying_the_captured_changes_rebuilds_the_tables(conn, sample, sqlserver_simulator):
+    workload = Workload(seed=23)
+    stats = workload.run(conn, transactions=200)
+    sqlserver_simulator.run_capture_scan(sample.database)
+    cursor = conn.cursor()
+    high = cursor.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
+    for table in SAMPLE_TABLES:
+        names = [c.name for c in table.writable_columns]
+        low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(?)", table.capture_instance).fetchone()[0]
+        cursor.execute(
+            f"SELECT __$operation, {', '.join(f'[{n}]' for n in names)} "
+            f"FROM cdc.fn_cdc_get_all_changes_{table.capture_instance}(?, ?, N'all') "
+            "ORDER BY __$start_lsn, __$seqval, __$operation",
+            low,
+            high,
+        )
+        replica: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for record in cursor.fetchall():
+            row = dict(zip(names, record[1:], strict=True))
+            key = tuple(row[k] for k in table.key)
+            if record[0] == 1:
+                del replica[key]
+            else:
+                replica[key] = row
+        assert replica == workload.model[table.qualified_name], table.qualified_name
+    assert stats.key_updates > 0
+
+
+def test_command_line_creates_and_runs(sqlserver_simulator, capsys):
+    odbc = sqlserver_simulator.odbc_connection_string()
+    assert main(["--odbc", odbc, "create", "--database", "wl_cli", "--initial-rows", "5"]) == 0
+    assert main(["--odbc", odbc, "run", "--database", "wl_cli", "--transactions", "20", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "created database wl_cli" in out and "transactions committed" in out
+    with pyodbc.connect(odbc, autocommit=True) as check:
+        count = check.cursor().execute("SELECT COUNT(*) FROM wl_cli.dbo.orders").fetchone()[0]
+    assert count >= 1
