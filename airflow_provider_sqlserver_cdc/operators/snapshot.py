@@ -1,0 +1,205 @@
+"""CdcSnapshotOperator (consistent initial copy of captured tables) and CdcLoadPlanOperator (snapshot or window?)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
+from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
+from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
+    EXTRACT,
+    SNAPSHOT,
+    plan_loads,
+    resnapshot_requests,
+    split_loads,
+)
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_capture_instance
+from airflow_provider_sqlserver_cdc.state import watermark_key
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class CdcSnapshotOperator(BaseOperator):
+    """
+    Copy captured tables consistently, each with the LSN its copy is consistent at.
+
+    Each table becomes a window directory of kind ``snapshot`` (same Parquet layout and manifest
+    as change windows; every row an insert at the snapshot LSN) under
+    ``{base_path}/{capture_instance}/0x00000000000000000000_{snapshot_lsn}/``. The XCom has the
+    keys of CdcExtractOperator's (``to_lsn`` = the snapshot LSN, ``kind`` = ``snapshot``), so
+    CdcSparkMergeOperator and WatermarkCommitOperator take either. Works with
+    ``.partial(...).expand(capture_instance=[...])``.
+
+    :param capture_instance: a capture instance name (or ``schema.table``), or a list of them.
+    :param base_path: local directory or filesystem URI of the windows (as for CdcExtractOperator).
+    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
+    :param database: source database; defaults to the connection's schema.
+    :param chunk_rows: rows per key-range chunk; a failed snapshot resumes after the last whole chunk.
+    :param batch_size: rows per Arrow batch; bounds memory.
+    :param max_file_bytes: roll to a new Parquet file at this size.
+    :param method: ``snapshot_isolation`` (default; needs ALLOW_SNAPSHOT_ISOLATION ON) or
+        ``table_lock`` (writers of the table wait for the whole copy).
+    :param allow_table_lock_fallback: use ``table_lock`` when snapshot isolation is not allowed
+        instead of failing.
+    :param lock_timeout: seconds to wait for the shared table lock that fixes the snapshot point.
+    :param resume: continue an unfinished snapshot when still valid (see docs/snapshot.md).
+    :param require_key_columns: fail when an instance has no key columns (the merge needs them).
+    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    """
+
+    template_fields: Sequence[str] = ("capture_instance", "base_path", "sqlserver_cdc_conn_id", "database")
+    ui_color = "#fce5cd"
+
+    def __init__(
+        self,
+        *,
+        capture_instance: str | list[str],
+        base_path: str,
+        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
+        database: str | None = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        method: str = SNAPSHOT_ISOLATION,
+        allow_table_lock_fallback: bool = False,
+        lock_timeout: float = 30.0,
+        resume: bool = True,
+        require_key_columns: bool = True,
+        server_time_zone: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if method not in METHODS:
+            raise ValueError(f"{self.task_id}: method must be one of {METHODS}, got {method!r}")
+        if chunk_rows <= 0 or batch_size <= 0:
+            raise ValueError(f"{self.task_id}: chunk_rows and batch_size must be positive")
+        self.capture_instance = capture_instance
+        self.base_path = base_path
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.chunk_rows = chunk_rows
+        self.batch_size = batch_size
+        self.max_file_bytes = max_file_bytes
+        self.method = method
+        self.allow_table_lock_fallback = allow_table_lock_fallback
+        self.lock_timeout = lock_timeout
+        self.resume = resume
+        self.require_key_columns = require_key_columns
+        self.server_time_zone = server_time_zone
+
+    def _hook(self) -> SqlServerCdcHook:
+        return SqlServerCdcHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+
+    def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
+        names = (
+            [self.capture_instance] if isinstance(self.capture_instance, str) else list(self.capture_instance)
+        )
+        if not names:
+            raise ValueError("capture_instance is empty: give at least one capture instance")
+        hook = self._hook()
+        dag_run = context.get("dag_run")
+        results = []
+        try:
+            database = hook.database or hook.get_database_name()
+            instances = [hook.get_capture_instance(name) for name in names]
+            for instance in instances:
+                if self.require_key_columns and not instance.key_columns:
+                    raise NoKeyColumnsError(
+                        f"Capture instance {instance.name!r} (source {instance.source}) has no key columns: the "
+                        "merge cannot replace the target's rows by key. Add a primary key, or re-enable CDC with "
+                        "@index_name = N'<unique index>', or pass require_key_columns=False."
+                    )
+            for instance in instances:
+                result = snapshot_capture_instance(
+                    hook,
+                    instance,
+                    base_uri=self.base_path,
+                    database=database,
+                    chunk_rows=self.chunk_rows,
+                    batch_size=self.batch_size,
+                    max_file_bytes=self.max_file_bytes,
+                    method=self.method,
+                    lock_timeout_s=self.lock_timeout,
+                    allow_table_lock_fallback=self.allow_table_lock_fallback,
+                    resume=self.resume,
+                    dag_id=self.dag_id,
+                    run_id=getattr(dag_run, "run_id", None),
+                    log=self.log,
+                )
+                key = watermark_key(self.sqlserver_cdc_conn_id, database, instance.name)
+                results.append(result.to_xcom(key))
+        finally:
+            hook.close()
+        return results[0] if isinstance(self.capture_instance, str) else results
+
+
+class CdcLoadPlanOperator(BaseOperator):
+    """
+    Decide per capture instance whether this run snapshots it or extracts its next change window.
+
+    Snapshot when no watermark is stored, when ``dag_run.conf["resnapshot"]`` names it (or the
+    ``resnapshot`` argument does), or when the changes after its watermark were cleaned up
+    (retention gap) or its capture instance was re-created. Pushes the XCom keys ``snapshot``
+    and ``extract`` (lists of capture instances) and returns every decision, so a DAG can do
+    ``CdcSnapshotOperator.partial(...).expand(capture_instance=plan.output["snapshot"])`` and
+    ``CdcExtractOperator.partial(window_mode="watermark", ...).expand(capture_instance=plan.output["extract"])``.
+
+    :param capture_instances: the capture instances of the DAG.
+    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
+    :param database: source database; defaults to the connection's schema.
+    :param resnapshot: capture instances to snapshot again in every run of this task (templated;
+        usually left empty and given per run through ``dag_run.conf``).
+    :param check_retention: also snapshot instances whose watermark fell behind CDC's retention.
+    """
+
+    template_fields: Sequence[str] = ("capture_instances", "sqlserver_cdc_conn_id", "database", "resnapshot")
+    ui_color = "#fff2cc"
+
+    def __init__(
+        self,
+        *,
+        capture_instances: list[str],
+        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
+        database: str | None = None,
+        resnapshot: list[str] | None = None,
+        check_retention: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.capture_instances = capture_instances
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.resnapshot = resnapshot or []
+        self.check_retention = check_retention
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        dag_run = context.get("dag_run")
+        requested = set(self.resnapshot) | resnapshot_requests(getattr(dag_run, "conf", None))
+        hook = SqlServerCdcHook(self.sqlserver_cdc_conn_id, database=self.database)
+        try:
+            database = hook.database or hook.get_database_name()
+            decisions = plan_loads(
+                hook,
+                list(self.capture_instances),
+                conn_id=self.sqlserver_cdc_conn_id,
+                database=database,
+                resnapshot=requested,
+                check_retention=self.check_retention,
+            )
+        finally:
+            hook.close()
+        for d in decisions:
+            self.log.info("%s: %s (%s)", d.capture_instance, d.action, d.reason)
+        split = split_loads(decisions)
+        ti = context["ti"]
+        ti.xcom_push(key=SNAPSHOT, value=split[SNAPSHOT])
+        ti.xcom_push(key=EXTRACT, value=split[EXTRACT])
+        return [d.to_dict() for d in decisions]

@@ -1,0 +1,433 @@
+"""
+Copy one captured table into a snapshot window: key-range chunks read inside one consistent transaction.
+
+The output is a window directory like a change window's (docs/architecture.md), kind
+``snapshot``: every row is an insert (operation 2) tagged with the snapshot LSN. Chunks are
+read with keyset pagination on the key columns (``TOP (n) ... WHERE key > last ORDER BY key``)
+in the snapshot transaction; after each chunk its part files are closed and the progress file
+records them with the chunk's last key, so a failed copy resumes after the last completed chunk.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.operators.extract import ExtractResult, column_descriptions
+from airflow_provider_sqlserver_cdc.parquet.manifest import (
+    MANIFEST_NAME,
+    OPERATION_NAMES,
+    WindowManifest,
+    write_manifest,
+)
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
+from airflow_provider_sqlserver_cdc.parquet.window_writer import (
+    DEFAULT_MAX_FILE_BYTES,
+    ParquetWindowWriter,
+    join_uri,
+    resolve_filesystem,
+)
+from airflow_provider_sqlserver_cdc.snapshot.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.snapshot.progress import (
+    ChunkRecord,
+    SnapshotProgress,
+    encode_key_value,
+    read_progress,
+    remove_progress,
+    write_progress,
+)
+
+if TYPE_CHECKING:
+    import logging
+
+    from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+DEFAULT_CHUNK_ROWS = 1_000_000
+INSERT = 2
+
+
+@dataclass
+class SnapshotResult:
+    """What a snapshot produced (the XCom value is :meth:`to_xcom`)."""
+
+    extract: ExtractResult
+    progress: SnapshotProgress
+    resumed_chunks: int = 0
+    chunks_read: int = 0
+
+    @property
+    def manifest(self) -> WindowManifest:
+        """The snapshot's manifest."""
+        return self.extract.manifest
+
+    def to_xcom(self, state_key: str) -> dict[str, Any]:
+        """The same keys as CdcExtractOperator's XCom, plus the snapshot's own facts."""
+        value = self.extract.to_xcom(state_key, self.progress.snapshot_time)
+        value.update(
+            {
+                "snapshot_lsn": self.progress.snapshot_lsn,
+                "snapshot_method": self.progress.method,
+                "resumed_chunks": self.resumed_chunks,
+                "read_lsns": list(self.progress.read_lsns),
+                "consistent_after_lsn": max(self.progress.read_lsns, key=Lsn.from_hex),
+            }
+        )
+        return value
+
+
+def update_mask_all(columns: Sequence[CapturedColumn]) -> bytes:
+    """``__$update_mask`` of an insert: every captured column's bit set (SQL Server's layout)."""
+    highest = max((c.ordinal for c in columns), default=1)
+    value = 0
+    for column in columns:
+        value |= 1 << (column.ordinal - 1)
+    return value.to_bytes(max(1, (highest + 7) // 8), "big")
+
+
+def chunk_key_columns(instance: CaptureInstance) -> list[CapturedColumn]:
+    """
+    The captured key columns to paginate on, or ``[]`` to read the table in one query.
+
+    Pagination needs every key column captured and NOT NULL (a unique index may allow one NULL,
+    and NULL does not compare).
+    """
+    by_name = {c.name: c for c in instance.columns}
+    keys = [by_name.get(name) for name in instance.key_columns]
+    if not keys or any(k is None or k.nullable for k in keys):
+        return []
+    return [k for k in keys if k is not None]
+
+
+def rows_to_snapshot_batch(
+    rows: Sequence[Sequence[Any]],
+    schema: pa.Schema,
+    converters: Sequence[Any],
+    *,
+    lsn: Lsn,
+    mask: bytes,
+    commit_time: datetime,
+) -> pa.RecordBatch:
+    """Turn driver rows of the chunk query into a record batch of inserts at the snapshot LSN."""
+    count = len(rows)
+    cols = list(zip(*rows, strict=True))
+    arrays: list[pa.Array] = [
+        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
+        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
+        pa.repeat(pa.scalar(INSERT, pa.int32()), count),
+        pa.repeat(pa.scalar(mask, pa.binary()), count),
+        pa.repeat(pa.scalar(commit_time, pa.timestamp("us", tz="UTC")), count),
+    ]
+    arrays.extend(convert(values) for convert, values in zip(converters, cols, strict=True))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def resume_problem(
+    progress: SnapshotProgress,
+    *,
+    instance: CaptureInstance,
+    source: dict[str, str],
+    columns: list[dict[str, Any]],
+    key_columns: list[str],
+    min_lsn: Lsn,
+    filesystem: pafs.FileSystem,
+    instance_dir: str,
+) -> str | None:
+    """
+    Why an unfinished snapshot cannot be resumed, or None when it can.
+
+    It can when the table and capture instance are unchanged, the part files of its completed
+    chunks are intact, and CDC still holds every change after its snapshot LSN
+    (``sys.fn_cdc_get_min_lsn`` is not above the LSN right after it): the rows read later are
+    newer than the snapshot LSN, and the change windows from that LSN on bring every row to the
+    same state (see docs/snapshot.md).
+    """
+    if progress.capture_instance != instance.name or progress.source != source:
+        return f"it was taken of another source ({progress.source})"
+    if progress.instance_start_lsn != instance.start_lsn.hex:
+        return (
+            f"the capture instance was re-created (start_lsn {progress.instance_start_lsn} -> "
+            f"{instance.start_lsn.hex})"
+        )
+    if progress.columns != columns or progress.key_columns != key_columns:
+        return "the captured columns or key columns changed"
+    lsn = Lsn.from_hex(progress.snapshot_lsn)
+    if min_lsn.is_zero:
+        return "sys.fn_cdc_get_min_lsn returned 0 (instance unknown or not permitted)"
+    if min_lsn > lsn:
+        return (
+            f"the CDC cleanup job removed changes after its snapshot LSN {lsn.hex} (low-water mark now "
+            f"{min_lsn.hex}), so the rows read before the failure can no longer be brought up to date"
+        )
+    window_dir = f"{instance_dir}/{progress.window_dir}"
+    for entry in progress.files:
+        info = filesystem.get_file_info(f"{window_dir}/{entry.path}")
+        if info.type != pafs.FileType.File or info.size != entry.bytes:
+            return f"part file {entry.path} is missing or has another size"
+    return None
+
+
+def _remove_strays(filesystem: pafs.FileSystem, window_dir: str, keep: set[str]) -> None:
+    """Delete what a failed chunk left in the window directory (parts not in the progress file)."""
+    if filesystem.get_file_info(window_dir).type != pafs.FileType.Directory:
+        filesystem.create_dir(window_dir, recursive=True)
+        return
+    for info in filesystem.get_file_info(pafs.FileSelector(window_dir)):
+        if info.base_name not in keep and info.type == pafs.FileType.File:
+            filesystem.delete_file(info.path)
+
+
+def _discard(filesystem: pafs.FileSystem, instance_dir: str, progress: SnapshotProgress) -> None:
+    """Remove an abandoned snapshot's directory (it never got a manifest) and its progress file."""
+    window_dir = f"{instance_dir}/{progress.window_dir}"
+    has_manifest = filesystem.get_file_info(f"{window_dir}/{MANIFEST_NAME}").type == pafs.FileType.File
+    if not has_manifest and filesystem.get_file_info(window_dir).type == pafs.FileType.Directory:
+        filesystem.delete_dir(window_dir)
+    remove_progress(filesystem, instance_dir)
+
+
+def snapshot_capture_instance(
+    hook: SqlServerCdcHook,
+    instance: CaptureInstance,
+    *,
+    base_uri: str,
+    database: str,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    method: str = SNAPSHOT_ISOLATION,
+    lock_timeout_s: float = 30.0,
+    allow_table_lock_fallback: bool = False,
+    resume: bool = True,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    log: logging.Logger | None = None,
+) -> SnapshotResult:
+    """
+    Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
+
+    Memory is bounded by ``batch_size`` rows; the table is read in chunks of ``chunk_rows``
+    rows in key order, each recorded in the progress file once its part files are closed.
+
+    :param hook: the source hook.
+    :param instance: the capture instance with columns and key columns loaded.
+    :param base_uri: local path or filesystem URI of the windows' base directory.
+    :param database: the source database name (for the manifest).
+    :param chunk_rows: rows per key-range chunk (the unit of resumption).
+    :param batch_size: rows per record batch.
+    :param max_file_bytes: roll to a new Parquet file at this size (also at every chunk end).
+    :param method: ``snapshot_isolation`` or ``table_lock``.
+    :param lock_timeout_s: how long to wait for the shared table lock.
+    :param allow_table_lock_fallback: copy under a table lock when snapshot isolation is not allowed.
+    :param resume: continue an unfinished snapshot of this capture instance when still valid.
+    :param dag_id: recorded in the manifest.
+    :param run_id: recorded in the manifest.
+    :param log: where progress goes.
+    """
+    import pyodbc
+
+    if chunk_rows <= 0:
+        raise ValueError("chunk_rows must be positive")
+    if not instance.columns:
+        raise ValueError(f"Capture instance {instance.name!r} was loaded without its columns")
+    started = time.monotonic()
+    filesystem, base_path = resolve_filesystem(base_uri)
+    instance_dir = f"{base_path}/{instance.name}"
+    source = {
+        "server": hook.server,
+        "database": database,
+        "schema": instance.source_schema,
+        "table": instance.source_table,
+    }
+    columns = column_descriptions(instance)
+    keys = chunk_key_columns(instance)
+    key_names = [k.name for k in keys]
+    key_index = [next(i for i, c in enumerate(instance.columns) if c.name == k.name) for k in keys]
+    schema = hook.changes_schema(instance)
+    converters = [column_converter(c) for c in instance.columns]
+    mask = update_mask_all(instance.columns)
+
+    previous = read_progress(filesystem, instance_dir) if resume else None
+    problem = None
+    if previous is not None:
+        problem = resume_problem(
+            previous,
+            instance=instance,
+            source=source,
+            columns=columns,
+            key_columns=key_names,
+            min_lsn=hook.get_min_lsn(instance.name),
+            filesystem=filesystem,
+            instance_dir=instance_dir,
+        )
+
+    snapshot = ConsistentSnapshot(
+        hook,
+        instance,
+        method=method,
+        lock_timeout_s=lock_timeout_s,
+        allow_table_lock_fallback=allow_table_lock_fallback,
+    )
+    with snapshot:
+        point = snapshot.point
+        reader = snapshot.reader
+        assert point is not None and reader is not None
+        resumed_chunks = 0
+        if previous is not None and problem is None:
+            progress = previous
+            progress.read_lsns.append(point.lsn.hex)
+            resumed_chunks = len(progress.chunks)
+            window_dir = f"{instance_dir}/{progress.window_dir}"
+            _remove_strays(filesystem, window_dir, {f.path for f in progress.files})
+            writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+            writer.files = list(progress.files)
+            if log is not None:
+                log.info(
+                    "%s: resuming the snapshot at %s after %d chunk(s), %d rows; this transaction reads at %s",
+                    instance.name,
+                    progress.snapshot_lsn,
+                    resumed_chunks,
+                    progress.rows,
+                    point.lsn.hex,
+                )
+        else:
+            if previous is not None:
+                if log is not None:
+                    log.warning(
+                        "%s: the unfinished snapshot at %s cannot be resumed (%s); starting a new one",
+                        instance.name,
+                        previous.snapshot_lsn,
+                        problem or "resume=False",
+                    )
+                _discard(filesystem, instance_dir, previous)
+            progress = SnapshotProgress(
+                capture_instance=instance.name,
+                source=source,
+                instance_start_lsn=instance.start_lsn.hex,
+                snapshot_lsn=point.lsn.hex,
+                snapshot_time=point.utc_time.isoformat(),
+                method=point.method,
+                window_dir=f"{Lsn.zero().hex}_{point.lsn.hex}",
+                columns=columns,
+                key_columns=key_names,
+                read_lsns=[point.lsn.hex],
+                started_at=datetime.now(UTC).isoformat(),
+            )
+            window_dir = f"{instance_dir}/{progress.window_dir}"
+            writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes).open()
+            write_progress(filesystem, instance_dir, progress)
+        if log is not None:
+            log.info(
+                "%s: snapshot of %s consistent at %s (%s), chunks of %s rows",
+                instance.name,
+                instance.source,
+                progress.snapshot_lsn,
+                point.method,
+                chunk_rows if keys else "all",
+            )
+        tag = Lsn.from_hex(progress.snapshot_lsn)
+        commit_time = datetime.fromisoformat(progress.snapshot_time)
+        last_key = progress.chunks[-1].last_key_values() if progress.chunks else None
+        chunks_read = 0
+        while not progress.finished:
+            after = last_key is not None
+            sql = tsql.snapshot_chunk_query(
+                instance.source_schema, instance.source_table, instance.columns, keys, after_key=after
+            )
+            params: list[Any] = [chunk_rows] if keys else []
+            if after:
+                params += tsql.keyset_parameters(last_key)
+            files_before = len(writer.files)
+            rows_in_chunk = 0
+            last_row = None
+            cursor = reader.cursor()
+            try:
+                cursor.execute(sql, *params)
+                while True:
+                    rows = cursor.fetchmany(batch_size)
+                    if not rows:
+                        break
+                    writer.write_batch(
+                        rows_to_snapshot_batch(
+                            rows, schema, converters, lsn=tag, mask=mask, commit_time=commit_time
+                        )
+                    )
+                    rows_in_chunk += len(rows)
+                    last_row = rows[-1]
+            except pyodbc.Error as err:
+                writer.abort()
+                raise snapshot.translate_error(err, f"reading chunk {len(progress.chunks) + 1}") from None
+            except BaseException:
+                writer.abort()
+                raise
+            finally:
+                cursor.close()
+            writer.close()
+            done = not keys or rows_in_chunk < chunk_rows or last_row is None
+            last_key = None if done else [last_row[i] for i in key_index]
+            progress.chunks.append(
+                ChunkRecord(
+                    files=writer.files[files_before:],
+                    rows=rows_in_chunk,
+                    last_key=None if last_key is None else [encode_key_value(v) for v in last_key],
+                )
+            )
+            write_progress(filesystem, instance_dir, progress)
+            chunks_read += 1
+            if log is not None:
+                log.info(
+                    "%s: chunk %d done, %d rows (%d in total), %.0f rows/s",
+                    instance.name,
+                    len(progress.chunks),
+                    rows_in_chunk,
+                    progress.rows,
+                    progress.rows / max(time.monotonic() - started, 1e-9),
+                )
+
+    counts = {name: 0 for name in OPERATION_NAMES.values()}
+    counts["insert"] = progress.rows
+    manifest = WindowManifest(
+        kind="snapshot",
+        capture_instance=instance.name,
+        source=source,
+        from_lsn=Lsn.zero().hex,
+        to_lsn=progress.snapshot_lsn,
+        from_time=None,
+        to_time=progress.snapshot_time,
+        mode="snapshot",
+        row_filter_option="all",
+        key_columns=list(instance.key_columns),
+        columns=columns,
+        files=progress.files,
+        row_count=progress.rows,
+        operation_counts=counts,
+        created_at=datetime.now(UTC).isoformat(),
+        dag_id=dag_id,
+        run_id=run_id,
+    )
+    manifest_path = write_manifest(filesystem, window_dir, manifest)
+    remove_progress(filesystem, instance_dir)
+    seconds = time.monotonic() - started
+    window_uri = join_uri(base_uri, instance.name, progress.window_dir)
+    if log is not None:
+        log.info(
+            "%s: snapshot at %s done: %d rows in %d file(s), %.1f s, %.0f rows/s -> %s",
+            instance.name,
+            progress.snapshot_lsn,
+            progress.rows,
+            len(progress.files),
+            seconds,
+            progress.rows / max(seconds, 1e-9),
+            manifest_path,
+        )
+    extract = ExtractResult(manifest, window_uri, join_uri(window_uri, MANIFEST_NAME), seconds)
+    return SnapshotResult(extract, progress, resumed_chunks=resumed_chunks, chunks_read=chunks_read)
