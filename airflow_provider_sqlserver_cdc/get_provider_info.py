@@ -39,6 +39,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_sqlserver_cdc.operators.extract",
                     "airflow_provider_sqlserver_cdc.operators.watermark",
                     "airflow_provider_sqlserver_cdc.operators.spark_merge",
+                    "airflow_provider_sqlserver_cdc.operators.snapshot",
                 ],
             }
         ],
