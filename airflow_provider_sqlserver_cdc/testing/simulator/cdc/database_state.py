@@ -195,6 +195,10 @@ class CdcDatabase:
                 session.last_commit_time = datetime_value(xact.commit_time_ticks)
             if not wrote_mapping:
                 self._write_quiet_period_row(session)
+            # As in SQL Server, the log can be truncated up to what the capture process has read.
+            truncate = getattr(log, "truncate_before", None)
+            if truncate is not None:
+                truncate(self.processed_lsn)
             session.end_lsn = self.processed_lsn
             session.current_lsn = self.processed_lsn
             session.end_time = self.now()
