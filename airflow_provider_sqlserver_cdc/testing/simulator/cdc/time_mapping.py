@@ -43,6 +43,8 @@ class LsnTimeMapping:
         self._lsns: list[bytes] = []
         self._lock = threading.Lock()
         self._times_monotonic = True
+        self._version = 0
+        self._last_lookup: tuple[bytes, int, dt.datetime | None] | None = None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -61,6 +63,7 @@ class LsnTimeMapping:
                 self._times_monotonic = False
             self._rows.append(row)
             self._lsns.append(row.start_lsn)
+            self._version += 1
 
     def delete_below(self, lsn: bytes) -> int:
         """Remove rows with ``start_lsn < lsn``; return how many were removed."""
@@ -68,6 +71,7 @@ class LsnTimeMapping:
             cut = bisect.bisect_left(self._lsns, lsn)
             del self._rows[:cut]
             del self._lsns[:cut]
+            self._version += 1
             return cut
 
     def clear(self) -> None:
@@ -76,6 +80,7 @@ class LsnTimeMapping:
             self._rows.clear()
             self._lsns.clear()
             self._times_monotonic = True
+            self._version += 1
 
     def max_lsn(self) -> bytes | None:
         """``sys.fn_cdc_get_max_lsn()``: the largest ``start_lsn`` (NULL while the table is empty)."""
@@ -102,13 +107,19 @@ class LsnTimeMapping:
         """
         if lsn is None:
             return None
+        last = self._last_lookup
+        if last is not None and last[0] == lsn and last[1] == self._version:
+            return last[2]  # rows of one transaction share their start LSN: a one-entry cache pays off
         with self._lock:
             i = bisect.bisect_right(self._lsns, lsn)
             if i == 0:
-                return None
-            if self._times_monotonic:
-                return self._rows[i - 1].tran_end_time
-            return max(row.tran_end_time for row in self._rows[:i])
+                result = None
+            elif self._times_monotonic:
+                result = self._rows[i - 1].tran_end_time
+            else:
+                result = max(row.tran_end_time for row in self._rows[:i])
+            self._last_lookup = (lsn, self._version, result)
+            return result
 
     def map_time_to_lsn(
         self, relational_operator: str | None, tracking_time: dt.datetime | None
