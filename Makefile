@@ -49,3 +49,9 @@ test: venv
 
 clean:
 	rm -rf $(VENV) $(STAMP) .airflow-test-home .pytest_cache .ruff_cache
+
+# The pipeline end to end on the SQL Server CDC simulator: a few minutely DAG runs and a
+# source-versus-target check per table (demo/run_demo.py; everything it writes is in .demo/).
+.PHONY: demo
+demo: venv
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/run_demo.py

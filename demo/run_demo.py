@@ -1,0 +1,404 @@
+"""
+``make demo``: the whole pipeline on this machine, against the SQL Server CDC simulator.
+
+1. starts the simulator (``python -m airflow_provider_sqlserver_cdc.testing.simulator --port 0``),
+   creates the sample database with CDC enabled and starts the seeded workload generator;
+2. runs the example DAG ``sqlserver_cdc_to_iceberg`` with a minutely schedule for several
+   consecutive intervals (``dag.test()``, one process per run, logs in ``.demo/logs/``): the first
+   run snapshots every table, the next ones merge each minute's changes into Iceberg;
+3. prints per table the changes captured, the rows in the target, the lag, and the
+   source-versus-target comparison (MATCH or the differences);
+4. stops everything it started.
+
+Everything it writes lives in ``.demo/`` (Airflow home, staging, warehouse, simulator data, logs).
+Exit status 0 only when every table matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+DAGS_FOLDER = REPO / "dags"
+DEMO_DIR = REPO / ".demo"
+DAG_ID = "sqlserver_cdc_to_iceberg"
+CONN_ID = "sqlserver_cdc_demo"
+DATABASE = "cdc_sample"
+SERVER_TIME_ZONE = "Asia/Kolkata"  # not UTC on purpose: windows are converted from server local time
+
+
+def log(message: str) -> None:
+    """One progress line, with the wall-clock time."""
+    print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def iceberg_runtime_jar() -> str:
+    """The Iceberg Spark runtime jar of the dev extra (snowpark-connect-deps-iceberg)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
+    if spec is None or spec.origin is None:
+        raise SystemExit("snowpark-connect-deps-iceberg is not installed: run `make venv` (dev extra)")
+    jars = sorted(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_*.jar"))
+    if not jars:
+        raise SystemExit("the Iceberg Spark runtime jar is missing from snowpark-connect-deps-iceberg")
+    return str(jars[0])
+
+
+def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
+    """The environment of Airflow, the DAG and Spark for the demo (everything under .demo/)."""
+    bin_dir = str(Path(sys.executable).parent)
+    connection = {
+        "conn_type": "mssql",
+        "host": host,
+        "port": port,
+        "login": "sa",
+        "password": password,
+        "schema": DATABASE,
+        "extra": {"driver": "FreeTDS"},
+    }
+    return {
+        "AIRFLOW_HOME": str(DEMO_DIR / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{DEMO_DIR / 'airflow' / 'airflow.db'}",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(connection),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+            {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}
+        ),
+        "SQLSERVER_CDC_CONN_ID": CONN_ID,
+        "SQLSERVER_CDC_SCHEDULE": "* * * * *",
+        "SQLSERVER_CDC_STAGING": str(DEMO_DIR / "staging"),
+        "SQLSERVER_CDC_WAREHOUSE": str(DEMO_DIR / "warehouse"),
+        "SQLSERVER_CDC_SPARK_JARS": iceberg_runtime_jar(),
+        "SQLSERVER_CDC_SENSOR_MODE": "poke",
+        "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "2",
+        "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "180",
+        "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "5",
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+    }
+
+
+def odbc_connection_string(host: str, port: int, password: str) -> str:
+    """The FreeTDS connection string the workload generator uses (contains the password: never print it)."""
+    return (
+        f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{password}}};"
+        "TDS_Version=7.4;ClientCharset=UTF-8"
+    )
+
+
+class Processes:
+    """The processes the demo started; all stopped on exit, newest first."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, subprocess.Popen[Any]]] = []
+
+    def add(self, name: str, process: subprocess.Popen[Any]) -> subprocess.Popen[Any]:
+        self.started.append((name, process))
+        return process
+
+    def stop_all(self) -> None:
+        for name, process in reversed(self.started):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                log(f"stopped {name} (pid {process.pid})")
+        self.started.clear()
+
+
+def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
+    """Start the simulator on a free port; return (host, port) from its ``READY host:port`` line."""
+    data = DEMO_DIR / "simulator"
+    data.mkdir(parents=True, exist_ok=True)
+    stderr = open(DEMO_DIR / "logs" / "simulator.log", "w")  # noqa: SIM115 - lives as long as the process
+    process = processes.add(
+        "simulator",
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "airflow_provider_sqlserver_cdc.testing.simulator",
+                "--port",
+                "0",
+                "--data",
+                str(data),
+                "--timezone",
+                SERVER_TIME_ZONE,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password, "SQLSERVER_CDC_PASSWORD": password},
+        ),
+    )
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line.startswith("READY "):
+            host, _, port = line.split()[1].rpartition(":")
+            return host, int(port)
+        if not line and process.poll() is not None:
+            break
+    raise SystemExit(f"the simulator did not print READY; see {DEMO_DIR / 'logs' / 'simulator.log'}")
+
+
+def run_workload_command(env: dict[str, str], *args: str, log_name: str, wait: bool = True) -> Any:
+    """Run ``python -m airflow_provider_sqlserver_cdc.testing.workload ARGS`` (output in .demo/logs)."""
+    output = open(DEMO_DIR / "logs" / log_name, "w")  # noqa: SIM115 - closed with the process
+    command = [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.workload", *args]
+    process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+    if not wait:
+        return process
+    if process.wait() != 0:
+        raise SystemExit(f"workload {args[0]} failed; see {DEMO_DIR / 'logs' / log_name}")
+    return (DEMO_DIR / "logs" / log_name).read_text().strip()
+
+
+def run_interval(env: dict[str, str], interval_end: dt.datetime, number: int) -> tuple[str, float]:
+    """Run the DAG for the minute ending at ``interval_end`` in its own process; return (state, seconds)."""
+    started = time.monotonic()
+    log_path = DEMO_DIR / "logs" / f"run-{number:02d}-{interval_end:%H%M}.log"
+    with open(log_path, "w") as output:
+        completed = subprocess.run(
+            [sys.executable, __file__, "run-dag", DAG_ID, interval_end.isoformat()],
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=480,
+            check=False,
+        )
+    state = "unknown"
+    for line in log_path.read_text().splitlines():
+        if line.startswith("DAG_RUN_STATE="):
+            state = line.split("=", 1)[1]
+    if completed.returncode != 0 and state == "unknown":
+        state = f"crashed (exit {completed.returncode})"
+    return state, time.monotonic() - started
+
+
+def run_dag_command(dag_id: str, logical_date: str) -> int:
+    """The child process of :func:`run_interval`: one ``dag.test()`` run; prints its state."""
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
+    if bag.import_errors:
+        print(f"import errors: {bag.import_errors}", flush=True)
+        return 2
+    run = bag.dags[dag_id].test(logical_date=dt.datetime.fromisoformat(logical_date))
+    print(f"DAG_RUN_STATE={run.state}", flush=True)
+    return 0 if run.state == "success" else 1
+
+
+def windows_summary(staging: Path, capture_instance: str) -> dict[str, int]:
+    """Rows per kind and operation over the windows the demo wrote for one capture instance."""
+    totals = {"snapshot_rows": 0, "windows": 0, "insert": 0, "update_after": 0, "delete": 0}
+    for manifest_path in sorted((staging / capture_instance).glob("*/_manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        if manifest["kind"] == "snapshot":
+            totals["snapshot_rows"] += manifest["row_count"]
+            continue
+        totals["windows"] += 1
+        for name in ("insert", "update_after", "delete"):
+            totals[name] += manifest["operation_counts"].get(name, 0)
+    return totals
+
+
+@contextlib.contextmanager
+def spark_session(settings: Any) -> Iterator[Any]:
+    """A local Spark session with the DAG's Iceberg catalog, to read the targets."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("sqlserver-cdc-demo-check")
+    builder = builder.config("spark.jars", iceberg_runtime_jar()).config("spark.driver.memory", "1g")
+    for key, value in settings.spark_conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def summarize(settings: Any) -> bool:
+    """Print the per-table summary; return whether every table matches its source."""
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+    from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
+    from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
+
+    hook = SqlServerCdcHook(CONN_ID)
+    status = hook.get_capture_job_status()
+    tz = hook.get_server_time_zone()
+    server_now_utc = tz.to_utc(status.server_now.replace(tzinfo=None))
+    staging = Path(settings["staging_path"])
+    merge = settings["merge"]
+    all_match = True
+    print()
+    print("=" * 100)
+    print(f"capture job: {status.describe()}")
+    print("=" * 100)
+    with spark_session(settings) as spark:
+        for name in settings["tables"]:
+            instance = hook.get_capture_instance(name)
+            table = target_table_name(instance, merge["namespace"], merge["table_name_template"])
+            counts = windows_summary(staging, name)
+            mark = read_watermark(watermark_key(CONN_ID, hook.database, name))
+            if mark is not None and mark.commit_time:
+                behind = server_now_utc - dt.datetime.fromisoformat(mark.commit_time)
+                lag = f"target holds changes up to {mark.commit_time} ({behind.total_seconds():.0f} s behind the source)"
+            else:
+                lag = f"watermark {mark.lsn if mark else 'none'}"
+            conn = hook.new_connection()
+            try:
+                comparison = compare_table(spark, conn, instance, table)
+            finally:
+                conn.close()
+            all_match = all_match and comparison.matches
+            print(f"\n{instance.source}  (capture instance {name} -> {table})")
+            print(
+                f"  captured: snapshot {counts['snapshot_rows']} rows, then {counts['windows']} change windows with "
+                f"{counts['insert']} inserts, {counts['update_after']} updates, {counts['delete']} deletes"
+            )
+            print(
+                f"  target:   {comparison.target_rows} live rows, {comparison.deleted_rows} soft-deleted rows"
+            )
+            print(f"  lag:      {lag}")
+            print("  check:    " + comparison.describe(limit=5).replace("\n", "\n            "))
+    print()
+    print("=" * 100)
+    print("RESULT: every table MATCHES its source" if all_match else "RESULT: DIFFERENCES found (see above)")
+    print("=" * 100)
+    return all_match
+
+
+def next_boundary(after: dt.datetime) -> dt.datetime:
+    """The first whole minute at or after ``after``."""
+    floor = after.replace(second=0, microsecond=0)
+    return floor if floor >= after else floor + dt.timedelta(minutes=1)
+
+
+def sleep_until(moment: dt.datetime) -> None:
+    """Wait until the wall clock passes ``moment`` (UTC)."""
+    while (remaining := (moment - dt.datetime.now(dt.UTC)).total_seconds()) > 0:
+        time.sleep(min(remaining, 5))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--intervals", type=int, default=4, help="minutely runs after the initial snapshot run"
+    )
+    parser.add_argument("--rate", type=float, default=15.0, help="workload transactions per second")
+    parser.add_argument("--initial-rows", type=int, default=200, help="rows per table before the first run")
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+
+    shutil.rmtree(DEMO_DIR, ignore_errors=True)
+    (DEMO_DIR / "logs").mkdir(parents=True)
+    password = "Demo-" + secrets.token_urlsafe(12)  # throwaway; lives only in this process tree's env
+    processes = Processes()
+    try:
+        log("starting the SQL Server CDC simulator")
+        host, port = start_simulator(processes, password)
+        log(f"simulator ready on {host}:{port} (server time zone {SERVER_TIME_ZONE})")
+        env = {**os.environ, **demo_environment(host, port, password)}
+        os.environ.update(env)  # this process reads Variables and the source for the summary
+        source_env = {**env, "SQLSERVER_CDC_ODBC": odbc_connection_string(host, port, password)}
+
+        log("migrating the demo's Airflow metadata database (.demo/airflow)")
+        subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"],
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        log(f"creating database {DATABASE} with CDC on 4 tables, {args.initial_rows} rows each")
+        run_workload_command(
+            source_env,
+            "create",
+            "--database",
+            DATABASE,
+            "--initial-rows",
+            str(args.initial_rows),
+            log_name="workload-create.log",
+        )
+
+        first_end = next_boundary(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=20))
+        last_end = first_end + dt.timedelta(minutes=args.intervals)
+        duration = (last_end - dt.datetime.now(dt.UTC)).total_seconds() - 8
+        log(
+            f"workload: {args.rate:g} transactions/s (seed {args.seed}) until {last_end - dt.timedelta(seconds=8):%H:%M:%S} UTC"
+        )
+        workload = processes.add(
+            "workload generator",
+            run_workload_command(
+                source_env,
+                "run",
+                "--database",
+                DATABASE,
+                "--duration",
+                f"{duration:.0f}",
+                "--rate",
+                str(args.rate),
+                "--seed",
+                str(args.seed),
+                log_name="workload-run.log",
+                wait=False,
+            ),
+        )
+
+        from sqlserver_cdc_pipeline import ReplicationSettings  # the DAGs' settings, with this env
+
+        settings = ReplicationSettings.load()
+        states = []
+        for number in range(args.intervals + 1):
+            end = first_end + dt.timedelta(minutes=number)
+            sleep_until(end + dt.timedelta(seconds=2))
+            what = "snapshot of every table" if number == 0 else "change windows"
+            log(
+                f"run {number + 1}/{args.intervals + 1}: interval {end - dt.timedelta(minutes=1):%H:%M}-{end:%H:%M} UTC ({what})"
+            )
+            state, seconds = run_interval(env, end, number + 1)
+            states.append(state)
+            log(f"    -> {state} in {seconds:.0f} s")
+        if workload.wait(timeout=120) != 0:
+            log("the workload generator failed; see .demo/logs/workload-run.log")
+        log("workload: " + (DEMO_DIR / "logs" / "workload-run.log").read_text().strip().splitlines()[-1])
+        matches = summarize(settings)
+        failed = [s for s in states if s != "success"]
+        if failed:
+            print(f"{len(failed)} DAG run(s) did not succeed: logs in {DEMO_DIR / 'logs'}")
+        log(f"demo finished in {time.monotonic() - started:.0f} s")
+        return 0 if matches and not failed else 1
+    finally:
+        processes.stop_all()
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(DAGS_FOLDER))
+    if len(sys.argv) > 1 and sys.argv[1] == "run-dag":
+        sys.exit(run_dag_command(sys.argv[2], sys.argv[3]))
+    sys.exit(main())
