@@ -11,7 +11,7 @@ records them with the chunk's last key, so a failed copy resumes after the last 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -211,6 +211,7 @@ def snapshot_capture_instance(
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    on_chunk: Callable[[SnapshotProgress], None] | None = None,
 ) -> SnapshotResult:
     """
     Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
@@ -232,6 +233,7 @@ def snapshot_capture_instance(
     :param dag_id: recorded in the manifest.
     :param run_id: recorded in the manifest.
     :param log: where progress goes.
+    :param on_chunk: called after each chunk is recorded (progress reporting; tests interleave writes here).
     """
     import pyodbc
 
@@ -383,6 +385,8 @@ def snapshot_capture_instance(
             )
             write_progress(filesystem, instance_dir, progress)
             chunks_read += 1
+            if on_chunk is not None:
+                on_chunk(progress)
             if log is not None:
                 log.info(
                     "%s: chunk %d done, %d rows (%d in total), %.0f rows/s",
