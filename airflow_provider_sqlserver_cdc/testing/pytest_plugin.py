@@ -1,6 +1,129 @@
 """pytest plugin registered by the package (entry point ``pytest11``).
 
-Fixtures that start the SQL Server simulator are added here by the simulator package.
+Fixtures:
+
+* ``sqlserver_simulator`` -- a SQL Server simulator serving on a free local port, with fresh
+  state for every test (one server per test session, reset between tests). It yields a
+  :class:`SimulatorHandle`: ``host``, ``port``, ``user``, ``password``,
+  ``odbc_connection_string(database)``, ``connect(database, autocommit)`` (pyodbc),
+  ``pymssql_connect(database)``, ``clock`` (set / advance / freeze), ``engine`` and
+  ``run_capture_scan(database)``.
+* ``sqlserver_simulator_session`` -- the session-scoped server underneath, for fixtures that
+  need one server for many tests without resets.
 """
 
 from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.testing.simulator import Engine, SimulatorServer
+from airflow_provider_sqlserver_cdc.testing.simulator.clock import ServerClock
+
+
+class SimulatorHandle:
+    """A running simulator and the ways to reach it.
+
+    :param server: the running server
+    :param password: the ``sa`` password
+    """
+
+    user = "sa"
+
+    def __init__(self, server: SimulatorServer, password: str) -> None:
+        self.server = server
+        self.password = password
+
+    @property
+    def host(self) -> str:
+        return self.server.host
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def engine(self) -> Engine:
+        return self.server.engine
+
+    @property
+    def clock(self) -> ServerClock:
+        """The server clock: ``set(datetime)``, ``advance(timedelta)``, ``freeze()``, ``set_timezone(name)``."""
+        return self.server.engine.clock
+
+    def odbc_connection_string(self, database: str | None = None) -> str:
+        """A pyodbc connection string using the FreeTDS driver (TDS 7.4)."""
+        parts = [
+            "DRIVER=FreeTDS",
+            f"SERVER={self.host}",
+            f"PORT={self.port}",
+            f"UID={self.user}",
+            f"PWD={self.password}",
+            "TDS_Version=7.4",
+            "ClientCharset=UTF-8",
+        ]
+        if database:
+            parts.append(f"DATABASE={database}")
+        return ";".join(parts) + ";"
+
+    def connect(self, database: str | None = None, autocommit: bool = True) -> Any:
+        """A pyodbc connection."""
+        import pyodbc
+
+        return pyodbc.connect(self.odbc_connection_string(database), autocommit=autocommit, timeout=10)
+
+    def pymssql_connect(self, database: str | None = None, autocommit: bool = False) -> Any:
+        """A pymssql connection (what Airflow's MsSqlHook uses)."""
+        import pymssql
+
+        conn = pymssql.connect(
+            server=self.host,
+            port=str(self.port),
+            user=self.user,
+            password=self.password,
+            database=database or "master",
+            login_timeout=10,
+        )
+        if autocommit:
+            conn.autocommit(True)
+        return conn
+
+    def execute(self, sql: str, database: str | None = None) -> list[list[tuple[Any, ...]]]:
+        """Run T-SQL inside the engine as ``sa`` (no network); returns the result sets' rows."""
+        return self.engine.execute(sql, database=database)
+
+    def run_capture_scan(self, database: str) -> None:
+        """Run the CDC capture job of *database* until it has read every committed transaction."""
+        from airflow_provider_sqlserver_cdc.testing.simulator.cdc.registration import run_capture_scan
+
+        run_capture_scan(self.engine, database)
+
+    def reset(self) -> None:
+        """Disconnect clients and forget all state."""
+        self.server.close_connections()
+        self.engine.reset()
+
+
+@pytest.fixture(scope="session")
+def sqlserver_simulator_session() -> Iterator[SimulatorHandle]:
+    """One simulator for the whole test session."""
+    password = "Sim-" + secrets.token_hex(6) + "!"
+    engine = Engine(password)
+    server = SimulatorServer(engine, "127.0.0.1", 0).start()
+    try:
+        yield SimulatorHandle(server, password)
+    finally:
+        for hook in list(engine.registry.reset_hooks):
+            hook(engine)
+        server.stop()
+
+
+@pytest.fixture
+def sqlserver_simulator(sqlserver_simulator_session: SimulatorHandle) -> Iterator[SimulatorHandle]:
+    """A SQL Server simulator with fresh state for this test."""
+    sqlserver_simulator_session.reset()
+    yield sqlserver_simulator_session
+    sqlserver_simulator_session.server.close_connections()

@@ -1,0 +1,34 @@
+"""SQL Server simulator: a TDS server with a T-SQL engine that real drivers (pyodbc + FreeTDS, pymssql) talk to.
+
+Modules by role:
+
+* :mod:`.tds` -- the TDS wire protocol (packets, requests, tokens, row encoders);
+* :mod:`.types` and :mod:`.values` -- SQL Server data types, value representation, conversions;
+* :mod:`.sql` -- T-SQL parsing (sqlglot ``tsql``), expressions, queries, DML, DDL, catalogs;
+* :mod:`.storage` -- MVCC tables, transactions and locks; :mod:`.log` -- LSNs and the transaction log;
+* :mod:`.engine` -- server state and the write path; :mod:`.session` -- per-connection execution;
+* :mod:`.server` -- the TCP listener; :mod:`.clock` -- the controllable server clock;
+* :mod:`.extensions` -- the registry other modules (CDC) add procedures, functions and views to;
+* :mod:`.persistence` -- durable state in a data directory.
+
+Start one in-process with :func:`start_simulator`, from the command line with
+``python -m airflow_provider_sqlserver_cdc.testing.simulator``, or in pytest with the
+``sqlserver_simulator`` fixture.
+"""
+
+from __future__ import annotations
+
+from .engine import Engine
+from .errors import SqlError
+from .server import SimulatorServer
+
+
+def start_simulator(
+    password: str, host: str = "127.0.0.1", port: int = 0, timezone: str = "UTC", data_dir: str | None = None
+) -> SimulatorServer:
+    """Create an engine and serve it on *host*:*port* in a background thread."""
+    engine = Engine(password, timezone=timezone, data_dir=data_dir)
+    return SimulatorServer(engine, host, port).start()
+
+
+__all__ = ["Engine", "SimulatorServer", "SqlError", "start_simulator"]

@@ -1,0 +1,1057 @@
+"""Session: one connection's state (database, variables, transaction, options) and statement execution.
+
+:meth:`Session.execute_batch` runs a T-SQL batch and yields events the TDS layer encodes:
+:class:`ResultSet`, :class:`StatementDone`, :class:`Message`, :class:`EnvChange`,
+:class:`ErrorEvent`, :class:`ReturnStatus`, :class:`OutputParam`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.tokens import TokenType
+
+from . import types as T
+from . import values as V
+from .errors import SqlError, invalid_object, must_declare, not_supported, unknown_procedure
+from .extensions import ProcedureArgs, ProcedureResult, ResultColumn, Rowset, TypedValue
+from .sql.dialect import RawStatement, parse_expression, parse_statement, split_batch, type_name_of
+from .sql.expressions import Compiler, Scope, converter
+from .storage import Table, Transaction
+
+# errors after which SQL Server continues with the next statement of the batch
+STATEMENT_LEVEL_ERRORS = {
+    2627,
+    2601,
+    515,
+    8134,
+    8115,
+    245,
+    241,
+    242,
+    8114,
+    2628,
+    8152,
+    547,
+    512,
+    544,
+    8169,
+    3701,
+    1801,
+    15025,
+    15023,
+    3960,
+    50000,
+    4711,
+    22832,
+}
+
+
+@dataclass
+class ResultSet:
+    columns: list[ResultColumn]
+    rows: Iterable[tuple[Any, ...]]
+
+
+@dataclass
+class StatementDone:
+    rowcount: int | None = None  # None: no count to report
+
+
+@dataclass
+class Message:
+    number: int
+    state: int
+    severity: int
+    text: str
+
+
+@dataclass
+class EnvChange:
+    kind: str  # database / begin_tran / commit_tran / rollback_tran
+    new: Any
+    old: Any
+
+
+@dataclass
+class ErrorEvent:
+    error: SqlError
+
+
+@dataclass
+class ReturnStatus:
+    value: int
+
+
+@dataclass
+class OutputParam:
+    ordinal: int
+    name: str
+    type: T.SqlType
+    value: Any
+
+
+@dataclass
+class Variable:
+    name: str
+    type: T.SqlType
+    value: Any = None
+
+
+@dataclass
+class SessionOptions:
+    nocount: bool = False
+    xact_abort: bool = False
+    identity_insert: set[int] = field(default_factory=set)
+    implicit_transactions: bool = False
+
+
+class Session:
+    """The state of one connection."""
+
+    def __init__(
+        self, engine: Any, login: Any, database: str, spid: int, app_name: str = "", host_name: str = ""
+    ) -> None:
+        self.engine = engine
+        self.login = login
+        self.database = engine.database(database).name
+        self.spid = spid
+        self.app_name = app_name
+        self.host_name = host_name
+        self.variables: dict[str, Variable] = {}
+        self.xact: Transaction | None = None
+        self.isolation = "READ COMMITTED"
+        self.options = SessionOptions()
+        self.lock_timeout = -1
+        self.last_rowcount = 0
+        self.last_identity: int | None = None
+        self.last_error = 0
+        self.prepared: dict[int, tuple[str, str]] = {}
+        self._next_handle = 1
+        self._pending_error: SqlError | None = None
+        self.in_rpc = False
+
+    # ---------------------------------------------------------------- helpers
+    def current_db(self) -> Any:
+        return self.engine.database(self.database)
+
+    def default_schema(self) -> str:
+        db = self.engine.databases.get(self.database.lower())
+        if db is not None:
+            for p in db.principals.values():
+                if p.login and p.login.lower() == self.login.name.lower():
+                    return p.default_schema
+        return "dbo"
+
+    def user_name(self) -> str:
+        if self.login.is_sysadmin:
+            return "dbo"
+        db = self.current_db()
+        for p in db.principals.values():
+            if p.login and p.login.lower() == self.login.name.lower():
+                return p.name
+        return "guest"
+
+    def is_member(self, role: str) -> int | None:
+        db = self.current_db()
+        r = db.principals.get(role.lower())
+        if r is None:
+            return None
+        if self.login.is_sysadmin:
+            return 1
+        if r.name.lower() == "public":
+            return 1
+        user = self.user_name().lower()
+        if r.type != "R":
+            return 1 if r.name.lower() == user else 0
+        return 1 if user in r.members else 0
+
+    def has_db_access(self, database: str) -> bool:
+        if self.login.is_sysadmin:
+            return True
+        db = self.engine.databases.get(database.lower())
+        return db is not None and any(
+            p.login and p.login.lower() == self.login.name.lower() for p in db.principals.values()
+        )
+
+    @property
+    def trancount(self) -> int:
+        if self.xact is None or not self.xact.explicit:
+            return 0
+        return self.xact.trancount
+
+    def lookup_table_by_text(self, name: str) -> Table | None:
+        parts = _split_name(name)
+        try:
+            db, schema, obj = self._name_parts(parts)
+        except SqlError:
+            return None
+        d = self.engine.databases.get(db.lower())
+        return d.table(schema, obj) if d else None
+
+    def _name_parts(self, parts: list[str]) -> tuple[str, str, str]:
+        if len(parts) == 1:
+            return self.database, self.default_schema(), parts[0]
+        if len(parts) == 2:
+            return self.database, parts[0], parts[1]
+        if len(parts) == 3:
+            return parts[0] or self.database, parts[1] or "dbo", parts[2]
+        raise SqlError(
+            117,
+            15,
+            1,
+            f"The object name '{'.'.join(parts)}' contains more than the maximum number of prefixes. The maximum is 2.",
+        )
+
+    def resolve_table(self, node: exp.Table, must_exist: bool = True) -> tuple[Any, Table | None, str, str]:
+        """(database, table or None, schema name, table name) of a table reference."""
+        name = node.name
+        schema = node.args.get("db").name if node.args.get("db") else None
+        catalog = node.args.get("catalog").name if node.args.get("catalog") else None
+        dbname = catalog or self.database
+        db = self.engine.databases.get(dbname.lower())
+        if db is None:
+            if must_exist:
+                raise invalid_object(".".join(p for p in (catalog, schema, name) if p))
+            return None, None, schema or "dbo", name
+        if schema is None:
+            t = db.table(self.default_schema(), name) or db.table("dbo", name)
+            return db, t, (t.schema.name if t else self.default_schema()), name
+        return db, db.table(schema, name), schema, name
+
+    # ---------------------------------------------------------------- transactions
+    def _new_descriptor(self) -> int:
+        return 0
+
+    def write_xact(self) -> Transaction:
+        """The transaction writes go into (an autocommit one if none is open)."""
+        if self.xact is None:
+            self.xact = Transaction(self, self.isolation, explicit=False, descriptor=0)
+            if self.options.implicit_transactions:
+                self.xact.explicit = True
+                self.xact.trancount = 1
+        return self.xact
+
+    def read_xact(self) -> Transaction | None:
+        if self.xact is None and self.isolation == "SNAPSHOT":
+            return None
+        return self.xact
+
+    def begin_transaction(self, name: str = "") -> list[Any]:
+        if self.isolation == "SNAPSHOT" and not self.current_db().allow_snapshot_isolation:
+            pass  # checked at first read, as SQL Server does
+        if self.xact is not None and self.xact.explicit:
+            self.xact.trancount += 1
+            return []
+        if self.xact is None:
+            self.xact = Transaction(self, self.isolation, explicit=True, descriptor=0)
+        else:
+            self.xact.explicit = True
+        self.xact.trancount = 1
+        self.xact.name = name
+        self.xact.descriptor = self.xact.xid
+        return [EnvChange("begin_tran", self.xact.descriptor.to_bytes(8, "little"), b"")]
+
+    def commit_transaction(self) -> list[Any]:
+        x = self.xact
+        if x is None or not x.explicit:
+            raise SqlError(
+                3902, 16, 1, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."
+            )
+        if x.doomed:
+            raise SqlError(
+                3930,
+                16,
+                1,
+                "The current transaction cannot be committed and cannot support operations that write to the log file. Roll back the transaction.",
+            )
+        if x.trancount > 1:
+            x.trancount -= 1
+            return []
+        self.xact = None
+        self.engine.commit(x)
+        return [EnvChange("commit_tran", b"", x.descriptor.to_bytes(8, "little"))]
+
+    def rollback_transaction(self, name: str = "") -> list[Any]:
+        x = self.xact
+        if x is None or not x.explicit:
+            raise SqlError(
+                3903, 16, 1, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION."
+            )
+        if name and name.lower() != (x.name or "").lower():
+            for i in range(len(x.savepoints) - 1, -1, -1):
+                sp_name, mark, _ = x.savepoints[i]
+                if sp_name.lower() == name.lower():
+                    self.engine.rollback(x, to=mark)
+                    del x.savepoints[i + 1 :]
+                    return []
+            raise SqlError(
+                6401, 16, 1, f"Cannot roll back {name}. No transaction or savepoint of that name was found."
+            )
+        self.xact = None
+        self.engine.rollback(x)
+        return [EnvChange("rollback_tran", b"", x.descriptor.to_bytes(8, "little"))]
+
+    def save_transaction(self, name: str) -> None:
+        x = self.xact
+        if x is None or not x.explicit:
+            raise SqlError(628, 16, 0, "Cannot issue SAVE TRANSACTION when there is no active transaction.")
+        x.savepoints.append((name, len(x.undo), {}))
+
+    def _end_statement(self) -> None:
+        """Commit an autocommit transaction at the end of a statement."""
+        x = self.xact
+        if x is not None and not x.explicit:
+            self.xact = None
+            if x.undo:
+                self.engine.commit(x)
+            else:
+                x.done.set()
+                self.engine.locks.release_all(x)
+
+    def _fail_statement(self, err: SqlError, mark: int) -> None:
+        x = self.xact
+        if x is None:
+            return
+        if not x.explicit:
+            self.xact = None
+            self.engine.rollback(x)
+            return
+        if err.number in (1205, 3960) or self.options.xact_abort:
+            self.xact = None
+            self.engine.rollback(x)
+            return
+        self.engine.rollback(x, to=mark)
+
+    # ---------------------------------------------------------------- execution
+    def execute_internal(self, sql: str) -> list[list[tuple[Any, ...]]]:
+        """Run a batch, raising the first error; returns result sets as row lists."""
+        out: list[list[tuple[Any, ...]]] = []
+        for ev in self.execute_batch(sql):
+            if isinstance(ev, ResultSet):
+                out.append(list(ev.rows))
+            elif isinstance(ev, ErrorEvent):
+                raise ev.error
+        return out
+
+    def execute_batch(self, sql: str) -> Iterator[Any]:
+        """Run a T-SQL batch, yielding result events."""
+        try:
+            statements = split_batch(sql)
+        except SqlError as e:
+            yield ErrorEvent(e)
+            return
+        for i, raw in enumerate(statements):
+            ok = yield from self._run_statement(raw, first=(i == 0))
+            if not ok:
+                return
+
+    def _run_statement(self, raw: RawStatement, first: bool) -> Iterator[Any]:
+        x = self.xact
+        mark = len(x.undo) if x is not None else 0
+        self._pending_error = None
+        try:
+            for ev in self._dispatch(raw, first):
+                if isinstance(ev, ResultSet):
+                    ev = ResultSet(ev.columns, self._guard(ev.rows))
+                yield ev
+                if self._pending_error is not None:
+                    raise self._pending_error
+            self._end_statement()
+            self.last_error = 0
+            return True
+        except SqlError as err:
+            self._pending_error = None
+            self.last_error = err.number
+            self._fail_statement(err, mark)
+            yield ErrorEvent(err)
+            return err.number in STATEMENT_LEVEL_ERRORS and err.number != 1205
+
+    def _guard(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        try:
+            yield from rows
+        except SqlError as e:
+            self._pending_error = e
+
+    def _dispatch(self, raw: RawStatement, first: bool) -> Iterator[Any]:
+        words = raw.words
+        w0 = words[0]
+        w1 = words[1] if len(words) > 1 else ""
+        if w0 == "BEGIN":
+            if w1 in ("TRAN", "TRANSACTION"):
+                name = raw.tokens[2].text if len(raw.tokens) > 2 else ""
+                yield from self.begin_transaction(name)
+                yield StatementDone(None)
+                return
+            if w1 == "DISTRIBUTED":
+                raise not_supported("distributed transactions")
+            raise not_supported("BEGIN ... END blocks")
+        if w0 in ("COMMIT", "ROLLBACK"):
+            name = ""
+            if len(words) > 2 and w1 in ("TRAN", "TRANSACTION", "WORK"):
+                name = raw.tokens[2].text
+            elif len(words) > 1 and w1 not in ("TRAN", "TRANSACTION", "WORK"):
+                name = raw.tokens[1].text
+            if w0 == "COMMIT":
+                yield from self.commit_transaction()
+            else:
+                yield from self.rollback_transaction(name)
+            yield StatementDone(None)
+            return
+        if w0 == "SAVE":
+            if w1 not in ("TRAN", "TRANSACTION") or len(words) < 3:
+                raise SqlError(102, 15, 1, f"Incorrect syntax near '{raw.tokens[-1].text}'.")
+            self.save_transaction(raw.tokens[2].text)
+            yield StatementDone(None)
+            return
+        if w0 == "SET":
+            yield from self._set(raw)
+            return
+        if w0 == "USE":
+            name = raw.tokens[1].text
+            old = self.database
+            db = self.engine.databases.get(name.lower())
+            if db is None:
+                raise SqlError(
+                    911,
+                    16,
+                    1,
+                    f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
+                )
+            if not self.has_db_access(db.name):
+                raise SqlError(
+                    916,
+                    14,
+                    2,
+                    f'The server principal "{self.login.name}" is not able to access the database "{db.name}" under the current security context.',
+                )
+            self.database = db.name
+            yield EnvChange("database", db.name, old)
+            yield Message(5701, 2, 0, f"Changed database context to '{db.name}'.")
+            yield StatementDone(None)
+            return
+        if w0 in ("EXEC", "EXECUTE") or (
+            first
+            and raw.tokens[0].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+            and w0 not in ("WITH",)
+        ):
+            yield from self._exec_statement(raw, implicit=w0 not in ("EXEC", "EXECUTE"))
+            return
+        if w0 == "PRINT":
+            e = parse_expression(raw.text[raw.tokens[1].start :])
+            c = Compiler(self, Scope())
+            ex = c.compile(e)
+            v = ex.fn(())
+            text = "" if v is None else V.to_text(v, ex.type)
+            yield Message(0, 1, 0, text)
+            yield StatementDone(None)
+            return
+        if w0 in ("GRANT", "REVOKE", "DENY", "CHECKPOINT"):
+            # permissions are not enforced by the simulator (see docs/simulator.md)
+            yield StatementDone(None)
+            return
+        if w0 in (
+            "IF",
+            "WHILE",
+            "MERGE",
+            "RAISERROR",
+            "THROW",
+            "RETURN",
+            "WAITFOR",
+            "DBCC",
+            "GOTO",
+            "OPEN",
+            "FETCH",
+            "CLOSE",
+            "DEALLOCATE",
+            "BULK",
+            "READTEXT",
+            "WRITETEXT",
+            "UPDATETEXT",
+            "BACKUP",
+            "RESTORE",
+            "KILL",
+            "SHUTDOWN",
+            "RECONFIGURE",
+            "ENABLE",
+            "DISABLE",
+        ):
+            raise not_supported(f"{w0} statements")
+        from .sql import ddl
+
+        handled = ddl.try_special_ddl(self, raw)
+        if handled is not None:
+            yield from handled
+            return
+        node = parse_statement(raw.text)
+        yield from self._execute_node(node, raw)
+
+    def _execute_node(self, node: exp.Expression, raw: RawStatement) -> Iterator[Any]:
+        from .sql import ddl, dml
+        from .sql.query import compile_query
+
+        if isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Subquery)):
+            xact = self.read_xact()
+            snap_holder: list[int] = []
+            self._check_snapshot_allowed()
+            with self.statement_locks() as lock_owner:
+                self.lock_owner = lock_owner
+                q = compile_query(self, node)
+                if q.assignments:
+                    snap = self.engine.begin_read(xact)
+                    self.current_snapshot = snap
+                    try:
+                        q.run()
+                    finally:
+                        self.engine.end_read(snap)
+                    yield StatementDone(None)
+                    return
+                snap = self.engine.begin_read(xact)
+                snap_holder.append(snap)
+                self.current_snapshot = snap
+                try:
+                    count = [0]
+                    rows = _counted(q.run(), count)
+                    yield ResultSet(q.columns, rows)
+                finally:
+                    self.engine.end_read(snap)
+            self.last_rowcount = count[0]
+            yield StatementDone(count[0])
+            return
+        if isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
+            with self.statement_locks() as lock_owner:
+                self.lock_owner = lock_owner
+                n = dml.execute(self, node, raw.text)
+            self.last_rowcount = n
+            yield StatementDone(n)
+            return
+        if isinstance(node, exp.Declare):
+            yield from self._declare(node)
+            return
+        if isinstance(node, (exp.Create, exp.Drop, exp.Alter, exp.TruncateTable)):
+            yield from ddl.execute(self, node, raw.text)
+            return
+        if isinstance(node, exp.Command):
+            raise not_supported(
+                f"the statement {raw.text.split()[0].upper()} {raw.text.split()[1].upper() if len(raw.text.split()) > 1 else ''}".strip()
+            )
+        raise not_supported(f"the statement {type(node).__name__.upper()}")
+
+    def _check_snapshot_allowed(self) -> None:
+        if self.isolation == "SNAPSHOT" and not self.current_db().allow_snapshot_isolation:
+            raise SqlError(
+                3952,
+                16,
+                1,
+                f"Snapshot isolation transaction failed accessing database '{self.database}' because snapshot isolation is "
+                "not allowed in this database. Use ALTER DATABASE to allow snapshot isolation.",
+            )
+
+    # ---------------------------------------------------------------- statement-scope locks
+    def statement_locks(self) -> Any:
+        return _StatementLocks(self)
+
+    def acquire_table_lock(self, table: Table, mode: str, hold: bool) -> None:
+        """Take a table lock for the current statement (or transaction when *hold*)."""
+        owner = self.xact if self.xact is not None else getattr(self, "lock_owner", None)
+        if owner is None:
+            owner = self.write_xact()
+        self.engine.locks.acquire(owner, table.object_id, mode, self.lock_timeout)
+
+    def table_source(self, node: exp.Table, alias: str, hints: list[str]) -> Any:
+        """A FROM item for a table, view, system catalog or table-valued function."""
+        from .sql.catalog import table_source
+
+        return table_source(self, node, alias, hints)
+
+    # ---------------------------------------------------------------- SET
+    def _set(self, raw: RawStatement) -> Iterator[Any]:
+        words = raw.words
+        w1 = words[1] if len(words) > 1 else ""
+        if raw.tokens[1].token_type == TokenType.PARAMETER or raw.tokens[1].text.startswith("@"):
+            # SET @var = expr  /  SET @var += expr
+            m = re.match(r"\s*SET\s+(@[\w@#$]+)\s*([-+*/%]?=)\s*(.*)$", raw.text, re.S | re.I)
+            if not m:
+                raise SqlError(102, 15, 1, f"Incorrect syntax near '{raw.tokens[-1].text}'.")
+            name, op, expr_text = m.group(1), m.group(2), m.group(3)
+            var = self.variables.get(name.lower())
+            if var is None:
+                raise must_declare(name)
+            if op != "=":
+                expr_text = f"{name} {op[0]} ({expr_text})"
+            node = parse_expression(expr_text)
+            from .sql.query import CompiledQuery  # noqa: F401
+
+            with self.statement_locks() as owner:
+                self.lock_owner = owner
+                snap = self.engine.begin_read(self.read_xact())
+                self.current_snapshot = snap
+                try:
+                    e = Compiler(self, Scope()).compile(node)
+                    conv = converter(e.type, var.type)
+                    v = e.fn(())
+                    var.value = conv(v) if conv and v is not None else v
+                finally:
+                    self.engine.end_read(snap)
+            yield StatementDone(None)
+            return
+        if w1 == "TRANSACTION" and len(words) >= 5 and words[2] == "ISOLATION" and words[3] == "LEVEL":
+            level = " ".join(words[4:])
+            mapping = {
+                "READ COMMITTED": "READ COMMITTED",
+                "READ UNCOMMITTED": "READ COMMITTED",
+                "REPEATABLE READ": "READ COMMITTED",
+                "SERIALIZABLE": "READ COMMITTED",
+                "SNAPSHOT": "SNAPSHOT",
+            }
+            if level not in mapping:
+                raise SqlError(102, 15, 1, f"Incorrect syntax near '{words[-1]}'.")
+            self.isolation = mapping[level]
+            self.declared_isolation = level
+            if self.xact is not None and not self.xact.undo and self.xact.snapshot is None:
+                self.xact.isolation = self.isolation
+            yield StatementDone(None)
+            return
+        if w1 == "NOCOUNT":
+            self.options.nocount = words[2] == "ON"
+        elif w1 == "XACT_ABORT":
+            self.options.xact_abort = words[2] == "ON"
+        elif w1 == "IMPLICIT_TRANSACTIONS":
+            self.options.implicit_transactions = words[2] == "ON"
+        elif w1 == "LOCK_TIMEOUT":
+            self.lock_timeout = int(raw.tokens[-1].text) * (-1 if words[2] == "-" else 1)
+        elif w1 == "IDENTITY_INSERT":
+            table_text = raw.text[raw.tokens[2].start : raw.tokens[-2].end + 1]
+            t = self.lookup_table_by_text(table_text)
+            if t is None:
+                raise invalid_object(table_text)
+            if words[-1] == "ON":
+                self.options.identity_insert.add(t.object_id)
+            else:
+                self.options.identity_insert.discard(t.object_id)
+        elif w1 == "ROWCOUNT":
+            if raw.tokens[2].text not in ("0",):
+                raise not_supported("SET ROWCOUNT with a non-zero value")
+        elif w1 in (
+            "ANSI_NULLS",
+            "ANSI_WARNINGS",
+            "ANSI_PADDING",
+            "ANSI_NULL_DFLT_ON",
+            "ANSI_NULL_DFLT_OFF",
+            "ARITHABORT",
+            "ARITHIGNORE",
+            "CONCAT_NULL_YIELDS_NULL",
+            "QUOTED_IDENTIFIER",
+            "NUMERIC_ROUNDABORT",
+            "TEXTSIZE",
+            "DATEFORMAT",
+            "DATEFIRST",
+            "LANGUAGE",
+            "DEADLOCK_PRIORITY",
+            "CURSOR_CLOSE_ON_COMMIT",
+            "STATISTICS",
+            "FMTONLY",
+            "NOEXEC",
+            "PARSEONLY",
+            "SHOWPLAN_ALL",
+            "SHOWPLAN_TEXT",
+            "SHOWPLAN_XML",
+            "QUERY_GOVERNOR_COST_LIMIT",
+            "NO_BROWSETABLE",
+            "FORCEPLAN",
+            "CONTEXT_INFO",
+            "ANSI_DEFAULTS",
+            "REMOTE_PROC_TRANSACTIONS",
+            "XACT_ABORT",
+        ):
+            if w1 in ("FMTONLY", "NOEXEC", "PARSEONLY") and words[-1] == "ON":
+                raise not_supported(f"SET {w1} ON")
+            if w1 == "DATEFORMAT" and words[-1] not in ("YMD", "MDY"):
+                raise not_supported(f"SET DATEFORMAT {words[-1]}")
+        else:
+            raise not_supported(f"SET {w1}")
+        yield StatementDone(None)
+
+    # ---------------------------------------------------------------- DECLARE
+    def _declare(self, node: exp.Declare) -> Iterator[Any]:
+        for item in node.expressions:
+            targets = item.this if isinstance(item.this, list) else [item.this]
+            kind = item.args.get("kind")
+            if not isinstance(kind, exp.DataType):
+                raise not_supported("DECLARE of table variables or cursors")
+            name, args = type_name_of(kind)
+            t = T.make_type(name, args)
+            if name in ("varchar", "nvarchar", "char", "nchar", "binary", "varbinary") and not args:
+                t = T.SqlType(t.name, length=1)
+            for target in targets:
+                vname = "@" + target.name
+                if vname.lower() in self.variables and not getattr(self, "_redeclare_ok", False):
+                    raise SqlError(
+                        134,
+                        15,
+                        1,
+                        f"The variable name '{vname}' has already been declared. Variable names must be unique within a query batch or stored procedure.",
+                    )
+                var = Variable(vname, t)
+                default = item.args.get("default")
+                if default is not None:
+                    e = Compiler(self, Scope()).compile(default)
+                    snap = self.engine.begin_read(self.read_xact())
+                    self.current_snapshot = snap
+                    try:
+                        v = e.fn(())
+                    finally:
+                        self.engine.end_read(snap)
+                    conv = converter(e.type, t)
+                    var.value = conv(v) if conv and v is not None else v
+                self.variables[vname.lower()] = var
+        yield StatementDone(None)
+
+    def clear_variables(self) -> None:
+        """Variables live for one batch."""
+        self.variables.clear()
+
+    # ---------------------------------------------------------------- EXEC
+    def _exec_statement(self, raw: RawStatement, implicit: bool) -> Iterator[Any]:
+        toks = raw.tokens
+        i = 0 if implicit else 1
+        ret_var = None
+        if (
+            i + 2 < len(toks)
+            and toks[i].token_type == TokenType.PARAMETER
+            and toks[i + 2].token_type == TokenType.EQ
+        ):
+            # EXEC @ret = proc ...
+            if True:
+                ret_var = "@" + toks[i + 1].text
+                i += 3
+        if i < len(toks) and toks[i].token_type == TokenType.L_PAREN:
+            # EXEC ('sql')
+            inner = raw.text[toks[i].end + 1 : toks[-1].start]
+            e = Compiler(self, Scope()).compile(parse_expression(inner))
+            sql = e.fn(())
+            yield from self._nested_batch(sql)
+            return
+        # procedure name: dotted identifiers
+        name_parts = []
+        while i < len(toks):
+            tk = toks[i]
+            if tk.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
+                tk.token_type
+                not in (
+                    TokenType.PARAMETER,
+                    TokenType.NUMBER,
+                    TokenType.STRING,
+                    TokenType.NATIONAL_STRING,
+                    TokenType.COMMA,
+                    TokenType.DOT,
+                    TokenType.HEX_STRING,
+                    TokenType.DASH,
+                    TokenType.L_PAREN,
+                )
+                and tk.text.isidentifier()
+            ):
+                name_parts.append(tk.text)
+                i += 1
+                if i < len(toks) and toks[i].token_type == TokenType.DOT:
+                    i += 1
+                    while i < len(toks) and toks[i].token_type == TokenType.DOT:
+                        name_parts.append("")
+                        i += 1
+                    continue
+                break
+            break
+        if not name_parts:
+            raise SqlError(102, 15, 1, f"Incorrect syntax near '{toks[min(i, len(toks) - 1)].text}'.")
+        proc = ".".join(name_parts)
+        args = self._exec_args(raw, i)
+        yield from self.call_procedure(proc, args, ret_var)
+
+    def _exec_args(self, raw: RawStatement, start: int) -> list[tuple[str | None, str, bool]]:
+        """(name or None, expression text, output) per argument."""
+        toks = raw.tokens[start:]
+        args: list[tuple[str | None, str, bool]] = []
+        depth = 0
+        cur: list[Any] = []
+
+        def flush() -> None:
+            if not cur:
+                return
+            name = None
+            body = cur
+            if (
+                len(body) >= 3
+                and body[0].token_type == TokenType.PARAMETER
+                and body[2].token_type == TokenType.EQ
+            ):
+                name = "@" + body[1].text
+                body = body[3:]
+            output = False
+            if body and body[-1].text.upper() in ("OUTPUT", "OUT"):
+                output = True
+                body = body[:-1]
+            if not body:
+                raise SqlError(102, 15, 1, "Incorrect syntax near ','.")
+            text = raw.text[body[0].start - raw.tokens[0].start : body[-1].end - raw.tokens[0].start + 1]
+            args.append((name, text, output))
+
+        for tk in toks:
+            if tk.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif tk.token_type == TokenType.R_PAREN:
+                depth -= 1
+            if tk.token_type == TokenType.COMMA and depth == 0:
+                flush()
+                cur = []
+                continue
+            cur.append(tk)
+        flush()
+        return args
+
+    def _eval_arg(self, text: str) -> TypedValue:
+        if text.upper() == "DEFAULT":
+            return TypedValue(T.INT, ...)
+        node = parse_expression(text)
+        if isinstance(node, exp.Column) and not node.table:
+            # bare words are strings in EXEC arguments (EXEC sp_x dbo)
+            return TypedValue(T.nvarchar(len(node.name) or 1), node.name)
+        e = Compiler(self, Scope()).compile(node)
+        return TypedValue(e.type, e.fn(()))
+
+    def call_procedure(
+        self, proc: str, raw_args: list[tuple[str | None, str, bool]], ret_var: str | None = None
+    ) -> Iterator[Any]:
+        from .sql import procedures
+
+        key = proc.lower().strip("[]")
+        short = key.split(".")[-1]
+        if short == "sp_executesql":
+            yield from self._sp_executesql_text(raw_args)
+            return
+        args = ProcedureArgs()
+        for name, text, output in raw_args:
+            tv = self._eval_arg(text)
+            if name:
+                args.named[name.lstrip("@").lower()] = tv
+                if output:
+                    args.output_names.add(name.lstrip("@").lower())
+            else:
+                args.positional.append(tv)
+        yield from self.run_procedure(proc, args, ret_var)
+        del procedures
+
+    def run_procedure(self, proc: str, args: ProcedureArgs, ret_var: str | None = None) -> Iterator[Any]:
+        from .sql import procedures
+
+        parts = [p.strip("[]") for p in proc.split(".")]
+        saved_db = None
+        if len(parts) == 3 and parts[0]:
+            target = self.engine.databases.get(parts[0].lower())
+            if target is None:
+                raise SqlError(
+                    911,
+                    16,
+                    1,
+                    f"Database '{parts[0]}' does not exist. Make sure that the name is entered correctly.",
+                )
+            saved_db = self.database
+            self.database = target.name
+        try:
+            fn = self.engine.registry.find_procedure(proc)
+            if fn is None:
+                fn = procedures.BUILTIN.get(parts[-1].lower())
+            if fn is None:
+                raise unknown_procedure(proc)
+            result = fn(self, args)
+            if isinstance(result, Iterator):
+                result = yield from result
+            if result is None:
+                result = ProcedureResult()
+            for rs in result.result_sets:
+                count = [0]
+                yield ResultSet(rs.columns, _counted(rs.rows, count))
+                yield StatementDone(count[0])
+            for text in result.messages:
+                yield Message(0, 1, 0, text)
+            if ret_var:
+                var = self.variables.get(ret_var.lower())
+                if var is None:
+                    raise must_declare(ret_var)
+                var.value = result.return_status
+            self.last_return_status = result.return_status
+            self.last_outputs = result.outputs
+            if not self.in_rpc:
+                yield StatementDone(None)
+        finally:
+            if saved_db is not None:
+                self.database = saved_db
+
+    def _sp_executesql_text(self, raw_args: list[tuple[str | None, str, bool]]) -> Iterator[Any]:
+        values = [(n, self._eval_arg(t), o) for n, t, o in raw_args]
+        if not values:
+            raise SqlError(
+                201,
+                16,
+                4,
+                "Procedure or function 'sp_executesql' expects parameter '@statement', which was not supplied.",
+            )
+        sql = values[0][1].value
+        decl = values[1][1].value if len(values) > 1 else ""
+        params = [(n, tv) for n, tv, _o in values[2:]]
+        yield from self.execute_parameterized(sql, decl or "", params)
+
+    def _nested_batch(self, sql: str) -> Iterator[Any]:
+        saved = self.variables
+        self.variables = {}
+        try:
+            for ev in self.execute_batch(sql):
+                if isinstance(ev, ErrorEvent):
+                    raise ev.error
+                yield ev
+        finally:
+            self.variables = saved
+
+    def execute_parameterized(
+        self, sql: str, declarations: str, params: list[tuple[str | None, TypedValue]]
+    ) -> Iterator[Any]:
+        """Run *sql* with parameters declared as in sp_executesql (``@P1 int, @P2 nvarchar(10)``)."""
+        saved = self.variables
+        self.variables = {}
+        try:
+            decls = parse_declarations(declarations)
+            by_name = {}
+            positional = []
+            for name, tv in params:
+                if name:
+                    by_name[name.lower()] = tv
+                else:
+                    positional.append(tv)
+            for i, (pname, ptype, _out) in enumerate(decls):
+                tv = by_name.get(pname.lower())
+                if tv is None and i < len(positional):
+                    tv = positional[i]
+                if tv is None:
+                    raise SqlError(
+                        8178,
+                        16,
+                        1,
+                        f"The parameterized query '({declarations[:60]}' expects the parameter '{pname}', which was not supplied.",
+                    )
+                v = tv.value
+                if v is ...:
+                    v = None
+                conv = converter(tv.type, ptype)
+                self.variables[pname.lower()] = Variable(
+                    pname, ptype, conv(v) if conv and v is not None else v
+                )
+            for ev in self.execute_batch(sql):
+                yield ev
+                if isinstance(ev, ErrorEvent) and ev.error.number not in STATEMENT_LEVEL_ERRORS:
+                    return
+        finally:
+            self.param_values = self.variables
+            self.variables = saved
+
+
+def parse_declarations(text: str) -> list[tuple[str, T.SqlType, bool]]:
+    """Parse ``@P1 int,@P2 nvarchar(max) OUTPUT`` parameter declarations."""
+    out = []
+    if not text or not text.strip():
+        return out
+    depth = 0
+    parts = []
+    cur = ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    for p in parts:
+        m = re.match(r"\s*(@[\w@#$]+)\s+(?:AS\s+)?([\w]+)\s*(?:\(\s*([^)]*)\))?\s*(OUTPUT|OUT)?\s*$", p, re.I)
+        if not m:
+            raise SqlError(102, 15, 1, f"Incorrect syntax near '{p.strip()[:30]}'.")
+        name, tname, targs, output = m.groups()
+        args = [a.strip() for a in targs.split(",")] if targs else []
+        t = T.make_type(tname, args)
+        out.append((name, t, bool(output)))
+    return out
+
+
+def _split_name(text: str) -> list[str]:
+    parts = []
+    cur = ""
+    i = 0
+    text = text.strip()
+    while i < len(text):
+        ch = text[i]
+        if ch == "[":
+            j = i + 1
+            buf = ""
+            while j < len(text):
+                if text[j] == "]":
+                    if j + 1 < len(text) and text[j + 1] == "]":
+                        buf += "]"
+                        j += 2
+                        continue
+                    break
+                buf += text[j]
+                j += 1
+            cur += buf
+            i = j + 1
+            continue
+        if ch == '"':
+            j = text.index('"', i + 1)
+            cur += text[i + 1 : j]
+            i = j + 1
+            continue
+        if ch == ".":
+            parts.append(cur)
+            cur = ""
+            i += 1
+            continue
+        cur += ch
+        i += 1
+    parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+def _counted(rows: Iterable[tuple[Any, ...]], count: list[int]) -> Iterator[tuple[Any, ...]]:
+    n = 0
+    try:
+        for r in rows:
+            n += 1
+            yield r
+    finally:
+        count[0] = n
+
+
+class _StatementLocks:
+    """Context: a lock owner for statement-duration table locks when no transaction is open."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.owner: Transaction | None = None
+
+    def __enter__(self) -> Transaction | None:
+        s = self.session
+        self.owner = Transaction(s, s.isolation, explicit=False, descriptor=0)
+        return self.owner
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.owner is not None:
+            self.owner.done.set()
+            self.session.engine.locks.release_all(self.owner)
+            self.session.lock_owner = None
+
+
+Rowset = Rowset

@@ -1,0 +1,1023 @@
+"""FROM items: user tables, system catalog views, registered views and table-valued functions.
+
+Catalog views are computed from the engine's metadata when a query reads them:
+``sys.databases``, ``sys.schemas``, ``sys.tables``, ``sys.objects``, ``sys.columns``,
+``sys.types``, ``sys.indexes``, ``sys.index_columns``, ``sys.key_constraints``,
+``sys.database_principals``, ``sys.server_principals``, ``sys.database_role_members``,
+``sys.dm_tran_database_transactions``, ``sys.dm_tran_session_transactions``,
+``sys.dm_exec_sessions``, ``sys.system_views``, ``INFORMATION_SCHEMA.COLUMNS``,
+``INFORMATION_SCHEMA.TABLES``, ``INFORMATION_SCHEMA.TABLE_CONSTRAINTS``,
+``INFORMATION_SCHEMA.KEY_COLUMN_USAGE``, ``INFORMATION_SCHEMA.SCHEMATA``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object, not_supported
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset, TypedValue
+from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
+from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
+
+from .expressions import Compiler, Scope, Source
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+    from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, Table
+
+SYSNAME = T.SYSNAME
+INT = T.INT
+BIT = T.BIT
+TINYINT = T.TINYINT
+SMALLINT = T.SMALLINT
+DATETIME = T.DATETIME
+
+
+def _col(name: str, t: SqlType, nullable: bool = True) -> ResultColumn:
+    return ResultColumn(name, t, nullable)
+
+
+def _char(n: int) -> SqlType:
+    return SqlType("char", length=n)
+
+
+def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]) -> Any:
+    from .query import _FromItem
+
+    this = node.this
+    schema = node.args.get("db").name if node.args.get("db") else None
+    catalog = node.args.get("catalog").name if node.args.get("catalog") else None
+    if isinstance(this, exp.Anonymous):
+        return _table_function(session, node, this, schema, catalog, alias)
+    name = node.name
+    written = ".".join(p for p in (catalog, schema, name) if p)
+    dbname = catalog or session.database
+    db = session.engine.databases.get(dbname.lower())
+    if db is None:
+        raise invalid_object(written)
+    # user tables first
+    table = None
+    if schema is None:
+        table = db.table(session.default_schema(), name) or db.table("dbo", name)
+    else:
+        table = db.table(schema, name)
+    if name.startswith("#"):
+        raise not_supported("temporary tables (#name)")
+    if table is not None:
+        return _FromItem(_table_src(table, alias, name), _table_rows(session, db, table, hints), table)
+    # registered views
+    reg = session.engine.registry
+    for key in (
+        [f"{db.name}.{schema}.{name}", f"{schema}.{name}"]
+        if schema
+        else [f"{db.name}.dbo.{name}", name, f"sys.{name}"]
+    ):
+        fn = reg.find_view(key)
+        if fn is not None:
+            return _rowset_item(alias or name, name, lambda fn=fn: fn(session, db))
+    # built-in catalogs
+    sch = (schema or "").lower()
+    view = None
+    if sch in ("sys", "") or (sch == "dbo" and name.lower().startswith("sys")):
+        view = SYS_VIEWS.get(name.lower())
+    elif sch == "information_schema":
+        view = INFO_VIEWS.get(name.lower())
+    if view is not None:
+        return _rowset_item(alias or name, name, lambda: view(session, db))
+    raise invalid_object(written)
+
+
+def _table_src(table: Table, alias: str, name: str) -> Source:
+    cols = [ResultColumn(c.name, c.type, c.nullable) for c in table.columns]
+    return Source((alias or name).lower(), table.name, cols)
+
+
+def _table_rows(session: Session, db: Database, table: Table, hints: list[str]) -> Callable[[], Any]:
+    hold = any(
+        h in ("HOLDLOCK", "SERIALIZABLE", "REPEATABLEREAD", "UPDLOCK", "XLOCK", "TABLOCKX") for h in hints
+    )
+    mode = None
+    if "TABLOCKX" in hints or "XLOCK" in hints:
+        mode = "X"
+    elif "UPDLOCK" in hints:
+        mode = "U"
+    elif any(
+        h in ("TABLOCK", "HOLDLOCK", "SERIALIZABLE", "REPEATABLEREAD", "PAGLOCK", "ROWLOCK") for h in hints
+    ) and ("TABLOCK" in hints or hold):
+        mode = "S"
+    unknown = [h for h in hints if h not in _KNOWN_HINTS and not h.startswith("INDEX")]
+    if unknown:
+        raise SqlError(321, 15, 1, f'"{unknown[0]}" is not a recognized table hints option.')
+    if mode is not None:
+        session.acquire_table_lock(table, mode, hold)
+    read_latest = mode is not None
+
+    def rows() -> Any:
+        xact = session.xact
+        snap = session.current_snapshot
+        if read_latest:
+            snap = session.engine.commit_seq
+        if (
+            xact is not None
+            and xact.isolation == "SNAPSHOT"
+            and not read_latest
+            and xact.snapshot is not None
+        ):
+            snap = xact.snapshot
+        return table.scan(xact, snap)
+
+    return rows
+
+
+_KNOWN_HINTS = {
+    "NOLOCK",
+    "READUNCOMMITTED",
+    "READCOMMITTED",
+    "READCOMMITTEDLOCK",
+    "REPEATABLEREAD",
+    "SERIALIZABLE",
+    "HOLDLOCK",
+    "TABLOCK",
+    "TABLOCKX",
+    "UPDLOCK",
+    "XLOCK",
+    "ROWLOCK",
+    "PAGLOCK",
+    "NOWAIT",
+    "READPAST",
+    "FORCESEEK",
+    "FORCESCAN",
+    "NOEXPAND",
+    "SNAPSHOT",
+    "KEEPIDENTITY",
+    "KEEPDEFAULTS",
+    "IGNORE_CONSTRAINTS",
+    "IGNORE_TRIGGERS",
+}
+
+
+def _rowset_item(alias: str, name: str, make: Callable[[], Rowset]) -> Any:
+    from .query import _FromItem
+
+    probe = make()
+    cols = probe.columns
+    first = [probe]
+
+    def rows() -> Any:
+        rs = first.pop() if first else make()
+        return rs.rows
+
+    return _FromItem(Source(alias.lower(), name, cols), rows)
+
+
+def _table_function(
+    session: Session,
+    node: exp.Table,
+    fn_node: exp.Anonymous,
+    schema: str | None,
+    catalog: str | None,
+    alias: str,
+) -> Any:
+    from .query import _FromItem
+
+    fname = fn_node.name
+    full = f"{schema}.{fname}" if schema else fname
+    found = session.engine.registry.find_table_function(full)
+    if found is None:
+        raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
+    fn, suffix = found
+    compiler = Compiler(session, Scope())
+    args = [compiler.compile(a) for a in fn_node.expressions]
+    values = [TypedValue(a.type, a.fn(())) for a in args]
+    saved_db = session.database
+    if catalog:
+        session.database = session.engine.database(catalog).name
+    try:
+        rowset = fn(session, suffix, values)
+    finally:
+        session.database = saved_db
+    used = [False]
+
+    def rows() -> Any:
+        if used[0]:
+            return fn(session, suffix, values).rows
+        used[0] = True
+        return rowset.rows
+
+    return _FromItem(Source((alias or fname).lower(), fname, rowset.columns), rows)
+
+
+# ---------------------------------------------------------------- system views
+
+
+def _ticks(t: int) -> int:
+    from airflow_provider_sqlserver_cdc.testing.simulator.values import round_datetime_ticks
+
+    return round_datetime_ticks(t)
+
+
+def v_databases(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("database_id", INT, False),
+        _col("source_database_id", INT),
+        _col("owner_sid", T.varbinary(85)),
+        _col("create_date", DATETIME, False),
+        _col("compatibility_level", TINYINT, False),
+        _col("collation_name", SYSNAME),
+        _col("user_access", TINYINT),
+        _col("user_access_desc", T.nvarchar(60)),
+        _col("is_read_only", BIT),
+        _col("state", TINYINT),
+        _col("state_desc", T.nvarchar(60)),
+        _col("snapshot_isolation_state", TINYINT),
+        _col("snapshot_isolation_state_desc", T.nvarchar(60)),
+        _col("is_read_committed_snapshot_on", BIT),
+        _col("recovery_model", TINYINT),
+        _col("recovery_model_desc", T.nvarchar(60)),
+        _col("is_cdc_enabled", BIT, False),
+        _col("is_broker_enabled", BIT),
+        _col("log_reuse_wait_desc", T.nvarchar(60)),
+    ]
+    rows = []
+    for d in sorted(s.engine.databases.values(), key=lambda d: d.database_id):
+        rows.append(
+            (
+                d.name,
+                d.database_id,
+                None,
+                b"\x01",
+                _ticks(d.create_ticks),
+                160,
+                "SQL_Latin1_General_CP1_CI_AS",
+                0,
+                "MULTI_USER",
+                0,
+                0,
+                "ONLINE",
+                1 if d.allow_snapshot_isolation else 0,
+                "ON" if d.allow_snapshot_isolation else "OFF",
+                1 if d.read_committed_snapshot else 0,
+                1,
+                "FULL",
+                1 if d.flags.get("is_cdc_enabled") else 0,
+                0,
+                "REPLICATION" if d.flags.get("is_cdc_enabled") else "NOTHING",
+            )
+        )
+    return Rowset(cols, rows)
+
+
+def v_schemas(s: Session, db: Database) -> Rowset:
+    cols = [_col("name", SYSNAME, False), _col("schema_id", INT, False), _col("principal_id", INT)]
+    return Rowset(
+        cols,
+        [
+            (x.name, x.schema_id, x.principal_id)
+            for x in sorted(db.schemas.values(), key=lambda x: x.schema_id)
+        ],
+    )
+
+
+_OBJ_COLS = [
+    _col("name", SYSNAME, False),
+    _col("object_id", INT, False),
+    _col("principal_id", INT),
+    _col("schema_id", INT, False),
+    _col("parent_object_id", INT, False),
+    _col("type", _char(2)),
+    _col("type_desc", T.nvarchar(60)),
+    _col("create_date", DATETIME, False),
+    _col("modify_date", DATETIME, False),
+    _col("is_ms_shipped", BIT, False),
+    _col("is_published", BIT, False),
+    _col("is_schema_published", BIT, False),
+]
+
+
+def v_tables(s: Session, db: Database) -> Rowset:
+    cols = _OBJ_COLS + [
+        _col("lob_data_space_id", INT),
+        _col("max_column_id_used", INT),
+        _col("uses_ansi_nulls", BIT),
+        _col("is_replicated", BIT),
+        _col("has_replication_filter", BIT),
+        _col("is_merge_published", BIT),
+        _col("is_tracked_by_cdc", BIT),
+        _col("temporal_type", TINYINT),
+        _col("temporal_type_desc", T.nvarchar(60)),
+        _col("is_memory_optimized", BIT),
+        _col("is_external", BIT),
+    ]
+    rows = []
+    for t in db.all_tables():
+        ms = 1 if t.flags.get("is_ms_shipped") else 0
+        rows.append(
+            (
+                t.name,
+                t.object_id,
+                None,
+                t.schema.schema_id,
+                0,
+                "U ",
+                "USER_TABLE",
+                _ticks(t.create_ticks),
+                _ticks(t.modify_ticks),
+                ms,
+                0,
+                0,
+                0,
+                max((c.column_id for c in t.columns), default=0),
+                1,
+                0,
+                0,
+                0,
+                1 if t.flags.get("is_tracked_by_cdc") else 0,
+                0,
+                "NON_TEMPORAL_TABLE",
+                0,
+                0,
+            )
+        )
+    return Rowset(cols, rows)
+
+
+def v_objects(s: Session, db: Database) -> Rowset:
+    rows = []
+    for t in db.all_tables():
+        ms = 1 if t.flags.get("is_ms_shipped") else 0
+        rows.append(
+            (
+                t.name,
+                t.object_id,
+                None,
+                t.schema.schema_id,
+                0,
+                "U ",
+                "USER_TABLE",
+                _ticks(t.create_ticks),
+                _ticks(t.modify_ticks),
+                ms,
+                0,
+                0,
+            )
+        )
+        for ix in t.indexes:
+            if ix.kind in ("PRIMARY KEY", "UNIQUE"):
+                typ, desc = (
+                    ("PK", "PRIMARY_KEY_CONSTRAINT") if ix.is_primary_key else ("UQ", "UNIQUE_CONSTRAINT")
+                )
+                rows.append(
+                    (
+                        ix.name,
+                        ix.object_id,
+                        None,
+                        t.schema.schema_id,
+                        t.object_id,
+                        typ,
+                        desc,
+                        _ticks(t.create_ticks),
+                        _ticks(t.create_ticks),
+                        ms,
+                        0,
+                        0,
+                    )
+                )
+        for c in t.columns:
+            if c.default_name:
+                rows.append(
+                    (
+                        c.default_name,
+                        c.default_object_id,
+                        None,
+                        t.schema.schema_id,
+                        t.object_id,
+                        "D ",
+                        "DEFAULT_CONSTRAINT",
+                        _ticks(t.create_ticks),
+                        _ticks(t.create_ticks),
+                        ms,
+                        0,
+                        0,
+                    )
+                )
+    return Rowset(list(_OBJ_COLS), rows)
+
+
+def v_columns(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("object_id", INT, False),
+        _col("name", SYSNAME),
+        _col("column_id", INT, False),
+        _col("system_type_id", TINYINT, False),
+        _col("user_type_id", INT, False),
+        _col("max_length", SMALLINT, False),
+        _col("precision", TINYINT, False),
+        _col("scale", TINYINT, False),
+        _col("collation_name", SYSNAME),
+        _col("is_nullable", BIT),
+        _col("is_ansi_padded", BIT, False),
+        _col("is_rowguidcol", BIT, False),
+        _col("is_identity", BIT, False),
+        _col("is_computed", BIT, False),
+        _col("is_filestream", BIT, False),
+        _col("is_replicated", BIT),
+        _col("is_non_sql_subscribed", BIT),
+        _col("is_merge_published", BIT),
+        _col("is_dts_replicated", BIT),
+        _col("is_xml_document", BIT, False),
+        _col("xml_collection_id", INT, False),
+        _col("default_object_id", INT, False),
+        _col("rule_object_id", INT, False),
+        _col("is_sparse", BIT),
+        _col("is_column_set", BIT),
+        _col("generated_always_type", TINYINT),
+        _col("is_hidden", BIT),
+        _col("is_masked", BIT),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for c in t.columns:
+            ty = c.type
+            coll = "SQL_Latin1_General_CP1_CI_AS" if ty.name in T.STRING_TYPES else None
+            rows.append(
+                (
+                    t.object_id,
+                    c.name,
+                    c.column_id,
+                    ty.type_id,
+                    ty.type_id,
+                    ty.max_length,
+                    ty.catalog_precision,
+                    ty.catalog_scale,
+                    coll,
+                    1 if c.nullable else 0,
+                    1 if ty.name in T.STRING_TYPES or ty.name in T.BINARY_TYPES else 0,
+                    0,
+                    1 if c.identity else 0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    c.default_object_id,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                )
+            )
+    return Rowset(cols, rows)
+
+
+_TYPE_ROWS = [
+    # name, max_length, precision, scale, collation
+    ("image", 16, 0, 0, False),
+    ("text", 16, 0, 0, True),
+    ("uniqueidentifier", 16, 0, 0, False),
+    ("date", 3, 10, 0, False),
+    ("time", 5, 16, 7, False),
+    ("datetime2", 8, 27, 7, False),
+    ("datetimeoffset", 10, 34, 7, False),
+    ("tinyint", 1, 3, 0, False),
+    ("smallint", 2, 5, 0, False),
+    ("int", 4, 10, 0, False),
+    ("smalldatetime", 4, 16, 0, False),
+    ("real", 4, 24, 0, False),
+    ("money", 8, 19, 4, False),
+    ("datetime", 8, 23, 3, False),
+    ("float", 8, 53, 0, False),
+    ("sql_variant", 8016, 0, 0, False),
+    ("ntext", 16, 0, 0, True),
+    ("bit", 1, 1, 0, False),
+    ("decimal", 17, 38, 38, False),
+    ("numeric", 17, 38, 38, False),
+    ("smallmoney", 4, 10, 4, False),
+    ("bigint", 8, 19, 0, False),
+    ("varbinary", 8000, 0, 0, False),
+    ("varchar", 8000, 0, 0, True),
+    ("binary", 8000, 0, 0, False),
+    ("char", 8000, 0, 0, True),
+    ("timestamp", 8, 0, 0, False),
+    ("nvarchar", 8000, 0, 0, True),
+    ("nchar", 8000, 0, 0, True),
+    ("xml", -1, 0, 0, False),
+    ("sysname", 256, 0, 0, True),
+]
+
+
+def v_types(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("system_type_id", TINYINT, False),
+        _col("user_type_id", INT, False),
+        _col("schema_id", INT, False),
+        _col("principal_id", INT),
+        _col("max_length", SMALLINT, False),
+        _col("precision", TINYINT, False),
+        _col("scale", TINYINT, False),
+        _col("collation_name", SYSNAME),
+        _col("is_nullable", BIT),
+        _col("is_user_defined", BIT, False),
+        _col("is_assembly_type", BIT, False),
+        _col("default_object_id", INT, False),
+        _col("rule_object_id", INT, False),
+        _col("is_table_type", BIT, False),
+    ]
+    rows = []
+    for name, ml, p, sc, coll in _TYPE_ROWS:
+        tid = T.TYPE_IDS[name]
+        uid = 256 if name == "sysname" else tid
+        rows.append(
+            (
+                name,
+                tid,
+                uid,
+                4,
+                None,
+                ml,
+                p,
+                sc,
+                "SQL_Latin1_General_CP1_CI_AS" if coll else None,
+                1 if name != "sysname" else 0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            )
+        )
+    return Rowset(cols, rows)
+
+
+def v_indexes(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("object_id", INT, False),
+        _col("name", SYSNAME),
+        _col("index_id", INT, False),
+        _col("type", TINYINT, False),
+        _col("type_desc", T.nvarchar(60)),
+        _col("is_unique", BIT),
+        _col("data_space_id", INT),
+        _col("ignore_dup_key", BIT),
+        _col("is_primary_key", BIT),
+        _col("is_unique_constraint", BIT),
+        _col("fill_factor", TINYINT, False),
+        _col("is_padded", BIT),
+        _col("is_disabled", BIT),
+        _col("is_hypothetical", BIT),
+        _col("allow_row_locks", BIT),
+        _col("allow_page_locks", BIT),
+        _col("has_filter", BIT),
+        _col("filter_definition", T.NVARCHAR_MAX),
+    ]
+    rows = []
+    for t in db.all_tables():
+        if not any(ix.clustered for ix in t.indexes):
+            rows.append((t.object_id, None, 0, 0, "HEAP", 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, None))
+        for ix in t.indexes:
+            typ, desc = (1, "CLUSTERED") if ix.clustered else (2, "NONCLUSTERED")
+            rows.append(
+                (
+                    t.object_id,
+                    ix.name,
+                    ix.index_id,
+                    typ,
+                    desc,
+                    1 if ix.unique else 0,
+                    1,
+                    0,
+                    1 if ix.is_primary_key else 0,
+                    1 if ix.kind == "UNIQUE" else 0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    1,
+                    1,
+                    0,
+                    None,
+                )
+            )
+    return Rowset(cols, rows)
+
+
+def v_index_columns(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("object_id", INT, False),
+        _col("index_id", INT, False),
+        _col("index_column_id", INT, False),
+        _col("column_id", INT, False),
+        _col("key_ordinal", TINYINT, False),
+        _col("partition_ordinal", TINYINT, False),
+        _col("is_descending_key", BIT),
+        _col("is_included_column", BIT),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for ix in t.indexes:
+            for k, cname in enumerate(ix.columns, start=1):
+                col = t.columns[t.colmap[cname.lower()]]
+                desc = ix.descending[k - 1] if k - 1 < len(ix.descending) else False
+                rows.append((t.object_id, ix.index_id, k, col.column_id, k, 0, 1 if desc else 0, 0))
+    return Rowset(cols, rows)
+
+
+def v_key_constraints(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("object_id", INT, False),
+        _col("principal_id", INT),
+        _col("schema_id", INT, False),
+        _col("parent_object_id", INT, False),
+        _col("type", _char(2)),
+        _col("type_desc", T.nvarchar(60)),
+        _col("unique_index_id", INT),
+        _col("is_system_named", BIT, False),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for ix in t.indexes:
+            if ix.kind in ("PRIMARY KEY", "UNIQUE"):
+                typ, desc = (
+                    ("PK", "PRIMARY_KEY_CONSTRAINT") if ix.is_primary_key else ("UQ", "UNIQUE_CONSTRAINT")
+                )
+                rows.append(
+                    (ix.name, ix.object_id, None, t.schema.schema_id, t.object_id, typ, desc, ix.index_id, 0)
+                )
+    return Rowset(cols, rows)
+
+
+def v_database_principals(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("principal_id", INT, False),
+        _col("type", _char(1), False),
+        _col("type_desc", T.nvarchar(60)),
+        _col("default_schema_name", SYSNAME),
+        _col("sid", T.varbinary(85)),
+        _col("is_fixed_role", BIT, False),
+    ]
+    rows = []
+    for p in db.principals.values():
+        rows.append(
+            (
+                p.name,
+                p.principal_id,
+                p.type,
+                "DATABASE_ROLE" if p.type == "R" else "SQL_USER",
+                p.default_schema if p.type != "R" else None,
+                None,
+                1 if p.name in ("db_owner", "public") else 0,
+            )
+        )
+    return Rowset(cols, rows)
+
+
+def v_database_role_members(s: Session, db: Database) -> Rowset:
+    cols = [_col("role_principal_id", INT, False), _col("member_principal_id", INT, False)]
+    rows = []
+    for r in db.principals.values():
+        if r.type == "R":
+            for m in r.members:
+                member = db.principals.get(m)
+                if member:
+                    rows.append((r.principal_id, member.principal_id))
+    return Rowset(cols, rows)
+
+
+def v_server_principals(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("principal_id", INT, False),
+        _col("sid", T.varbinary(85)),
+        _col("type", _char(1), False),
+        _col("type_desc", T.nvarchar(60)),
+        _col("is_disabled", BIT),
+        _col("default_database_name", SYSNAME),
+    ]
+    rows = [
+        (lg.name, lg.principal_id, lg.sid, "S", "SQL_LOGIN", 1 if lg.disabled else 0, lg.default_database)
+        for lg in s.engine.logins.values()
+    ]
+    rows.append(("sysadmin", 3, b"\x03", "R", "SERVER_ROLE", 0, None))
+    rows.append(("public", 2, b"\x02", "R", "SERVER_ROLE", 0, None))
+    return Rowset(cols, rows)
+
+
+def v_dm_tran_database_transactions(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("transaction_id", T.BIGINT, False),
+        _col("database_id", INT, False),
+        _col("database_transaction_begin_time", DATETIME),
+        _col("database_transaction_type", INT, False),
+        _col("database_transaction_state", INT, False),
+        _col("database_transaction_log_record_count", T.BIGINT, False),
+        _col("database_transaction_begin_lsn", T.decimal_type(25, 0)),
+        _col("database_transaction_last_lsn", T.decimal_type(25, 0)),
+        _col("database_transaction_commit_lsn", T.decimal_type(25, 0)),
+    ]
+    rows = []
+    for sess in list(s.engine.sessions.values()):
+        x = sess.xact
+        if x is None:
+            continue
+        for dbname, begin in list(x.begin_lsn.items()):
+            d = s.engine.databases.get(dbname.lower())
+            if d is None:
+                continue
+            ops = x.ops.get(dbname, [])
+            last = ops[-1].lsn if ops else begin
+            rows.append(
+                (
+                    x.xid,
+                    d.database_id,
+                    _ticks(x.begin_ticks.get(dbname, 0)),
+                    1,
+                    4,
+                    len(ops) + 1,
+                    Decimal(lsn_to_numeric(begin)),
+                    Decimal(lsn_to_numeric(last)),
+                    None,
+                )
+            )
+    return Rowset(cols, rows)
+
+
+def v_dm_tran_session_transactions(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("session_id", INT, False),
+        _col("transaction_id", T.BIGINT, False),
+        _col("is_user_transaction", BIT, False),
+        _col("is_local", BIT, False),
+    ]
+    rows = [
+        (sess.spid, sess.xact.xid, 1 if sess.xact.explicit else 0, 1)
+        for sess in list(s.engine.sessions.values())
+        if sess.xact is not None
+    ]
+    return Rowset(cols, rows)
+
+
+def v_dm_exec_sessions(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("session_id", SMALLINT, False),
+        _col("login_name", SYSNAME, False),
+        _col("database_id", SMALLINT),
+        _col("transaction_isolation_level", SMALLINT),
+        _col("status", T.nvarchar(30)),
+        _col("program_name", T.nvarchar(128)),
+        _col("host_name", T.nvarchar(128)),
+        _col("is_user_process", BIT, False),
+        _col("open_transaction_count", INT),
+    ]
+    iso = {"READ COMMITTED": 2, "SNAPSHOT": 5}
+    rows = []
+    for sess in list(s.engine.sessions.values()):
+        d = s.engine.databases.get(sess.database.lower())
+        rows.append(
+            (
+                sess.spid,
+                sess.login.name,
+                d.database_id if d else None,
+                {"READ UNCOMMITTED": 1, "REPEATABLE READ": 3, "SERIALIZABLE": 4}.get(
+                    getattr(sess, "declared_isolation", ""), iso.get(sess.isolation, 2)
+                ),
+                "running" if sess is s else "sleeping",
+                sess.app_name,
+                sess.host_name,
+                1,
+                sess.trancount,
+            )
+        )
+    return Rowset(cols, rows)
+
+
+def v_system_views(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("name", SYSNAME, False),
+        _col("object_id", INT, False),
+        _col("schema_id", INT, False),
+        _col("type", _char(2)),
+    ]
+    rows = [(name, -100 - i, 4, "V ") for i, name in enumerate(sorted(SYS_VIEWS))]
+    return Rowset(cols, rows)
+
+
+def v_extended_properties(s: Session, db: Database) -> Rowset:
+    cols = [
+        _col("class", TINYINT, False),
+        _col("major_id", INT, False),
+        _col("minor_id", INT, False),
+        _col("name", SYSNAME, False),
+        _col("value", T.nvarchar(4000)),
+    ]
+    return Rowset(cols, [])
+
+
+SYS_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
+    "databases": v_databases,
+    "schemas": v_schemas,
+    "tables": v_tables,
+    "objects": v_objects,
+    "all_objects": v_objects,
+    "columns": v_columns,
+    "all_columns": v_columns,
+    "types": v_types,
+    "indexes": v_indexes,
+    "index_columns": v_index_columns,
+    "key_constraints": v_key_constraints,
+    "database_principals": v_database_principals,
+    "database_role_members": v_database_role_members,
+    "server_principals": v_server_principals,
+    "sql_logins": v_server_principals,
+    "dm_tran_database_transactions": v_dm_tran_database_transactions,
+    "dm_tran_session_transactions": v_dm_tran_session_transactions,
+    "dm_exec_sessions": v_dm_exec_sessions,
+    "system_views": v_system_views,
+    "extended_properties": v_extended_properties,
+}
+
+
+# ---------------------------------------------------------------- INFORMATION_SCHEMA
+
+
+def _data_type_row(t: SqlType) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """(CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_PRECISION_RADIX, NUMERIC_SCALE, DATETIME_PRECISION)."""
+    n = t.name
+    if n in T.STRING_TYPES or n in T.BINARY_TYPES and n != "timestamp":
+        if t.length == T.MAX or n in ("text", "ntext", "image"):
+            return (
+                -1 if t.length == T.MAX else 2147483647,
+                -1 if t.length == T.MAX else 2147483647,
+                None,
+                None,
+                None,
+                None,
+            )
+        octets = t.length * 2 if n in T.NCHAR_TYPES else t.length
+        return t.length, octets, None, None, None, None
+    if n in ("tinyint", "smallint", "int", "bigint", "decimal", "numeric", "money", "smallmoney"):
+        return None, None, t.catalog_precision, 10, t.catalog_scale, None
+    if n in ("real", "float"):
+        return None, None, t.catalog_precision, 2, None, None
+    if n in ("date",):
+        return None, None, None, None, None, 0
+    if n in ("datetime",):
+        return None, None, None, None, None, 3
+    if n == "smalldatetime":
+        return None, None, None, None, None, 0
+    if n in ("time", "datetime2", "datetimeoffset"):
+        return None, None, None, None, None, t.scale
+    return None, None, None, None, None, None
+
+
+def i_columns(s: Session, db: Database) -> Rowset:
+    nv = T.nvarchar(128)
+    cols = [
+        _col("TABLE_CATALOG", nv),
+        _col("TABLE_SCHEMA", nv),
+        _col("TABLE_NAME", nv, False),
+        _col("COLUMN_NAME", nv),
+        _col("ORDINAL_POSITION", INT),
+        _col("COLUMN_DEFAULT", T.nvarchar(4000)),
+        _col("IS_NULLABLE", T.varchar(3)),
+        _col("DATA_TYPE", nv),
+        _col("CHARACTER_MAXIMUM_LENGTH", INT),
+        _col("CHARACTER_OCTET_LENGTH", INT),
+        _col("NUMERIC_PRECISION", TINYINT),
+        _col("NUMERIC_PRECISION_RADIX", SMALLINT),
+        _col("NUMERIC_SCALE", INT),
+        _col("DATETIME_PRECISION", SMALLINT),
+        _col("CHARACTER_SET_CATALOG", nv),
+        _col("CHARACTER_SET_SCHEMA", nv),
+        _col("CHARACTER_SET_NAME", nv),
+        _col("COLLATION_CATALOG", nv),
+        _col("COLLATION_SCHEMA", nv),
+        _col("COLLATION_NAME", nv),
+        _col("DOMAIN_CATALOG", nv),
+        _col("DOMAIN_SCHEMA", nv),
+        _col("DOMAIN_NAME", nv),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for c in t.columns:
+            ty = c.type
+            is_str = ty.name in T.STRING_TYPES
+            rows.append(
+                (
+                    db.name,
+                    t.schema.name,
+                    t.name,
+                    c.name,
+                    c.column_id,
+                    f"({c.default_sql})" if c.default_sql else None,
+                    "YES" if c.nullable else "NO",
+                    ty.name,
+                    *_data_type_row(ty),
+                    None,
+                    None,
+                    ("UNICODE" if ty.name in T.NCHAR_TYPES else "iso_1") if is_str else None,
+                    None,
+                    None,
+                    "SQL_Latin1_General_CP1_CI_AS" if is_str else None,
+                    None,
+                    None,
+                    None,
+                )
+            )
+    return Rowset(cols, rows)
+
+
+def i_tables(s: Session, db: Database) -> Rowset:
+    nv = T.nvarchar(128)
+    cols = [
+        _col("TABLE_CATALOG", nv),
+        _col("TABLE_SCHEMA", nv),
+        _col("TABLE_NAME", SYSNAME, False),
+        _col("TABLE_TYPE", T.varchar(10)),
+    ]
+    return Rowset(cols, [(db.name, t.schema.name, t.name, "BASE TABLE") for t in db.all_tables()])
+
+
+def i_table_constraints(s: Session, db: Database) -> Rowset:
+    nv = T.nvarchar(128)
+    cols = [
+        _col("CONSTRAINT_CATALOG", nv),
+        _col("CONSTRAINT_SCHEMA", nv),
+        _col("CONSTRAINT_NAME", SYSNAME, False),
+        _col("TABLE_CATALOG", nv),
+        _col("TABLE_SCHEMA", nv),
+        _col("TABLE_NAME", SYSNAME, False),
+        _col("CONSTRAINT_TYPE", T.varchar(11)),
+        _col("IS_DEFERRABLE", T.varchar(2), False),
+        _col("INITIALLY_DEFERRED", T.varchar(2), False),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for ix in t.indexes:
+            if ix.kind in ("PRIMARY KEY", "UNIQUE"):
+                rows.append(
+                    (db.name, t.schema.name, ix.name, db.name, t.schema.name, t.name, ix.kind, "NO", "NO")
+                )
+    return Rowset(cols, rows)
+
+
+def i_key_column_usage(s: Session, db: Database) -> Rowset:
+    nv = T.nvarchar(128)
+    cols = [
+        _col("CONSTRAINT_CATALOG", nv),
+        _col("CONSTRAINT_SCHEMA", nv),
+        _col("CONSTRAINT_NAME", SYSNAME, False),
+        _col("TABLE_CATALOG", nv),
+        _col("TABLE_SCHEMA", nv),
+        _col("TABLE_NAME", SYSNAME, False),
+        _col("COLUMN_NAME", nv),
+        _col("ORDINAL_POSITION", INT, False),
+    ]
+    rows = []
+    for t in db.all_tables():
+        for ix in t.indexes:
+            if ix.kind in ("PRIMARY KEY", "UNIQUE"):
+                for k, cname in enumerate(ix.columns, start=1):
+                    col = t.columns[t.colmap[cname.lower()]]
+                    rows.append(
+                        (db.name, t.schema.name, ix.name, db.name, t.schema.name, t.name, col.name, k)
+                    )
+    return Rowset(cols, rows)
+
+
+def i_schemata(s: Session, db: Database) -> Rowset:
+    nv = T.nvarchar(128)
+    cols = [
+        _col("CATALOG_NAME", nv),
+        _col("SCHEMA_NAME", nv, False),
+        _col("SCHEMA_OWNER", nv),
+        _col("DEFAULT_CHARACTER_SET_CATALOG", T.varchar(6)),
+        _col("DEFAULT_CHARACTER_SET_SCHEMA", T.varchar(3)),
+        _col("DEFAULT_CHARACTER_SET_NAME", nv),
+    ]
+    return Rowset(cols, [(db.name, x.name, "dbo", None, None, "iso_1") for x in db.schemas.values()])
+
+
+INFO_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
+    "columns": i_columns,
+    "tables": i_tables,
+    "table_constraints": i_table_constraints,
+    "key_column_usage": i_key_column_usage,
+    "schemata": i_schemata,
+}
+
+
+def iter_rows(rowset: Rowset) -> Iterator[tuple[Any, ...]]:
+    return iter(rowset.rows)

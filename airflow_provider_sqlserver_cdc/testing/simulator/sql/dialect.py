@@ -1,0 +1,230 @@
+"""T-SQL parsing: the batch splitter and sqlglot's ``tsql`` dialect adjusted for execution.
+
+The dialect keeps every function call as ``exp.Anonymous`` (the engine implements functions by
+their T-SQL names, instead of sqlglot's transpiler rewrites) and records the type name as
+written (``real`` vs ``float``, ``numeric`` vs ``decimal``) in ``DataType.meta['type_name']``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.tsql import TSQL
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, syntax_error
+
+
+class _Parser(TSQL.Parser):
+    FUNCTIONS: dict = {}
+
+    def _parse_types(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        tok = self._curr
+        dt = super()._parse_types(*args, **kwargs)
+        if isinstance(dt, exp.DataType) and tok is not None:
+            dt.meta["type_name"] = tok.text.lower()
+        return dt
+
+
+class SimDialect(TSQL):
+    """sqlglot's T-SQL dialect, with functions left as written."""
+
+    Parser = _Parser
+
+
+_DIALECT = SimDialect()
+_lock = threading.Lock()
+
+STARTERS = {
+    "SELECT",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "CREATE",
+    "DROP",
+    "ALTER",
+    "DECLARE",
+    "SET",
+    "EXEC",
+    "EXECUTE",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVE",
+    "USE",
+    "PRINT",
+    "TRUNCATE",
+    "IF",
+    "WHILE",
+    "MERGE",
+    "RAISERROR",
+    "THROW",
+    "RETURN",
+    "GRANT",
+    "REVOKE",
+    "DENY",
+    "WAITFOR",
+    "CHECKPOINT",
+    "DBCC",
+}
+
+
+@dataclass
+class RawStatement:
+    """One statement of a batch: its text and tokens."""
+
+    text: str
+    tokens: list[Token]
+
+    @property
+    def words(self) -> list[str]:
+        return [t.text.upper() for t in self.tokens]
+
+
+def tokenize(sql: str) -> list[Token]:
+    try:
+        return _DIALECT.tokenize(sql)
+    except TokenError as e:
+        raise SqlError(
+            105, 15, 1, f"Unclosed quotation mark after the character string '{sql[-20:]}'."
+        ) from e
+
+
+@functools.lru_cache(maxsize=256)
+def split_batch(sql: str) -> tuple[RawStatement, ...]:
+    """Split a batch into statements (semicolons optional, as in T-SQL)."""
+    tokens = tokenize(sql)
+    statements: list[list[Token]] = []
+    cur: list[Token] = []
+    depth = 0
+    first = ""
+    seen_select = False
+    seen_set = False
+    for tok in tokens:
+        text = tok.text.upper()
+        if tok.token_type == TokenType.SEMICOLON and depth == 0:
+            if cur:
+                statements.append(cur)
+            cur, first, seen_select, seen_set = [], "", False, False
+            continue
+        if tok.token_type == TokenType.COMMAND and text == "GO" and depth == 0:
+            if cur:
+                statements.append(cur)
+            cur, first, seen_select, seen_set = [], "", False, False
+            continue
+        quoted = tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.NATIONAL_STRING)
+        if (
+            depth == 0
+            and cur
+            and not quoted
+            and text in STARTERS
+            and _starts_new(text, first, cur, seen_select, seen_set)
+        ):
+            statements.append(cur)
+            cur, first, seen_select, seen_set = [], "", False, False
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        if not cur:
+            first = text
+        elif depth == 0 and not quoted:
+            if text in ("SELECT", "VALUES"):
+                seen_select = True
+            elif text == "SET":
+                seen_set = True
+        cur.append(tok)
+    if cur:
+        statements.append(cur)
+    out = []
+    for toks in statements:
+        start = toks[0].start
+        end = toks[-1].end
+        text = sql[start : end + 1]
+        out.append(RawStatement(text, toks))
+    return tuple(out)
+
+
+def _starts_new(text: str, first: str, cur: list[Token], seen_select: bool, seen_set: bool) -> bool:
+    prev = cur[-1].text.upper()
+    if text == "SELECT":
+        if prev in ("UNION", "ALL", "EXCEPT", "INTERSECT", "(", "AS"):
+            return False
+        if first in ("INSERT", "WITH") and not seen_select:
+            return False
+        return not (first == "DECLARE" and prev == "=")
+    if text == "SET":
+        if first == "UPDATE" and not seen_set:
+            return False
+        return first != "ALTER"
+    if text in ("DROP", "ALTER"):
+        return first != "ALTER"
+    if text in ("INSERT", "UPDATE", "DELETE"):
+        return first != "MERGE" and prev not in ("FOR", "AFTER", "INSTEAD", ",")
+    if text == "EXEC" or text == "EXECUTE":
+        return first != "INSERT" or seen_select
+    if text == "BEGIN":
+        return True
+    if text in ("COMMIT", "ROLLBACK"):
+        return True
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_cached(text: str) -> exp.Expression:
+    with _lock:
+        result = sqlglot.parse(text, dialect=_DIALECT)
+    stmts = [s for s in result if s is not None]
+    if len(stmts) != 1:
+        raise syntax_error(text.split()[0] if text.split() else text)
+    return stmts[0]
+
+
+def parse_statement(text: str) -> exp.Expression:
+    """Parse one statement (cached; callers must not modify the tree)."""
+    try:
+        return _parse_cached(text)
+    except ParseError as e:
+        near = _near(e, text)
+        raise syntax_error(near) from None
+
+
+def parse_expression(text: str) -> exp.Expression:
+    """Parse a scalar expression."""
+    node = parse_statement("SELECT " + text)
+    assert isinstance(node, exp.Select)
+    return node.expressions[0]
+
+
+def _near(error: ParseError, text: str) -> str:
+    try:
+        info = error.errors[0]
+        hl = info.get("highlight") or ""
+        if hl:
+            return hl
+    except (IndexError, AttributeError, KeyError):
+        pass
+    words = text.split()
+    return words[-1] if words else text
+
+
+def type_name_of(dt: exp.DataType) -> tuple[str, list[str]]:
+    """(type name as written, its arguments) of a parsed DataType."""
+    name = dt.meta.get("type_name")
+    if not name:
+        name = dt.this.value.lower() if hasattr(dt.this, "value") else str(dt.this).lower()
+        name = {"timestamptz": "datetimeoffset", "uuid": "uniqueidentifier", "utinyint": "tinyint"}.get(
+            name, name
+        )
+    if name == "user-defined":
+        name = dt.args.get("kind") or "sysname"
+    args = []
+    for p in dt.expressions:
+        inner = p.this if isinstance(p, exp.DataTypeParam) else p
+        args.append(inner.name if isinstance(inner, (exp.Literal, exp.Var, exp.Identifier)) else inner.sql())
+    return name, args

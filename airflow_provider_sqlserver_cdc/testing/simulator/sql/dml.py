@@ -1,0 +1,460 @@
+"""INSERT, UPDATE and DELETE.
+
+Source rows are computed first (so a statement never sees its own changes), then each row is
+written through :meth:`~..engine.Engine.write_row`, which waits for other transactions that
+hold the row and checks unique constraints.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator import values as V
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
+    SqlError,
+    invalid_column,
+    invalid_object,
+    not_supported,
+    null_not_allowed,
+    truncation,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Table
+
+from .dialect import parse_expression
+from .expressions import Compiler, Scope, Source, converter
+from .query import compile_query
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+
+
+def default_value(session: Session, col: Column) -> Any:
+    """The value of a column's DEFAULT expression, converted to the column type."""
+    if col.default_sql is None:
+        return None
+    e = Compiler(session, Scope()).compile(parse_expression(col.default_sql))
+    v = e.fn(())
+    conv = converter(e.type, col.type)
+    return conv(v) if conv and v is not None else v
+
+
+def _write(
+    session: Session, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
+) -> str:
+    engine = session.engine
+    while True:
+        status, info = engine.write_row(xact, db, table, rowid, compute, text)
+        if status == "wait":
+            engine.locks.wait_for_transaction(xact, info, session.lock_timeout)
+            continue
+        return status
+
+
+def _check_value(table: Table, db: Any, col: Column, value: Any, stmt: str) -> Any:
+    if value is None:
+        if not col.nullable:
+            raise null_not_allowed(col.name, f"{db.name}.{table.schema.name}.{table.name}", stmt)
+        return None
+    if not V.check_fits(value, col.type):
+        shown = value if isinstance(value, str) else "0x" + value.hex().upper()
+        raise truncation(f"{db.name}.{table.schema.name}.{table.name}", col.name, shown)
+    return value
+
+
+def _assign_converter(src: T.SqlType, col: Column) -> Any:
+    """Converter for assigning a value of type *src* to *col* (strings keep full length for the check)."""
+    dst = col.type
+    if dst.name in T.STRING_TYPES or dst.name in ("varbinary", "binary"):
+        wide = (
+            T.SqlType(dst.name, length=T.MAX)
+            if dst.name in ("varchar", "nvarchar", "varbinary")
+            else T.SqlType(
+                {
+                    "char": "varchar",
+                    "nchar": "nvarchar",
+                    "binary": "varbinary",
+                    "text": "varchar",
+                    "ntext": "nvarchar",
+                }[dst.name],
+                length=T.MAX,
+            )
+        )
+        conv = converter(src, wide)
+        if dst.name in ("char", "nchar"):
+            n = dst.length
+
+            def pad(v: Any) -> Any:
+                v = conv(v) if conv else v
+                return v if v is None or len(v) >= n else v.ljust(n)
+
+            return pad
+        if dst.name == "binary":
+            n = dst.length
+
+            def bpad(v: Any) -> Any:
+                v = conv(v) if conv else v
+                return v if v is None or len(v) >= n else v.ljust(n, b"\0")
+
+            return bpad
+        return conv
+    return converter(src, dst)
+
+
+def execute(session: Session, node: exp.Expression, text: str) -> int:
+    if isinstance(node, exp.Insert):
+        return _insert(session, node, text)
+    if isinstance(node, exp.Update):
+        return _update(session, node, text)
+    if isinstance(node, exp.Delete):
+        return _delete(session, node, text)
+    raise not_supported(type(node).__name__)
+
+
+def _target(session: Session, tnode: exp.Expression) -> tuple[Any, Table]:
+    if not isinstance(tnode, exp.Table) or isinstance(tnode.this, exp.Anonymous):
+        raise not_supported("this DML target")
+    db, table, schema, name = session.resolve_table(tnode)
+    if table is None:
+        raise invalid_object(tnode.sql(dialect="tsql"))
+    hints = []
+    for h in tnode.args.get("hints") or []:
+        hints += [e.name.upper() for e in h.expressions]
+    mode = "X" if ("TABLOCKX" in hints or "TABLOCK" in hints or "XLOCK" in hints) else "IX"
+    session.acquire_table_lock(table, mode, True)
+    return db, table
+
+
+def _insert(session: Session, node: exp.Insert, text: str) -> int:
+    if node.args.get("returning"):
+        raise not_supported("the OUTPUT clause")
+    target = node.this
+    columns_given = None
+    if isinstance(target, exp.Schema):
+        columns_given = [i.name for i in target.expressions]
+        target = target.this
+    xact = session.write_xact()
+    db, table = _target(session, target)
+    engine = session.engine
+    snap = engine.begin_read(xact)
+    session.current_snapshot = snap
+    try:
+        # column list
+        if columns_given is None:
+            cols = [
+                i for i, c in enumerate(table.columns) if c.identity is None and c.type.name != "timestamp"
+            ]
+            if table.identity_column is not None and table.object_id in session.options.identity_insert:
+                raise SqlError(
+                    8101,
+                    16,
+                    1,
+                    f"An explicit value for the identity column in table '{table.name}' can only be specified when a column list is used and IDENTITY_INSERT is ON.",
+                )
+        else:
+            cols = []
+            for n in columns_given:
+                i = table.column_index(n)
+                if i is None:
+                    raise invalid_column(n)
+                if i in cols:
+                    raise SqlError(
+                        264,
+                        16,
+                        1,
+                        f"The column name '{n}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause.",
+                    )
+                if table.columns[i].type.name == "timestamp":
+                    raise SqlError(
+                        273,
+                        16,
+                        1,
+                        "Cannot insert an explicit value into a timestamp column. Use INSERT with a column list to exclude the timestamp column, or insert a DEFAULT into the timestamp column.",
+                    )
+                if (
+                    table.columns[i].identity is not None
+                    and table.object_id not in session.options.identity_insert
+                ):
+                    raise SqlError(
+                        544,
+                        16,
+                        1,
+                        f"Cannot insert explicit value for identity column in table '{table.name}' when IDENTITY_INSERT is set to OFF.",
+                    )
+                cols.append(i)
+        # source rows with their types
+        source = node.args.get("expression")
+        rows: list[tuple[Any, ...]]
+        src_types: list[list[T.SqlType]] | list[T.SqlType]
+        per_row_types = False
+        if node.args.get("default"):
+            rows = [()]
+            cols = []
+            src_types = []
+        elif isinstance(source, exp.Values):
+            compiler = Compiler(session, Scope())
+            rows = []
+            row_types = []
+            for tup in source.expressions:
+                items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
+                if len(items) != len(cols):
+                    if len(items) > len(cols):
+                        raise SqlError(
+                            110,
+                            15,
+                            1,
+                            "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
+                        )
+                    raise SqlError(
+                        109,
+                        15,
+                        1,
+                        "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
+                    )
+                vals = []
+                types = []
+                for it in items:
+                    if (
+                        isinstance(it, exp.Var)
+                        and it.name.upper() == "DEFAULT"
+                        or (isinstance(it, exp.Column) and it.name.upper() == "DEFAULT" and not it.table)
+                    ):
+                        vals.append(...)
+                        types.append(T.INT)
+                        continue
+                    e = compiler.compile(it)
+                    vals.append(e.fn(()))
+                    types.append(e.type)
+                rows.append(tuple(vals))
+                row_types.append(types)
+            src_types = row_types
+            per_row_types = True
+        elif source is not None:
+            q = compile_query(session, source)
+            if len(q.columns) != len(cols):
+                raise SqlError(
+                    121 if len(q.columns) > len(cols) else 120,
+                    15,
+                    1,
+                    "The select list for the INSERT statement contains "
+                    + ("more" if len(q.columns) > len(cols) else "fewer")
+                    + " items than the insert list. The number of SELECT values must match the number of INSERT columns.",
+                )
+            rows = list(q.run())
+            src_types = [c.type for c in q.columns]
+        else:
+            raise not_supported("this INSERT form")
+    finally:
+        engine.end_read(snap)
+    # converters
+    convs_cache: dict[tuple[int, T.SqlType], Any] = {}
+
+    def conv_for(pos: int, t: T.SqlType) -> Any:
+        key = (pos, t)
+        if key not in convs_cache:
+            convs_cache[key] = _assign_converter(t, table.columns[cols[pos]])
+        return convs_cache[key]
+
+    ncols = len(table.columns)
+    ident = table.identity_column
+    defaults: dict[int, Any] = {}
+    count = 0
+    stmt = "INSERT"
+    for r_i, r in enumerate(rows):
+        full: list[Any] = [None] * ncols
+        given = [False] * ncols
+        for pos, ci in enumerate(cols):
+            v = r[pos]
+            if v is ...:
+                continue
+            t = src_types[r_i][pos] if per_row_types else src_types[pos]
+            c = conv_for(pos, t)
+            full[ci] = c(v) if c is not None and v is not None else v
+            given[ci] = True
+        for i, col in enumerate(table.columns):
+            if given[i]:
+                continue
+            if col.identity is not None:
+                continue
+            if col.type.name == "timestamp":
+                continue
+            if col.default_sql is not None:
+                if i not in defaults or not _is_constant(col.default_sql):
+                    defaults[i] = default_value(session, col)
+                full[i] = defaults[i]
+        for i, col in enumerate(table.columns):
+            if col.identity is None and col.type.name != "timestamp":
+                _check_value(table, db, col, full[i], stmt)
+
+        def compute(_current: Any, full: list[Any] = full, given: list[bool] = given) -> Any:
+            values = list(full)
+            if ident is not None:
+                if given[ident]:
+                    v = values[ident]
+                    if v is None:
+                        raise null_not_allowed(
+                            table.columns[ident].name, f"{db.name}.{table.schema.name}.{table.name}", stmt
+                        )
+                    if table.identity_current is None or v > table.identity_current:
+                        table.identity_current = v
+                else:
+                    seed, inc = table.columns[ident].identity
+                    table.identity_current = (
+                        seed if table.identity_current is None else table.identity_current + inc
+                    )
+                    values[ident] = V.convert(table.identity_current, T.BIGINT, table.columns[ident].type)
+                    session.last_identity = table.identity_current
+            for i, col in enumerate(table.columns):
+                if col.type.name == "timestamp":
+                    values[i] = engine.next_rowversion(db)
+            return tuple(values)
+
+        _write(session, xact, db, table, None, compute, text)
+        count += 1
+    return count
+
+
+def _is_constant(sql: str) -> bool:
+    return "(" not in sql.strip("()") and not sql.strip("()").upper().startswith(
+        ("GETDATE", "SYSDATETIME", "NEWID", "CURRENT_")
+    )
+
+
+def _table_scope(table: Table, alias: str | None) -> Scope:
+    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
+
+    cols = [ResultColumn(c.name, c.type, c.nullable) for c in table.columns]
+    return Scope([Source((alias or table.name).lower(), table.name, cols)])
+
+
+def _limit(session: Session, node: exp.Expression) -> int | None:
+    lim = node.args.get("limit")
+    if lim is None:
+        return None
+    e = lim.args.get("expression")
+    return int(Compiler(session, Scope()).compile(e).fn(()))
+
+
+def _update(session: Session, node: exp.Update, text: str) -> int:
+    if node.args.get("from_") or node.args.get("from"):
+        raise not_supported("UPDATE ... FROM")
+    if node.args.get("returning"):
+        raise not_supported("the OUTPUT clause")
+    xact = session.write_xact()
+    tnode = node.this
+    db, table = _target(session, tnode)
+    engine = session.engine
+    scope = _table_scope(table, tnode.alias or None)
+    compiler = Compiler(session, scope)
+    where = node.args.get("where")
+    where_fn = compiler.predicate(where.this) if where is not None else None
+    sets = []
+    for eq in node.expressions:
+        if not isinstance(eq, exp.EQ):
+            raise not_supported("this SET form")
+        target = eq.this
+        if isinstance(target, exp.Parameter):
+            raise not_supported("SET @variable = column in UPDATE")
+        ci = table.column_index(target.name)
+        if ci is None:
+            raise invalid_column(target.name)
+        col = table.columns[ci]
+        if col.identity is not None:
+            raise SqlError(8102, 16, 1, f"Cannot update identity column '{col.name}'.")
+        if col.type.name == "timestamp":
+            raise SqlError(272, 16, 1, "Cannot update a timestamp column.")
+        val = eq.expression
+        if (
+            isinstance(val, (exp.Var, exp.Column))
+            and val.name.upper() == "DEFAULT"
+            and not getattr(val, "table", None)
+        ):
+
+            def fn(row, col=col):
+                return default_value(session, col)
+
+            sets.append((ci, col, fn, None))
+            continue
+        e = compiler.compile(val)
+        sets.append((ci, col, e.fn, _assign_converter(e.type, col)))
+    rv_cols = [i for i, c in enumerate(table.columns) if c.type.name == "timestamp"]
+    limit = _limit(session, node)
+    snap = engine.begin_read(xact)
+    session.current_snapshot = snap
+    try:
+        candidates = [
+            rowid
+            for rowid, vals in table.scan_with_ids(xact, snap)
+            if where_fn is None or where_fn(vals) is True
+        ]
+    finally:
+        engine.end_read(snap)
+    if limit is not None:
+        candidates = candidates[:limit]
+    count = 0
+    for rowid in candidates:
+
+        def compute(current: Any) -> Any:
+            if where_fn is not None and where_fn(current) is not True:
+                return ...
+            values = list(current)
+            for ci, col, fn, conv in sets:
+                v = fn(current)
+                if conv is not None and v is not None:
+                    v = conv(v)
+                values[ci] = _check_value(table, db, col, v, "UPDATE")
+            for i in rv_cols:
+                values[i] = engine.next_rowversion(db)
+            return tuple(values)
+
+        if _write(session, xact, db, table, rowid, compute, text) == "done":
+            count += 1
+    return count
+
+
+def _delete(session: Session, node: exp.Delete, text: str) -> int:
+    tnode = node.this
+    tables = node.args.get("tables") or []
+    limit = None
+    if tables and isinstance(tables[0], exp.Table) and tables[0].name.upper() == "TOP":
+        alias = tables[0].args.get("alias")
+        limit = int(alias.columns[0].name) if alias is not None and alias.columns else None
+    elif tables and tnode is None:
+        tnode = tables[0]
+    elif tables:
+        raise not_supported("DELETE ... FROM with joins")
+    if node.args.get("returning"):
+        raise not_supported("the OUTPUT clause")
+    if node.args.get("using"):
+        raise not_supported("DELETE ... FROM with joins")
+    xact = session.write_xact()
+    db, table = _target(session, tnode)
+    engine = session.engine
+    compiler = Compiler(session, _table_scope(table, tnode.alias or None))
+    where = node.args.get("where")
+    where_fn = compiler.predicate(where.this) if where is not None else None
+    snap = engine.begin_read(xact)
+    session.current_snapshot = snap
+    try:
+        candidates = [
+            rowid
+            for rowid, vals in table.scan_with_ids(xact, snap)
+            if where_fn is None or where_fn(vals) is True
+        ]
+    finally:
+        engine.end_read(snap)
+    if limit is not None:
+        candidates = candidates[:limit]
+    count = 0
+    for rowid in candidates:
+
+        def compute(current: Any) -> Any:
+            if where_fn is not None and where_fn(current) is not True:
+                return ...
+            return None
+
+        if _write(session, xact, db, table, rowid, compute, text) == "done":
+            count += 1
+    return count

@@ -1,0 +1,1156 @@
+"""Compile sqlglot expression trees into Python closures over a row tuple.
+
+:class:`Compiler` turns an expression into an :class:`Expr`: ``fn(row) -> value`` plus its
+SQL type, resolved once; column references become tuple indexes, implicit conversions follow
+SQL Server's data type precedence, predicates use three-valued logic (True / False / None).
+Strings compare case-insensitively and ignore trailing spaces, as the default collation
+SQL_Latin1_General_CP1_CI_AS does.
+"""
+
+from __future__ import annotations
+
+import decimal
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator import values as V
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
+    SqlError,
+    ambiguous_column,
+    divide_by_zero,
+    invalid_column,
+    must_declare,
+    not_supported,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
+from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
+
+from .dialect import type_name_of
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+
+
+@dataclass(slots=True)
+class Expr:
+    """A compiled expression: ``fn(row)`` and the SQL type of its value."""
+
+    fn: Callable[[Any], Any]
+    type: SqlType
+    nullable: bool = True
+    name: str = ""
+    const: bool = False
+    index: int = -1  # the row index when the expression is a plain column of the current scope
+
+
+@dataclass
+class Source:
+    """A table source of a FROM clause inside the combined row."""
+
+    alias: str  # lower-case alias or table name
+    name: str  # object name as written (for messages)
+    columns: list[ResultColumn]
+    offset: int = 0
+    colmap: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.colmap = {}
+        for i, c in enumerate(self.columns):
+            self.colmap.setdefault(c.name.lower(), i)
+
+
+class Scope:
+    """The columns visible to an expression: the FROM sources, and an outer scope for subqueries."""
+
+    def __init__(self, sources: list[Source] | None = None, outer: Scope | None = None) -> None:
+        self.sources: list[Source] = []
+        self.width = 0
+        self.outer = outer
+        self.outer_cell: list[Any] = [None]  # the current row of this scope, for correlated subqueries
+        self.correlated = False
+        self.extra: dict[str, tuple[int, ResultColumn]] = {}  # select-list aliases (ORDER BY)
+        for s in sources or []:
+            self.add(s)
+
+    def add(self, source: Source) -> None:
+        source.offset = self.width
+        self.sources.append(source)
+        self.width += len(source.columns)
+
+    def resolve(self, name: str, qualifier: str | None) -> tuple[int, ResultColumn] | None:
+        key = name.lower()
+        found = None
+        for s in self.sources:
+            if (
+                qualifier is not None
+                and s.alias != qualifier.lower()
+                and s.name.lower().split(".")[-1] != qualifier.lower()
+            ):
+                continue
+            if (
+                qualifier is not None
+                and s.alias != qualifier.lower()
+                and any(x.alias == qualifier.lower() for x in self.sources)
+            ):
+                continue
+            i = s.colmap.get(key)
+            if i is not None:
+                if found is not None:
+                    raise ambiguous_column(name)
+                found = (s.offset + i, s.columns[i])
+        return found
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def ci_key(value: Any) -> Any:
+    """Comparison key of a string under a case-insensitive, trailing-space-insensitive collation."""
+    return value.rstrip(" ").casefold() if isinstance(value, str) else value
+
+
+def converter(src: SqlType, dst: SqlType, style: int | None = None) -> Callable[[Any], Any] | None:
+    """A function converting values from *src* to *dst*, or None when no conversion is needed."""
+    if src == dst and style is None:
+        return None
+    s, d = src.name, dst.name
+    if s == d and s in (
+        "int",
+        "bigint",
+        "smallint",
+        "tinyint",
+        "bit",
+        "float",
+        "real",
+        "date",
+        "uniqueidentifier",
+        "datetime",
+        "smalldatetime",
+    ):
+        return None
+    if (
+        s in T.STRING_TYPES
+        and d in T.STRING_TYPES
+        and (
+            dst.length == T.MAX
+            or d in ("nvarchar", "varchar")
+            and src.length != T.MAX
+            and 0 < src.length <= dst.length
+        )
+        and not (s in T.NCHAR_TYPES and d in T.CHAR_TYPES)
+    ):
+        return None
+
+    def conv(v: Any) -> Any:
+        return V.convert(v, src, dst, style)
+
+    return conv
+
+
+def _apply(conv: Callable[[Any], Any] | None, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    if conv is None:
+        return fn
+    return lambda row: conv(fn(row))
+
+
+def comparison_type(a: SqlType, b: SqlType) -> SqlType:
+    """The type two operands are compared in."""
+    if a.name in T.STRING_TYPES and b.name in T.STRING_TYPES:
+        return (
+            T.NVARCHAR_MAX
+            if (a.name in T.NCHAR_TYPES or b.name in T.NCHAR_TYPES)
+            else SqlType("varchar", length=T.MAX)
+        )
+    if a.name in T.BINARY_TYPES and b.name in T.BINARY_TYPES:
+        return T.VARBINARY_MAX
+    t = T.higher_precedence(a, b)
+    if t.name in ("decimal", "numeric"):
+        pa, sa = T.decimal_params(a)
+        pb, sb = T.decimal_params(b)
+        s = max(sa, sb)
+        p = min(38, max(pa - sa, pb - sb) + s)
+        return SqlType("decimal", precision=p, scale=s)
+    if t.name == "datetime2" or t.name == "datetimeoffset" or t.name == "time":
+        return SqlType(t.name, scale=7)
+    return t
+
+
+def arithmetic_type(op: str, a: SqlType, b: SqlType) -> SqlType:
+    """Result type of ``a op b`` for numeric operands (SQL Server's precision/scale rules)."""
+    if a.name in T.FLOAT_TYPES or b.name in T.FLOAT_TYPES:
+        return T.FLOAT
+    if a.name in T.INTEGER_TYPES and b.name in T.INTEGER_TYPES:
+        t = T.higher_precedence(a, b)
+        return (
+            T.INT
+            if t.name in ("bit", "tinyint", "smallint") and op != "%"
+            else (t if t.name != "bit" else T.INT)
+        )
+    if {a.name, b.name} <= {
+        "money",
+        "smallmoney",
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "bit",
+    } and op in "+-":
+        return T.MONEY
+    p1, s1 = T.decimal_params(a)
+    p2, s2 = T.decimal_params(b)
+    if op in "+-":
+        s = max(s1, s2)
+        p = max(p1 - s1, p2 - s2) + s + 1
+    elif op == "*":
+        p, s = p1 + p2 + 1, s1 + s2
+    elif op == "/":
+        s = max(6, s1 + p2 + 1)
+        p = p1 - s1 + s2 + s
+    else:
+        s = max(s1, s2)
+        p = min(p1 - s1, p2 - s2) + s
+    if p > 38:
+        integral = p - s
+        s = max(min(s, 6), 38 - integral) if integral < 32 else min(s, 6)
+        s = max(0, min(s, 38))
+        p = 38
+    return SqlType("decimal", precision=p, scale=s)
+
+
+_INT_LIMITS = {
+    "int": (-(2**31), 2**31 - 1),
+    "bigint": (-(2**63), 2**63 - 1),
+    "smallint": (-(2**15), 2**15 - 1),
+    "tinyint": (0, 255),
+}
+
+
+def _int_check(name: str) -> Callable[[int], int]:
+    lo, hi = _INT_LIMITS.get(name, _INT_LIMITS["bigint"])
+
+    def check(v: int) -> int:
+        if v < lo or v > hi:
+            raise SqlError(
+                8115, 16, 2, f"Arithmetic overflow error converting expression to data type {name}."
+            )
+        return v
+
+    return check
+
+
+def _trunc_div(a: int, b: int) -> int:
+    if b == 0:
+        raise divide_by_zero()
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _trunc_mod(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise divide_by_zero()
+    if isinstance(a, int) and isinstance(b, int):
+        r = abs(a) % abs(b)
+        return r if a >= 0 else -r
+    return a - b * int(a / b)
+
+
+_LIKE_CACHE: dict[tuple[str, str | None], Any] = {}
+
+
+def like_regex(pattern: str, escape: str | None) -> Any:
+    import re
+
+    key = (pattern, escape)
+    rx = _LIKE_CACHE.get(key)
+    if rx is not None:
+        return rx
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "%":
+            out.append(".*")
+        elif c == "_":
+            out.append(".")
+        elif c == "[":
+            j = pattern.find("]", i + 1)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : j]
+                if body.startswith("^"):
+                    body = "^" + body[1:].replace("\\", "\\\\")
+                else:
+                    body = body.replace("\\", "\\\\")
+                out.append("[" + body + "]")
+                i = j
+        else:
+            out.append(re.escape(c))
+        i += 1
+    rx = re.compile("".join(out) + r"\Z", re.S | re.I)
+    _LIKE_CACHE[key] = rx
+    return rx
+
+
+AGGREGATES = {"COUNT", "COUNT_BIG", "SUM", "MIN", "MAX", "AVG", "STRING_AGG", "STDEV", "VAR", "CHECKSUM_AGG"}
+
+
+@dataclass
+class AggSpec:
+    kind: str
+    arg: Expr | None
+    distinct: bool
+    type: SqlType
+    extra: Any = None
+
+
+class AggContext:
+    """Group-by expressions and aggregate calls of an aggregate query."""
+
+    def __init__(self, group_nodes: list[exp.Expression], group_exprs: list[Expr]) -> None:
+        self.group_nodes = group_nodes
+        self.group_exprs = group_exprs
+        self.aggs: list[AggSpec] = []
+        self.agg_nodes: list[exp.Expression] = []
+
+    @property
+    def width(self) -> int:
+        return len(self.group_exprs) + len(self.aggs)
+
+
+# ---------------------------------------------------------------- compiler
+
+
+class Compiler:
+    """Compile expressions against a scope (and, for aggregate queries, an AggContext)."""
+
+    def __init__(
+        self,
+        session: Session,
+        scope: Scope,
+        agg: AggContext | None = None,
+        source_compiler: Compiler | None = None,
+    ) -> None:
+        self.session = session
+        self.scope = scope
+        self.agg = agg
+        self.source_compiler = source_compiler  # compiles aggregate arguments against the source rows
+
+    # -- entry points
+    def compile(self, node: exp.Expression) -> Expr:
+        if self.agg is not None:
+            for i, g in enumerate(self.agg.group_nodes):
+                if node == g:
+                    ge = self.agg.group_exprs[i]
+                    return Expr(operator.itemgetter(i), ge.type, ge.nullable, ge.name)
+        method = getattr(self, "c_" + type(node).__name__, None)
+        if method is None:
+            raise not_supported(f"the expression {node.sql(dialect='tsql')[:80]!r} ({type(node).__name__})")
+        return method(node)
+
+    def predicate(self, node: exp.Expression) -> Callable[[Any], Any]:
+        return self.compile(node).fn
+
+    # -- leaves
+    def c_Literal(self, node: exp.Literal) -> Expr:
+        text = node.this
+        if node.is_string:
+            v = text
+            t = SqlType("varchar", length=max(1, len(v)) if len(v) <= 8000 else T.MAX)
+        elif "e" in text.lower():
+            v = float(text)
+            t = T.FLOAT
+        elif "." in text:
+            d = decimal.Decimal(text)
+            scale = max(0, -d.as_tuple().exponent)
+            digits = len(d.as_tuple().digits)
+            v = d
+            t = SqlType("numeric", precision=max(digits, scale, 1), scale=scale)
+        else:
+            n = int(text)
+            if n <= 2**31 - 1:
+                v, t = n, T.INT
+            else:
+                d = decimal.Decimal(n)
+                v, t = d, SqlType("numeric", precision=len(text), scale=0)
+        return Expr(lambda row: v, t, False, "", True)
+
+    def c_National(self, node: exp.National) -> Expr:
+        v = node.this
+        units = len(v) if v.isascii() else len(v.encode("utf-16-le", "surrogatepass")) // 2
+        return Expr(
+            lambda row: v,
+            SqlType("nvarchar", length=max(1, min(units, 4000)) if units <= 4000 else T.MAX),
+            False,
+            "",
+            True,
+        )
+
+    def c_HexString(self, node: exp.HexString) -> Expr:
+        text = node.this
+        if len(text) % 2:
+            text = "0" + text
+        v = bytes.fromhex(text)
+        return Expr(lambda row: v, SqlType("varbinary", length=max(1, len(v))), False, "", True)
+
+    def c_Null(self, node: exp.Null) -> Expr:
+        return Expr(lambda row: None, T.INT, True, "", True)
+
+    def c_Boolean(self, node: exp.Boolean) -> Expr:
+        v = bool(node.this)
+        return Expr(lambda row: v, T.BIT, False, "", True)
+
+    def c_Paren(self, node: exp.Paren) -> Expr:
+        return self.compile(node.this)
+
+    def c_Alias(self, node: exp.Alias) -> Expr:
+        e = self.compile(node.this)
+        return Expr(e.fn, e.type, e.nullable, node.alias, e.const)
+
+    def c_Column(self, node: exp.Column) -> Expr:
+        if isinstance(node.this, exp.Star):
+            raise not_supported("* in this position")
+        name = node.name
+        qualifier = node.table or None
+        if node.args.get("db"):
+            qualifier = node.table
+        if self.agg is not None:
+            # a bare column in an aggregate query must be a GROUP BY column
+            found = self.source_compiler.scope.resolve(name, qualifier) if self.source_compiler else None
+            if found is not None:
+                raise SqlError(
+                    8120,
+                    16,
+                    1,
+                    f"Column '{(qualifier + '.') if qualifier else ''}{name}' is invalid in the select list because it is "
+                    "not contained in either an aggregate function or the GROUP BY clause.",
+                )
+        found = self.scope.resolve(name, qualifier)
+        if found is not None:
+            idx, col = found
+            return Expr(operator.itemgetter(idx), col.type, col.nullable, col.name, False, idx)
+        if qualifier is None and name.lower() in self.scope.extra:
+            idx, col = self.scope.extra[name.lower()]
+            return Expr(operator.itemgetter(idx), col.type, col.nullable, col.name)
+        # outer scopes (correlated subquery)
+        scope = self.scope.outer
+        inner = self.scope
+        while scope is not None:
+            found = scope.resolve(name, qualifier)
+            if found is not None:
+                idx, col = found
+                cell = scope.outer_cell
+                inner.correlated = True
+                return Expr(lambda row, cell=cell, idx=idx: cell[0][idx], col.type, col.nullable, col.name)
+            inner = scope
+            scope = scope.outer
+        if node.args.get("db") or (qualifier and "." in qualifier):
+            raise SqlError(
+                4104, 16, 1, f'The multi-part identifier "{node.sql(dialect="tsql")}" could not be bound.'
+            )
+        if qualifier:
+            raise SqlError(4104, 16, 1, f'The multi-part identifier "{qualifier}.{name}" could not be bound.')
+        raise invalid_column(name)
+
+    def c_Identifier(self, node: exp.Identifier) -> Expr:
+        return self.c_Column(exp.Column(this=node))
+
+    def c_Var(self, node: exp.Var) -> Expr:
+        return self.c_Column(exp.Column(this=exp.Identifier(this=node.name)))
+
+    def c_Parameter(self, node: exp.Parameter) -> Expr:
+        inner = node.this
+        if isinstance(inner, exp.Parameter):
+            return self.global_variable(inner.name.upper())
+        name = "@" + node.name
+        var = self.session.variables.get(name.lower())
+        if var is None:
+            raise must_declare(name)
+        return Expr(lambda row: var.value, var.type, True, "")
+
+    def global_variable(self, name: str) -> Expr:
+        s = self.session
+        fns: dict[str, tuple[Callable[[Any], Any], SqlType]] = {
+            "VERSION": (lambda row: s.engine.version_string, T.nvarchar(300)),
+            "SPID": (lambda row: s.spid, T.SMALLINT),
+            "TRANCOUNT": (lambda row: s.trancount, T.INT),
+            "ROWCOUNT": (lambda row: s.last_rowcount, T.INT),
+            "IDENTITY": (lambda row: s.last_identity, T.decimal_type(38, 0)),
+            "SERVERNAME": (lambda row: s.engine.server_name, T.nvarchar(128)),
+            "SERVICENAME": (lambda row: "MSSQLSERVER", T.nvarchar(128)),
+            "ERROR": (lambda row: s.last_error, T.INT),
+            "DBTS": (lambda row: s.current_db().flags.get("dbts", 2000).to_bytes(8, "big"), T.varbinary(8)),
+            "LANGUAGE": (lambda row: "us_english", T.nvarchar(128)),
+            "MAX_PRECISION": (lambda row: 38, T.TINYINT),
+            "OPTIONS": (lambda row: 5496, T.INT),
+            "LOCK_TIMEOUT": (lambda row: s.lock_timeout, T.INT),
+            "DATEFIRST": (lambda row: 7, T.TINYINT),
+            "TEXTSIZE": (lambda row: 2147483647, T.INT),
+            "FETCH_STATUS": (lambda row: -1, T.INT),
+            "NESTLEVEL": (lambda row: 0, T.INT),
+            "PROCID": (lambda row: 0, T.INT),
+            "MICROSOFTVERSION": (lambda row: 0x10000FA0, T.INT),
+        }
+        if name not in fns:
+            raise must_declare("@@" + name)
+        fn, t = fns[name]
+        return Expr(fn, t, True, "")
+
+    # -- operators
+    def _binary_operands(self, node: exp.Binary) -> tuple[Expr, Expr]:
+        return self.compile(node.this), self.compile(node.expression)
+
+    def _compare(self, node: exp.Binary, op: Callable[[Any, Any], bool]) -> Expr:
+        a, b = self._binary_operands(node)
+        ct = comparison_type(a.type, b.type)
+        fa = _apply(converter(a.type, ct), a.fn)
+        fb = _apply(converter(b.type, ct), b.fn)
+        if ct.name in T.STRING_TYPES:
+
+            def f(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                y = fb(row)
+                if y is None:
+                    return None
+                return op(x.rstrip(" ").casefold(), y.rstrip(" ").casefold())
+        else:
+
+            def f(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                y = fb(row)
+                if y is None:
+                    return None
+                return op(x, y)
+
+        return Expr(f, T.BIT, True)
+
+    def c_EQ(self, node: exp.EQ) -> Expr:
+        return self._compare(node, operator.eq)
+
+    def c_NEQ(self, node: exp.NEQ) -> Expr:
+        return self._compare(node, operator.ne)
+
+    def c_GT(self, node: exp.GT) -> Expr:
+        return self._compare(node, operator.gt)
+
+    def c_GTE(self, node: exp.GTE) -> Expr:
+        return self._compare(node, operator.ge)
+
+    def c_LT(self, node: exp.LT) -> Expr:
+        return self._compare(node, operator.lt)
+
+    def c_LTE(self, node: exp.LTE) -> Expr:
+        return self._compare(node, operator.le)
+
+    def c_And(self, node: exp.And) -> Expr:
+        fa, fb = self.predicate(node.this), self.predicate(node.expression)
+
+        def f(row: Any) -> Any:
+            x = fa(row)
+            if x is False:
+                return False
+            y = fb(row)
+            if y is False:
+                return False
+            if x is None or y is None:
+                return None
+            return True
+
+        return Expr(f, T.BIT)
+
+    def c_Or(self, node: exp.Or) -> Expr:
+        fa, fb = self.predicate(node.this), self.predicate(node.expression)
+
+        def f(row: Any) -> Any:
+            x = fa(row)
+            if x is True:
+                return True
+            y = fb(row)
+            if y is True:
+                return True
+            if x is None or y is None:
+                return None
+            return False
+
+        return Expr(f, T.BIT)
+
+    def c_Not(self, node: exp.Not) -> Expr:
+        fa = self.predicate(node.this)
+
+        def f(row: Any) -> Any:
+            x = fa(row)
+            return None if x is None else not x
+
+        return Expr(f, T.BIT)
+
+    def c_Is(self, node: exp.Is) -> Expr:
+        if not isinstance(node.expression, exp.Null):
+            raise not_supported("IS with anything but NULL")
+        fa = self.compile(node.this).fn
+        return Expr(lambda row: fa(row) is None, T.BIT, False)
+
+    def c_Between(self, node: exp.Between) -> Expr:
+        ge = self.compile(exp.GTE(this=node.this, expression=node.args["low"]))
+        le = self.compile(exp.LTE(this=node.this, expression=node.args["high"]))
+        fa, fb = ge.fn, le.fn
+
+        def f(row: Any) -> Any:
+            x = fa(row)
+            if x is False:
+                return False
+            y = fb(row)
+            if y is False:
+                return False
+            return None if x is None or y is None else True
+
+        return Expr(f, T.BIT)
+
+    def c_In(self, node: exp.In) -> Expr:
+        a = self.compile(node.this)
+        query = node.args.get("query")
+        if query is not None:
+            from .query import compile_query
+
+            sub_scope = Scope(outer=self.scope)
+            q = compile_query(
+                self.session, query.this if isinstance(query, exp.Subquery) else query, sub_scope.outer
+            )
+            if len(q.columns) != 1:
+                raise SqlError(
+                    116,
+                    16,
+                    1,
+                    "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS.",
+                )
+            ct = comparison_type(a.type, q.columns[0].type)
+            fa = _apply(converter(a.type, ct), a.fn)
+            cv = converter(q.columns[0].type, ct)
+            cell = self.scope.outer_cell
+            cache: list[Any] = []
+
+            def f(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                if q.correlated or not cache:
+                    cell[0] = row
+                    vals = [r[0] if cv is None else cv(r[0]) for r in q.run()]
+                    keys = {ci_key(v) for v in vals if v is not None}
+                    has_null = any(v is None for v in vals)
+                    cache[:] = [(keys, has_null)]
+                keys, has_null = cache[0]
+                if ci_key(x) in keys:
+                    return True
+                return None if has_null else False
+
+            return Expr(f, T.BIT)
+        items = [self.compile(e) for e in node.expressions]
+        ct = a.type
+        for it in items:
+            ct = comparison_type(ct, it.type)
+        fa = _apply(converter(a.type, ct), a.fn)
+        fitems = [_apply(converter(it.type, ct), it.fn) for it in items]
+        if all(it.const for it in items):
+            vals = [fi(None) for fi in fitems]
+            keys = {ci_key(v) for v in vals if v is not None}
+            has_null = any(v is None for v in vals)
+
+            def f(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                if ci_key(x) in keys:
+                    return True
+                return None if has_null else False
+
+            return Expr(f, T.BIT)
+
+        def g(row: Any) -> Any:
+            x = fa(row)
+            if x is None:
+                return None
+            kx = ci_key(x)
+            unknown = False
+            for fi in fitems:
+                y = fi(row)
+                if y is None:
+                    unknown = True
+                elif ci_key(y) == kx:
+                    return True
+            return None if unknown else False
+
+        return Expr(g, T.BIT)
+
+    def c_Exists(self, node: exp.Exists) -> Expr:
+        from .query import compile_query
+
+        q = compile_query(self.session, node.this, self.scope)
+        cell = self.scope.outer_cell
+        cache: list[bool] = []
+
+        def f(row: Any) -> Any:
+            if q.correlated or not cache:
+                cell[0] = row
+                found = False
+                for _ in q.run():
+                    found = True
+                    break
+                cache[:] = [found]
+            return cache[0]
+
+        return Expr(f, T.BIT, False)
+
+    def c_Subquery(self, node: exp.Subquery) -> Expr:
+        from .query import compile_query
+
+        q = compile_query(self.session, node.this, self.scope)
+        if len(q.columns) != 1:
+            raise SqlError(
+                116,
+                16,
+                1,
+                "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS.",
+            )
+        cell = self.scope.outer_cell
+        cache: list[Any] = []
+
+        def f(row: Any) -> Any:
+            if q.correlated or not cache:
+                cell[0] = row
+                rows = []
+                for r in q.run():
+                    rows.append(r)
+                    if len(rows) > 1:
+                        raise SqlError(
+                            512,
+                            16,
+                            1,
+                            "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression.",
+                        )
+                cache[:] = [rows[0][0] if rows else None]
+            return cache[0]
+
+        return Expr(f, q.columns[0].type, True, q.columns[0].name)
+
+    def c_Like(self, node: exp.Like, escape: str | None = None) -> Expr:
+        a, b = self._binary_operands(node)
+        fa = _apply(converter(a.type, T.NVARCHAR_MAX), a.fn) if a.type.name not in T.STRING_TYPES else a.fn
+        fb = b.fn
+        if b.const:
+            pat = fb(None)
+            rx = like_regex(pat, escape) if pat is not None else None
+
+            def f(row: Any) -> Any:
+                x = fa(row)
+                if x is None or rx is None:
+                    return None
+                return rx.match(x) is not None
+
+            return Expr(f, T.BIT)
+
+        def g(row: Any) -> Any:
+            x = fa(row)
+            p = fb(row)
+            if x is None or p is None:
+                return None
+            return like_regex(p, escape).match(x) is not None
+
+        return Expr(g, T.BIT)
+
+    def c_Escape(self, node: exp.Escape) -> Expr:
+        esc = node.expression.this
+        inner = node.this
+        if isinstance(inner, exp.Not):
+            e = self.c_Like(inner.this, esc)
+            fa = e.fn
+            return Expr(lambda row: None if (x := fa(row)) is None else not x, T.BIT)
+        return self.c_Like(inner, esc)
+
+    def c_Neg(self, node: exp.Neg) -> Expr:
+        a = self.compile(node.this)
+        fa = a.fn
+        t = a.type if a.type.name not in T.STRING_TYPES else T.FLOAT
+        if a.const and isinstance(node.this, exp.Literal):
+            v = fa(None)
+            if v == 2**31 and a.type.name == "numeric":
+                return Expr(lambda row: -(2**31), T.INT, False, "", True)
+            nv = -v
+            return Expr(lambda row: nv, t, False, "", True)
+        return Expr(lambda row: None if (x := fa(row)) is None else -x, t, a.nullable)
+
+    def c_BitwiseNot(self, node: exp.BitwiseNot) -> Expr:
+        a = self.compile(node.this)
+        fa = a.fn
+        return Expr(lambda row: None if (x := fa(row)) is None else ~x, a.type)
+
+    def _arith(self, node: exp.Binary, op: str) -> Expr:
+        a, b = self._binary_operands(node)
+        ta, tb = a.type, b.type
+        # string concatenation
+        if (
+            op == "+"
+            and (ta.name in T.STRING_TYPES or tb.name in T.STRING_TYPES)
+            and not (
+                T.is_numeric(ta)
+                or T.is_numeric(tb)
+                or ta.name in T.TEMPORAL_TYPES
+                or tb.name in T.TEMPORAL_TYPES
+            )
+        ):
+            unicode_ = ta.name in T.NCHAR_TYPES or tb.name in T.NCHAR_TYPES
+            la = ta.length if ta.name in T.STRING_TYPES else 30
+            lb = tb.length if tb.name in T.STRING_TYPES else 30
+            limit = 4000 if unicode_ else 8000
+            length = T.MAX if la == T.MAX or lb == T.MAX or la + lb > limit else la + lb
+            rt = SqlType("nvarchar" if unicode_ else "varchar", length=length)
+            fa = _apply(converter(ta, rt), a.fn)
+            fb = _apply(converter(tb, rt), b.fn)
+
+            def cat(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                y = fb(row)
+                if y is None:
+                    return None
+                return x + y
+
+            return Expr(cat, rt)
+        if op == "+" and ta.name in T.BINARY_TYPES and tb.name in T.BINARY_TYPES:
+            fa, fb = a.fn, b.fn
+            return Expr(
+                lambda row: None if (x := fa(row)) is None or (y := fb(row)) is None else x + y,
+                T.VARBINARY_MAX,
+            )
+        # date arithmetic: datetime +/- number (days)
+        if ta.name in ("datetime", "smalldatetime") and (T.is_numeric(tb)) and op in "+-":
+            fa, fb = a.fn, b.fn
+            sign = 1 if op == "+" else -1
+
+            def dadd(row: Any) -> Any:
+                x = fa(row)
+                y = fb(row)
+                if x is None or y is None:
+                    return None
+                return V.round_datetime_ticks(x + sign * round(float(y) * V.TICKS_PER_DAY))
+
+            return Expr(dadd, ta)
+        if (
+            op == "-"
+            and ta.name in ("datetime", "smalldatetime")
+            and tb.name in ("datetime", "smalldatetime")
+        ):
+            fa, fb = a.fn, b.fn
+            return Expr(
+                lambda row: (
+                    None
+                    if (x := fa(row)) is None or (y := fb(row)) is None
+                    else V.DAYS_TO_1900 * V.TICKS_PER_DAY + x - y
+                ),
+                T.DATETIME,
+            )
+        # numbers (strings convert to the other operand's numeric type)
+        if ta.name in T.STRING_TYPES:
+            ta = tb if T.is_numeric(tb) else T.FLOAT
+            a = Expr(_apply(converter(a.type, ta), a.fn), ta)
+        if tb.name in T.STRING_TYPES:
+            tb = ta if T.is_numeric(ta) else T.FLOAT
+            b = Expr(_apply(converter(b.type, tb), b.fn), tb)
+        if not (T.is_numeric(ta) and T.is_numeric(tb)):
+            raise SqlError(
+                8117, 16, 1, f"Operand data type {ta.name} is invalid for {_OPNAMES[op]} operator."
+            )
+        rt = arithmetic_type(op, ta, tb)
+        fa, fb = a.fn, b.fn
+        if rt.name in T.INTEGER_TYPES:
+            check = _int_check(rt.name)
+            pyop = {
+                "+": operator.add,
+                "-": operator.sub,
+                "*": operator.mul,
+                "/": _trunc_div,
+                "%": _trunc_mod,
+            }[op]
+
+            def iop(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                y = fb(row)
+                if y is None:
+                    return None
+                return check(pyop(x, y))
+
+            return Expr(iop, rt)
+        if rt.name == "float":
+            pyop = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _fdiv, "%": _trunc_mod}[op]
+
+            def fop(row: Any) -> Any:
+                x = fa(row)
+                if x is None:
+                    return None
+                y = fb(row)
+                if y is None:
+                    return None
+                return pyop(float(x), float(y))
+
+            return Expr(fop, rt)
+        # exact numerics
+        pyop = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _ddiv, "%": _trunc_mod}[op]
+
+        def dop(row: Any) -> Any:
+            x = fa(row)
+            if x is None:
+                return None
+            y = fb(row)
+            if y is None:
+                return None
+            with decimal.localcontext(V.DECIMAL_CONTEXT):
+                r = pyop(decimal.Decimal(x), decimal.Decimal(y))
+            return _fit(r, rt)
+
+        return Expr(dop, rt)
+
+    def c_Add(self, node: exp.Add) -> Expr:
+        return self._arith(node, "+")
+
+    def c_Sub(self, node: exp.Sub) -> Expr:
+        return self._arith(node, "-")
+
+    def c_Mul(self, node: exp.Mul) -> Expr:
+        return self._arith(node, "*")
+
+    def c_Div(self, node: exp.Div) -> Expr:
+        return self._arith(node, "/")
+
+    def c_Mod(self, node: exp.Mod) -> Expr:
+        return self._arith(node, "%")
+
+    def c_BitwiseAnd(self, node: exp.Binary) -> Expr:
+        return self._bitwise(node, operator.and_)
+
+    def c_BitwiseOr(self, node: exp.Binary) -> Expr:
+        return self._bitwise(node, operator.or_)
+
+    def c_BitwiseXor(self, node: exp.Binary) -> Expr:
+        return self._bitwise(node, operator.xor)
+
+    def _bitwise(self, node: exp.Binary, op: Callable[[Any, Any], Any]) -> Expr:
+        a, b = self._binary_operands(node)
+        t = T.higher_precedence(a.type, b.type)
+        fa, fb = a.fn, b.fn
+        return Expr(lambda row: None if (x := fa(row)) is None or (y := fb(row)) is None else op(x, y), t)
+
+    # -- CASE / CAST
+    def c_Case(self, node: exp.Case) -> Expr:
+        operand = self.compile(node.this) if node.this is not None else None
+        whens = []
+        for if_ in node.args.get("ifs") or []:
+            cond_node = if_.this
+            if operand is not None:
+                cond_node = exp.EQ(this=node.this, expression=cond_node)
+            whens.append((self.predicate(cond_node), self.compile(if_.args["true"])))
+        default = self.compile(node.args["default"]) if node.args.get("default") is not None else None
+        results = [w[1] for w in whens] + ([default] if default else [])
+        rt = _result_type([r for r in results if not (r.const and r.fn(None) is None)] or results)
+        conds = [(c, _apply(converter(r.type, rt), r.fn)) for c, r in whens]
+        dfn = _apply(converter(default.type, rt), default.fn) if default else (lambda row: None)
+
+        def f(row: Any) -> Any:
+            for c, r in conds:
+                if c(row) is True:
+                    return r(row)
+            return dfn(row)
+
+        return Expr(f, rt)
+
+    def c_If(self, node: exp.If) -> Expr:
+        return self.c_Case(
+            exp.Case(ifs=[exp.If(this=node.this, true=node.args["true"])], default=node.args.get("false"))
+        )
+
+    def _cast(
+        self,
+        value_node: exp.Expression,
+        type_node: exp.DataType,
+        style_node: exp.Expression | None,
+        safe: bool,
+    ) -> Expr:
+        a = self.compile(value_node)
+        name, args = type_name_of(type_node)
+        target = T.make_type(name, args)
+        if name in ("varchar", "nvarchar", "char", "nchar", "binary", "varbinary") and not args:
+            target = SqlType(target.name, length=30)
+        style = None
+        if style_node is not None:
+            style = int(self.compile(style_node).fn(None))
+        if target.name in ("varchar", "nvarchar") and target.length == 30 and not args:
+            pass
+        conv = converter(a.type, target, style)
+        fa = a.fn
+        if conv is None:
+            return Expr(fa, target, a.nullable, a.name)
+        if safe:
+
+            def sf(row: Any) -> Any:
+                try:
+                    return conv(fa(row))
+                except SqlError:
+                    return None
+
+            return Expr(sf, target, True)
+        return Expr(lambda row: conv(fa(row)), target, a.nullable)
+
+    def c_Cast(self, node: exp.Cast) -> Expr:
+        return self._cast(node.this, node.args["to"], None, False)
+
+    def c_TryCast(self, node: exp.TryCast) -> Expr:
+        return self._cast(node.this, node.args["to"], None, True)
+
+    def c_Convert(self, node: exp.Convert) -> Expr:
+        return self._cast(node.expression, node.this, node.args.get("style"), bool(node.args.get("safe")))
+
+    def c_Extract(self, node: exp.Extract) -> Expr:
+        unit = node.this.name.upper()
+        unit = {"TIMEZONE_MINUTE": "TZOFFSET"}.get(unit, unit)
+        from .functions import datepart
+
+        return datepart(self, unit, node.expression)
+
+    def c_AtTimeZone(self, node: exp.AtTimeZone) -> Expr:
+        from .functions import at_time_zone
+
+        return at_time_zone(self, node)
+
+    def c_CurrentTimestamp(self, node: exp.Expression) -> Expr:
+        clock = self.session.engine.clock
+        return Expr(lambda row: V.round_datetime_ticks(clock.local_ticks()), T.DATETIME, False)
+
+    def c_CurrentUser(self, node: exp.Expression) -> Expr:
+        s = self.session
+        return Expr(lambda row: s.login.name, T.SYSNAME, False)
+
+    def c_SessionUser(self, node: exp.Expression) -> Expr:
+        s = self.session
+        return Expr(lambda row: s.user_name(), T.SYSNAME, False)
+
+    def c_CurrentUser_(self, node: exp.Expression) -> Expr:
+        return self.c_SessionUser(node)
+
+    def c_Anonymous(self, node: exp.Anonymous) -> Expr:
+        from .functions import call_function
+
+        return call_function(self, node.name, list(node.expressions), node)
+
+    def c_Dot(self, node: exp.Dot) -> Expr:
+        # schema-qualified function: sys.fn_x(...)
+        fn = node.expression
+        parts = []
+        cur: exp.Expression = node.this
+        while isinstance(cur, exp.Dot):
+            parts.insert(0, cur.expression.name)
+            cur = cur.this
+        parts.insert(0, cur.name)
+        if isinstance(fn, exp.Anonymous):
+            from .functions import call_function
+
+            return call_function(self, ".".join(parts + [fn.name]), list(fn.expressions), fn)
+        raise not_supported(f"the expression {node.sql(dialect='tsql')!r}")
+
+    def c_Chr(self, node: exp.Chr) -> Expr:
+        from .functions import call_function
+
+        return call_function(self, "CHAR", list(node.expressions), node)
+
+    def c_Substring(self, node: exp.Substring) -> Expr:
+        from .functions import call_function
+
+        return call_function(self, "SUBSTRING", [node.this, node.args["start"], node.args["length"]], node)
+
+    def c_Trim(self, node: exp.Trim) -> Expr:
+        from .functions import call_function
+
+        return call_function(self, "TRIM", [node.this], node)
+
+    def c_Star(self, node: exp.Star) -> Expr:
+        raise not_supported("* in this position")
+
+    def c_Window(self, node: exp.Window) -> Expr:
+        raise not_supported("window functions (OVER)")
+
+    def c_Select(self, node: exp.Select) -> Expr:
+        return self.c_Subquery(exp.Subquery(this=node))
+
+
+_OPNAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "modulo"}
+
+
+def _fdiv(a: float, b: float) -> float:
+    if b == 0:
+        raise divide_by_zero()
+    return a / b
+
+
+def _ddiv(a: decimal.Decimal, b: decimal.Decimal) -> decimal.Decimal:
+    if b == 0:
+        raise divide_by_zero()
+    return a / b
+
+
+def _fit(value: decimal.Decimal, t: SqlType) -> decimal.Decimal:
+    if t.name in ("money", "smallmoney"):
+        return V.quantize(value, 4)
+    q = V.quantize(value, t.scale)
+    if len(q.as_tuple().digits) > t.precision and q != 0:
+        raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type numeric.")
+    return q
+
+
+def _result_type(exprs: list[Expr]) -> SqlType:
+    """Result type of CASE / COALESCE / UNION branches: the highest precedence type, widened."""
+    t = exprs[0].type
+    for e in exprs[1:]:
+        u = e.type
+        if t.name in T.STRING_TYPES and u.name in T.STRING_TYPES:
+            unicode_ = t.name in T.NCHAR_TYPES or u.name in T.NCHAR_TYPES
+            length = T.MAX if T.MAX in (t.length, u.length) else max(t.length, u.length)
+            t = SqlType("nvarchar" if unicode_ else "varchar", length=length)
+        elif (
+            t.name in ("decimal", "numeric")
+            and u.name in ("decimal", "numeric")
+            or (
+                {t.name, u.name} & {"decimal", "numeric"}
+                and T.is_numeric(t)
+                and T.is_numeric(u)
+                and not ({t.name, u.name} & T.FLOAT_TYPES)
+            )
+        ):
+            p1, s1 = T.decimal_params(t)
+            p2, s2 = T.decimal_params(u)
+            s = max(s1, s2)
+            p = min(38, max(p1 - s1, p2 - s2) + s)
+            t = SqlType("decimal", precision=p, scale=s)
+        elif t.name in T.BINARY_TYPES and u.name in T.BINARY_TYPES:
+            length = T.MAX if T.MAX in (t.length, u.length) else max(t.length, u.length)
+            t = SqlType("varbinary", length=length)
+        elif t.name == u.name and t.name in ("datetime2", "time", "datetimeoffset"):
+            t = SqlType(t.name, scale=max(t.scale, u.scale))
+        else:
+            t = T.higher_precedence(t, u)
+    return t
+
+
+result_type = _result_type

@@ -1,0 +1,750 @@
+"""SELECT: compile a query once into a pipeline of generators over row tuples.
+
+The pipeline is FROM (table scans, views, table-valued functions, derived tables, joins: hash
+join on equality conditions, nested loops otherwise) -> WHERE -> GROUP BY / aggregates ->
+HAVING -> select list -> DISTINCT -> ORDER BY -> TOP / OFFSET-FETCH. A plain column
+projection of one table without WHERE / ORDER BY streams straight from the table scan.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, not_supported
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
+
+from .expressions import (
+    AGGREGATES,
+    AggContext,
+    Compiler,
+    Expr,
+    Scope,
+    Source,
+    _apply,
+    ci_key,
+    converter,
+    result_type,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+
+
+@dataclass
+class CompiledQuery:
+    """A compiled query: its result columns and a function producing the rows."""
+
+    columns: list[ResultColumn]
+    producer: Callable[[], Iterable[tuple[Any, ...]]]
+    correlated: bool = False
+    assignments: list[Any] = field(default_factory=list)
+
+    def run(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.producer())
+
+
+def _from_clause(node: exp.Expression) -> exp.From | None:
+    return node.args.get("from_") or node.args.get("from")
+
+
+def compile_query(session: Session, node: exp.Expression, outer: Scope | None = None) -> CompiledQuery:
+    """Compile a SELECT / UNION / subquery."""
+    if isinstance(node, exp.Subquery):
+        return compile_query(session, node.this, outer)
+    if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
+        return _compile_setop(session, node, outer)
+    if isinstance(node, exp.Select):
+        return compile_select(session, node, outer)
+    raise not_supported(f"the query form {type(node).__name__}")
+
+
+# ---------------------------------------------------------------- FROM
+
+
+@dataclass
+class _FromItem:
+    source: Source
+    rows: Callable[[], Iterable[tuple[Any, ...]]]
+    table: Any = None
+
+
+def _table_hints(node: exp.Table) -> list[str]:
+    hints = []
+    for h in node.args.get("hints") or []:
+        for e in h.expressions:
+            hints.append(e.name.upper() if hasattr(e, "name") else str(e).upper())
+    return hints
+
+
+def _from_item(session: Session, node: exp.Expression, outer: Scope | None) -> _FromItem:
+    if isinstance(node, exp.Subquery):
+        q = compile_query(session, node.this, outer)
+        alias = node.alias_or_name
+        if not alias:
+            raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
+        return _FromItem(Source(alias.lower(), alias, q.columns), q.run)
+    if isinstance(node, exp.Table):
+        alias = node.alias
+        hints = _table_hints(node)
+        return session.table_source(node, alias, hints)
+    raise not_supported(f"the FROM item {node.sql(dialect='tsql')[:60]!r}")
+
+
+def _columns_of(node: exp.Expression, scope: Scope) -> set[int] | None:
+    """Row indexes an expression reads, or None if it reads something else (outer columns, ...)."""
+    out: set[int] = set()
+    for col in node.find_all(exp.Column):
+        if isinstance(col.this, exp.Star):
+            return None
+        try:
+            found = scope.resolve(col.name, col.table or None)
+        except SqlError:
+            return None
+        if found is None:
+            return None
+        out.add(found[0])
+    return out
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, exp.And):
+        return _conjuncts(node.this) + _conjuncts(node.expression)
+    if isinstance(node, exp.Paren):
+        return _conjuncts(node.this)
+    return [node]
+
+
+def _build_from(
+    session: Session, select: exp.Select, outer: Scope | None
+) -> tuple[Scope, Callable[[], Iterable[tuple[Any, ...]]], list[_FromItem]]:
+    frm = _from_clause(select)
+    scope = Scope(outer=outer)
+    if frm is None:
+        return scope, lambda: ((),), []
+    items = [_from_item(session, frm.this, outer)]
+    scope.add(items[0].source)
+    producer: Callable[[], Iterable[tuple[Any, ...]]] = items[0].rows
+    for join in select.args.get("joins") or []:
+        item = _from_item(session, join.this, outer)
+        left_width = scope.width
+        scope.add(item.source)
+        items.append(item)
+        side = (join.side or "").upper()
+        kind = (join.kind or "").upper()
+        on = join.args.get("on")
+        if join.args.get("using"):
+            raise not_supported("JOIN ... USING")
+        if kind in ("CROSS",) and join.this and isinstance(join.this, exp.Table) and False:
+            pass
+        if kind == "CROSS" and (join.args.get("method") or "").upper() == "APPLY":
+            raise not_supported("CROSS APPLY")
+        compiler = Compiler(session, scope)
+        # equality conditions between the two sides -> hash join
+        left_keys: list[Callable[[Any], Any]] = []
+        right_keys: list[Callable[[Any], Any]] = []
+        residual: list[exp.Expression] = []
+        for cj in _conjuncts(on):
+            if isinstance(cj, exp.EQ):
+                lc = _columns_of(cj.this, scope)
+                rc = _columns_of(cj.expression, scope)
+                if lc and rc:
+                    if max(lc) < left_width <= min(rc):
+                        lhs, rhs = cj.this, cj.expression
+                    elif max(rc) < left_width <= min(lc):
+                        lhs, rhs = cj.expression, cj.this
+                    else:
+                        residual.append(cj)
+                        continue
+                    le = compiler.compile(lhs)
+                    re_ = compiler.compile(rhs)
+                    ct = _key_type(le, re_)
+                    lf = _apply(converter(le.type, ct), le.fn)
+                    rf = _apply(converter(re_.type, ct), re_.fn)
+                    left_keys.append(lf)
+                    pad = (None,) * left_width
+                    right_keys.append(_shifted(rf, pad))
+                    continue
+            residual.append(cj)
+        cond = None
+        if residual:
+            node = residual[0]
+            for r in residual[1:]:
+                node = exp.And(this=node, expression=r)
+            cond = compiler.predicate(node)
+        producer = _join(
+            producer, item.rows, side, left_width, len(item.source.columns), left_keys, right_keys, cond, kind
+        )
+    return scope, producer, items
+
+
+def _key_type(a: Expr, b: Expr) -> T.SqlType:
+    from .expressions import comparison_type
+
+    return comparison_type(a.type, b.type)
+
+
+def _shifted(fn: Callable[[Any], Any], pad: tuple[Any, ...]) -> Callable[[Any], Any]:
+    return lambda r: fn(pad + r)
+
+
+def _join(
+    left: Callable[[], Iterable[tuple[Any, ...]]],
+    right: Callable[[], Iterable[tuple[Any, ...]]],
+    side: str,
+    left_width: int,
+    right_width: int,
+    left_keys: list[Callable[[Any], Any]],
+    right_keys: list[Callable[[Any], Any]],
+    cond: Callable[[Any], Any] | None,
+    kind: str,
+) -> Callable[[], Iterable[tuple[Any, ...]]]:
+    def gen() -> Iterator[tuple[Any, ...]]:
+        right_rows = list(right())
+        null_right = (None,) * right_width
+        null_left = (None,) * left_width
+        matched_right: set[int] = set()
+        if left_keys:
+            table: dict[Any, list[int]] = {}
+            for i, r in enumerate(right_rows):
+                k = tuple(ci_key(f(r)) for f in right_keys)
+                if None in k:
+                    continue
+                table.setdefault(k, []).append(i)
+            for lrow in left():
+                k = tuple(ci_key(f(lrow)) for f in left_keys)
+                hit = False
+                if None not in k:
+                    for i in table.get(k, ()):
+                        row = lrow + right_rows[i]
+                        if cond is None or cond(row) is True:
+                            hit = True
+                            matched_right.add(i)
+                            yield row
+                if not hit and side in ("LEFT", "FULL"):
+                    yield lrow + null_right
+        else:
+            for lrow in left():
+                hit = False
+                for i, r in enumerate(right_rows):
+                    row = lrow + r
+                    if cond is None or cond(row) is True:
+                        hit = True
+                        matched_right.add(i)
+                        yield row
+                if not hit and side in ("LEFT", "FULL"):
+                    yield lrow + null_right
+        if side in ("RIGHT", "FULL"):
+            for i, r in enumerate(right_rows):
+                if i not in matched_right:
+                    yield null_left + r
+
+    return gen
+
+
+# ---------------------------------------------------------------- SELECT
+
+
+def _has_aggregate(node: exp.Expression) -> bool:
+    for n in node.walk():
+        if isinstance(n, exp.Anonymous) and n.name.upper() in AGGREGATES:
+            if n is node:
+                return True
+            # not inside a subquery
+            p = n.parent
+            inside_sub = False
+            while p is not None and p is not node:
+                if isinstance(p, (exp.Subquery, exp.Select)):
+                    inside_sub = True
+                    break
+                p = p.parent
+            if not inside_sub:
+                return True
+    return False
+
+
+def _expand_star(item: exp.Expression, scope: Scope) -> list[tuple[str, Expr]] | None:
+    if isinstance(item, exp.Star):
+        sources = scope.sources
+    elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
+        q = item.table.lower()
+        sources = [s for s in scope.sources if s.alias == q or s.name.lower().split(".")[-1] == q]
+        if not sources:
+            raise SqlError(4104, 16, 1, f'The multi-part identifier "{item.table}" could not be bound.')
+    else:
+        return None
+    if not sources:
+        raise SqlError(263, 16, 1, "Must specify table to select from.")
+    out = []
+    for s in sources:
+        for i, c in enumerate(s.columns):
+            idx = s.offset + i
+            out.append((c.name, Expr(operator.itemgetter(idx), c.type, c.nullable, c.name, False, idx)))
+    return out
+
+
+def _output_name(item: exp.Expression, e: Expr) -> str:
+    if isinstance(item, exp.Alias):
+        return item.alias
+    if isinstance(item, exp.Column):
+        return item.name
+    return ""
+
+
+def _limit_count(session: Session, node: exp.Expression | None) -> tuple[int | None, bool, bool]:
+    if node is None:
+        return None, False, False
+    opts = node.args.get("limit_options")
+    percent = bool(opts and opts.args.get("percent"))
+    ties = bool(opts and opts.args.get("with_ties"))
+    value_node = node.args.get("expression") or node.args.get("count")
+    c = Compiler(session, Scope())
+    v = c.compile(value_node).fn(None)
+    if v is None or (not percent and int(v) < 0):
+        raise SqlError(1060, 15, 1, "The number of rows in the TOP clause must be an integer.")
+    return (int(v) if not percent else v), percent, ties
+
+
+def compile_select(session: Session, select: exp.Select, outer: Scope | None = None) -> CompiledQuery:
+    """Compile one SELECT."""
+    if select.args.get("with_") or select.args.get("with"):
+        raise not_supported("common table expressions (WITH)")
+    if select.args.get("into"):
+        raise not_supported("SELECT ... INTO")
+    scope, producer, items = _build_from(session, select, outer)
+    compiler = Compiler(session, scope)
+    where = select.args.get("where")
+    where_fn = compiler.predicate(where.this) if where is not None else None
+
+    # variable assignment: SELECT @x = expr, ...
+    sel_items = list(select.expressions)
+    if sel_items and all(isinstance(i, exp.EQ) and isinstance(i.this, exp.Parameter) for i in sel_items):
+        return _assignment_select(session, select, scope, compiler, producer, where_fn)
+
+    group = select.args.get("group")
+    having = select.args.get("having")
+    is_agg = group is not None or having is not None or any(_has_aggregate(i) for i in sel_items)
+
+    out_exprs: list[Expr] = []
+    names: list[str] = []
+    agg: AggContext | None = None
+    if is_agg:
+        group_nodes = list(group.expressions) if group is not None else []
+        group_exprs = [compiler.compile(g) for g in group_nodes]
+        agg = AggContext(group_nodes, group_exprs)
+        agg_scope = Scope(outer=outer)
+        out_compiler = Compiler(session, agg_scope, agg=agg, source_compiler=compiler)
+    else:
+        out_compiler = compiler
+    for item in sel_items:
+        stars = _expand_star(item, scope)
+        if stars is not None:
+            if is_agg:
+                raise SqlError(
+                    8120,
+                    16,
+                    1,
+                    "Column is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.",
+                )
+            for name, e in stars:
+                names.append(name)
+                out_exprs.append(e)
+            continue
+        e = out_compiler.compile(item)
+        out_exprs.append(e)
+        names.append(_output_name(item, e))
+    having_fn = out_compiler.predicate(having.this) if having is not None else None
+
+    # ORDER BY keys: ordinal, output alias, or an expression over the source row
+    order = select.args.get("order")
+    order_keys: list[tuple[str, int | Callable[[Any], Any], bool]] = []
+    lower_names = [n.lower() for n in names]
+    if order is not None:
+        for o in order.expressions:
+            desc = bool(o.args.get("desc"))
+            target = o.this
+            if isinstance(target, exp.Literal) and not target.is_string:
+                pos = int(target.this) - 1
+                if not 0 <= pos < len(out_exprs):
+                    raise SqlError(
+                        108,
+                        15,
+                        1,
+                        f"The ORDER BY position number {pos + 1} is out of range of the number of items in the select list.",
+                    )
+                order_keys.append(("out", pos, desc))
+                continue
+            if isinstance(target, exp.Column) and not target.table and target.name.lower() in lower_names:
+                alias_matches = [
+                    i
+                    for i, it in enumerate(sel_items)
+                    if isinstance(it, exp.Alias) and it.alias.lower() == target.name.lower()
+                ]
+                pos = alias_matches[0] if alias_matches else lower_names.index(target.name.lower())
+                order_keys.append(("out", pos, desc))
+                continue
+            matched = [
+                i
+                for i, it in enumerate(sel_items)
+                if (it.this if isinstance(it, exp.Alias) else it) == target
+            ]
+            if matched and len(out_exprs) == len(sel_items):
+                order_keys.append(("out", matched[0], desc))
+                continue
+            if select.args.get("distinct"):
+                raise SqlError(
+                    145,
+                    15,
+                    1,
+                    "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.",
+                )
+            order_keys.append(("src", out_compiler.compile(target).fn, desc))
+
+    top, top_percent, top_ties = _limit_count(session, select.args.get("limit"))
+    offset_node = select.args.get("offset")
+    offset = (
+        int(Compiler(session, Scope()).compile(offset_node.expression).fn(None))
+        if offset_node is not None
+        else 0
+    )
+    distinct = select.args.get("distinct") is not None
+    if top_ties:
+        raise not_supported("TOP ... WITH TIES")
+
+    columns = [ResultColumn(n, e.type, e.nullable) for n, e in zip(names, out_exprs, strict=True)]
+    fns = [e.fn for e in out_exprs]
+    correlated = scope.correlated
+
+    # -- fast path: plain column projection of one source
+    simple_cols = None
+    plain = not is_agg and where_fn is None and not order_keys and not distinct and len(items) == 1
+    if plain and all(e.index >= 0 for e in out_exprs) and True:
+        simple_cols = [e.index for e in out_exprs]
+
+    def project(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        if simple_cols is not None:
+            width = len(items[0].source.columns) if items else 0
+            if simple_cols == list(range(width)):
+                return iter(rows)
+            if len(simple_cols) == 1:
+                i0 = simple_cols[0]
+                return ((r[i0],) for r in rows)
+            return map(operator.itemgetter(*simple_cols), rows)
+        if len(fns) == 1:
+            f0 = fns[0]
+            return ((f0(r),) for r in rows)
+        return (tuple([f(r) for f in fns]) for r in rows)
+
+    def produce() -> Iterable[tuple[Any, ...]]:
+        rows: Iterable[tuple[Any, ...]] = producer()
+        if where_fn is not None:
+            rows = (r for r in rows if where_fn(r) is True)
+        if outer is not None and correlated:
+            pass
+        if is_agg:
+            rows = _aggregate(rows, agg)
+            if having_fn is not None:
+                rows = (r for r in rows if having_fn(r) is True)
+        if order_keys:
+            src_keys = [k for k in order_keys if k[0] == "src"]
+            pairs = []
+            for r in rows:
+                out = tuple([f(r) for f in fns])
+                srcvals = tuple(k[1](r) for k in src_keys)  # type: ignore[operator]
+                pairs.append((out, srcvals))
+            if distinct:
+                pairs = _distinct_pairs(pairs)
+            key_specs = []
+            si = 0
+            for k in order_keys:
+                if k[0] == "out":
+                    key_specs.append((0, k[1], k[2]))
+                else:
+                    key_specs.append((1, si, k[2]))
+                    si += 1
+            pairs.sort(key=functools.cmp_to_key(_make_cmp(key_specs)))
+            result: Iterable[tuple[Any, ...]] = (p[0] for p in pairs)
+        else:
+            result = project(rows)
+            if distinct:
+                result = _distinct(result)
+        if offset:
+            result = itertools.islice(result, offset, None)
+        if top is not None:
+            if top_percent:
+                materialized = list(result)
+                import math
+
+                n = math.ceil(len(materialized) * float(top) / 100)
+                result = materialized[:n]
+            else:
+                result = itertools.islice(result, top)
+        return result
+
+    return CompiledQuery(columns, produce, correlated)
+
+
+def _make_cmp(specs: list[tuple[int, int, bool]]) -> Callable[[Any, Any], int]:
+    def cmp(a: Any, b: Any) -> int:
+        for part, idx, desc in specs:
+            x = ci_key(a[part][idx])
+            y = ci_key(b[part][idx])
+            if x == y:
+                continue
+            # NULLs sort first ascending
+            if x is None:
+                r = -1
+            elif y is None:
+                r = 1
+            else:
+                r = -1 if x < y else 1
+            return -r if desc else r
+        return 0
+
+    return cmp
+
+
+def _distinct(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    seen = set()
+    for r in rows:
+        k = tuple(ci_key(v) for v in r)
+        if k not in seen:
+            seen.add(k)
+            yield r
+
+
+def _distinct_pairs(pairs: list[Any]) -> list[Any]:
+    seen = set()
+    out = []
+    for p in pairs:
+        k = tuple(ci_key(v) for v in p[0])
+        if k not in seen:
+            seen.add(k)
+            out.append(p)
+    return out
+
+
+def _aggregate(rows: Iterable[tuple[Any, ...]], agg: AggContext) -> Iterator[tuple[Any, ...]]:
+    gfns = [g.fn for g in agg.group_exprs]
+    specs = agg.aggs
+    groups: dict[Any, list[Any]] = {}
+    firsts: dict[Any, tuple[Any, ...]] = {}
+    for r in rows:
+        gvals = tuple(f(r) for f in gfns)
+        key = tuple(ci_key(v) for v in gvals)
+        states = groups.get(key)
+        if states is None:
+            states = [_init(s) for s in specs]
+            groups[key] = states
+            firsts[key] = gvals
+        for i, s in enumerate(specs):
+            _step(s, states, i, r)
+    if not groups and not gfns:
+        groups[()] = [_init(s) for s in specs]
+        firsts[()] = ()
+    for key, states in groups.items():
+        yield firsts[key] + tuple(_final(s, states[i]) for i, s in enumerate(specs))
+
+
+def _init(spec: Any) -> Any:
+    if spec.distinct:
+        return set()
+    if spec.kind in ("COUNT", "COUNT_BIG"):
+        return 0
+    if spec.kind == "AVG":
+        return [None, 0]
+    if spec.kind == "STRING_AGG":
+        return []
+    return None
+
+
+def _step(spec: Any, states: list[Any], i: int, row: tuple[Any, ...]) -> None:
+    kind = spec.kind
+    if spec.arg is None:  # COUNT(*)
+        states[i] += 1
+        return
+    v = spec.arg.fn(row)
+    if v is None:
+        return
+    if spec.distinct:
+        states[i].add(v)
+        return
+    cur = states[i]
+    if kind in ("COUNT", "COUNT_BIG"):
+        states[i] = cur + 1
+    elif kind == "SUM":
+        states[i] = v if cur is None else cur + v
+    elif kind == "MIN":
+        if cur is None or ci_key(v) < ci_key(cur):
+            states[i] = v
+    elif kind == "MAX":
+        if cur is None or ci_key(v) > ci_key(cur):
+            states[i] = v
+    elif kind == "AVG":
+        cur[0] = v if cur[0] is None else cur[0] + v
+        cur[1] += 1
+    elif kind == "STRING_AGG":
+        cur.append(v)
+
+
+def _final(spec: Any, state: Any) -> Any:
+    from airflow_provider_sqlserver_cdc.testing.simulator import values as V
+
+    kind = spec.kind
+    if spec.distinct:
+        vals = list(state)
+        if kind in ("COUNT", "COUNT_BIG"):
+            return len(vals)
+        if not vals:
+            return None
+        if kind == "SUM":
+            state = sum(vals[1:], vals[0])
+        elif kind == "MIN":
+            return min(vals, key=ci_key)
+        elif kind == "MAX":
+            return max(vals, key=ci_key)
+        elif kind == "AVG":
+            state = [sum(vals[1:], vals[0]), len(vals)]
+    if kind == "AVG":
+        total, n = state
+        if total is None:
+            return None
+        if spec.type.name in T.INTEGER_TYPES:
+            q = abs(total) // n
+            return q if total >= 0 else -q
+        if spec.type.name == "float":
+            return float(total) / n
+        return (
+            V.quantize(V.DECIMAL_CONTEXT.divide(total, n), spec.type.scale)
+            if spec.type.name != "money"
+            else V.quantize(V.DECIMAL_CONTEXT.divide(total, n), 4)
+        )
+    if kind == "SUM" and state is not None:
+        if spec.type.name == "int" and not -(2**31) <= state < 2**31:
+            raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type int.")
+        if spec.type.name in ("decimal", "numeric"):
+            return V.quantize(state, spec.type.scale)
+    if kind == "STRING_AGG":
+        return None if not state else spec.extra.join(state)
+    return state
+
+
+def _assignment_select(
+    session: Session, select: exp.Select, scope: Scope, compiler: Compiler, producer: Any, where_fn: Any
+) -> CompiledQuery:
+    targets = []
+    is_agg = any(_has_aggregate(i) for i in select.expressions)
+    if is_agg or select.args.get("group"):
+        agg = AggContext([], [])
+        out_compiler = Compiler(session, Scope(outer=scope.outer), agg=agg, source_compiler=compiler)
+    else:
+        agg = None
+        out_compiler = compiler
+    for item in select.expressions:
+        name = "@" + item.this.name
+        var = session.variables.get(name.lower())
+        if var is None:
+            from airflow_provider_sqlserver_cdc.testing.simulator.errors import must_declare
+
+            raise must_declare(name)
+        e = out_compiler.compile(item.expression)
+        targets.append((var, _apply(converter(e.type, var.type), e.fn)))
+
+    def produce() -> Iterable[tuple[Any, ...]]:
+        rows: Iterable[tuple[Any, ...]] = producer()
+        if where_fn is not None:
+            rows = (r for r in rows if where_fn(r) is True)
+        if agg is not None:
+            rows = _aggregate(rows, agg)
+        n = 0
+        for r in rows:
+            n += 1
+            for var, f in targets:
+                var.value = f(r)
+        session.last_rowcount = n
+        return iter(())
+
+    return CompiledQuery([], produce, False, assignments=targets)
+
+
+def _compile_setop(session: Session, node: exp.Expression, outer: Scope | None) -> CompiledQuery:
+    left = compile_query(session, node.this, outer)
+    right = compile_query(session, node.expression, outer)
+    if len(left.columns) != len(right.columns):
+        raise SqlError(
+            205,
+            16,
+            1,
+            "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists.",
+        )
+    types = []
+    for a, b in zip(left.columns, right.columns, strict=True):
+        types.append(result_type([Expr(lambda r: None, a.type), Expr(lambda r: None, b.type)]))
+    lconv = [converter(a.type, t) for a, t in zip(left.columns, types, strict=True)]
+    rconv = [converter(b.type, t) for b, t in zip(right.columns, types, strict=True)]
+    columns = [
+        ResultColumn(a.name, t, a.nullable or b.nullable)
+        for a, b, t in zip(left.columns, right.columns, types, strict=True)
+    ]
+    distinct = node.args.get("distinct") is not False
+    kind = type(node).__name__
+
+    def conv(rows: Iterable[tuple[Any, ...]], convs: list[Any]) -> Iterator[tuple[Any, ...]]:
+        if all(c is None for c in convs):
+            return iter(rows)
+        return (
+            tuple(v if c is None or v is None else c(v) for v, c in zip(r, convs, strict=True)) for r in rows
+        )
+
+    def produce() -> Iterable[tuple[Any, ...]]:
+        if kind == "Union":
+            rows: Iterable[tuple[Any, ...]] = itertools.chain(
+                conv(left.run(), lconv), conv(right.run(), rconv)
+            )
+            if distinct:
+                rows = _distinct(rows)
+        else:
+            rkeys = {tuple(ci_key(v) for v in r) for r in conv(right.run(), rconv)}
+            if kind == "Except":
+                rows = _distinct(
+                    r for r in conv(left.run(), lconv) if tuple(ci_key(v) for v in r) not in rkeys
+                )
+            else:
+                rows = _distinct(r for r in conv(left.run(), lconv) if tuple(ci_key(v) for v in r) in rkeys)
+        order = node.args.get("order")
+        if order is not None:
+            specs = []
+            names = [c.name.lower() for c in columns]
+            for o in order.expressions:
+                t = o.this
+                if isinstance(t, exp.Literal):
+                    pos = int(t.this) - 1
+                elif isinstance(t, exp.Column) and t.name.lower() in names:
+                    pos = names.index(t.name.lower())
+                else:
+                    raise SqlError(
+                        104,
+                        16,
+                        1,
+                        "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator.",
+                    )
+                specs.append((0, pos, bool(o.args.get("desc"))))
+            pairs = [(r,) for r in rows]
+            pairs.sort(key=functools.cmp_to_key(_make_cmp(specs)))
+            rows = [p[0] for p in pairs]
+        limit = node.args.get("limit")
+        if limit is not None:
+            n, _, _ = _limit_count(session, limit)
+            rows = itertools.islice(rows, n)
+        return rows
+
+    return CompiledQuery(columns, produce, left.correlated or right.correlated)

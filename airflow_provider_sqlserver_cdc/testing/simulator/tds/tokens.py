@@ -1,0 +1,360 @@
+"""TDS response tokens, and per-result-set row encoders compiled once per column list.
+
+:func:`compile_row_encoder` generates (with ``exec``) a function specialised to the column
+types of a result set: one expression per column, chosen once, so encoding a row does no type
+dispatch; rows are joined into large buffers by the caller.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
+from airflow_provider_sqlserver_cdc.testing.simulator.values import (
+    DAYS_TO_1900,
+    DECIMAL_CONTEXT,
+    TICKS_PER_DAY,
+    TICKS_PER_SECOND,
+)
+
+COLLATION = b"\x09\x04\xd0\x00\x34"  # SQL_Latin1_General_CP1_CI_AS, LCID 1033
+
+# token types
+COLMETADATA = 0x81
+ROW = 0xD1
+DONE = 0xFD
+DONEPROC = 0xFE
+DONEINPROC = 0xFF
+ERROR = 0xAA
+INFO = 0xAB
+LOGINACK = 0xAD
+ENVCHANGE = 0xE3
+RETURNSTATUS = 0x79
+RETURNVALUE = 0xAC
+FEATUREEXTACK = 0xAE
+ORDER = 0xA9
+
+# DONE status bits
+DONE_FINAL = 0x00
+DONE_MORE = 0x01
+DONE_ERROR = 0x02
+DONE_INXACT = 0x04
+DONE_COUNT = 0x10
+DONE_ATTN = 0x20
+
+# ENVCHANGE types
+ENV_DATABASE = 1
+ENV_LANGUAGE = 2
+ENV_PACKETSIZE = 4
+ENV_COLLATION = 7
+ENV_BEGIN_TRAN = 8
+ENV_COMMIT_TRAN = 9
+ENV_ROLLBACK_TRAN = 10
+
+_u16 = struct.Struct("<H").pack
+_u32 = struct.Struct("<I").pack
+
+
+def b_varchar(s: str) -> bytes:
+    data = s.encode("utf-16-le")
+    return bytes([len(data) // 2]) + data
+
+
+def us_varchar(s: str) -> bytes:
+    data = s.encode("utf-16-le")
+    return _u16(len(data) // 2) + data
+
+
+def done(status: int, rowcount: int = 0, token: int = DONE, curcmd: int = 0xC1) -> bytes:
+    return struct.pack("<BHHQ", token, status, curcmd, rowcount)
+
+
+def message(
+    token: int, number: int, state: int, severity: int, text: str, server: str, proc: str = "", line: int = 1
+) -> bytes:
+    body = (
+        struct.pack("<iBB", number, state, severity)
+        + us_varchar(text)
+        + b_varchar(server)
+        + b_varchar(proc)
+        + struct.pack("<i", line)
+    )
+    return bytes([token]) + _u16(len(body)) + body
+
+
+def envchange_str(kind: int, new: str, old: str) -> bytes:
+    body = bytes([kind]) + b_varchar(new) + b_varchar(old)
+    return bytes([ENVCHANGE]) + _u16(len(body)) + body
+
+
+def envchange_bytes(kind: int, new: bytes, old: bytes) -> bytes:
+    body = bytes([kind, len(new)]) + new + bytes([len(old)]) + old
+    return bytes([ENVCHANGE]) + _u16(len(body)) + body
+
+
+def loginack(
+    tds_version: bytes, program: str = "Microsoft SQL Server", version: bytes = b"\x10\x00\x10\x5e"
+) -> bytes:
+    body = b"\x01" + tds_version + b_varchar(program) + version
+    return bytes([LOGINACK]) + _u16(len(body)) + body
+
+
+def returnstatus(value: int) -> bytes:
+    return struct.pack("<Bi", RETURNSTATUS, value)
+
+
+# ---------------------------------------------------------------- type info
+
+
+def type_info(t: SqlType) -> bytes:
+    """TYPE_INFO of a column or parameter of type *t*."""
+    n = t.name
+    if n == "bit":
+        return b"\x68\x01"
+    if n == "tinyint":
+        return b"\x26\x01"
+    if n == "smallint":
+        return b"\x26\x02"
+    if n == "int":
+        return b"\x26\x04"
+    if n == "bigint":
+        return b"\x26\x08"
+    if n == "real":
+        return b"\x6d\x04"
+    if n == "float":
+        return b"\x6d\x08"
+    if n == "money":
+        return b"\x6e\x08"
+    if n == "smallmoney":
+        return b"\x6e\x04"
+    if n in ("decimal", "numeric"):
+        return bytes([0x6A if n == "decimal" else 0x6C, T.decimal_storage(t.precision), t.precision, t.scale])
+    if n == "uniqueidentifier":
+        return b"\x24\x10"
+    if n == "date":
+        return b"\x28"
+    if n == "time":
+        return bytes([0x29, t.scale])
+    if n == "datetime2":
+        return bytes([0x2A, t.scale])
+    if n == "datetimeoffset":
+        return bytes([0x2B, t.scale])
+    if n == "datetime":
+        return b"\x6f\x08"
+    if n == "smalldatetime":
+        return b"\x6f\x04"
+    if n in ("varchar", "char", "text"):
+        code = 0xAF if n == "char" else 0xA7
+        size = 0xFFFF if t.length == T.MAX or n == "text" else t.length
+        return bytes([code]) + _u16(size) + COLLATION
+    if n in ("nvarchar", "nchar", "ntext"):
+        code = 0xEF if n == "nchar" else 0xE7
+        size = 0xFFFF if t.length == T.MAX or n == "ntext" else t.length * 2
+        return bytes([code]) + _u16(size) + COLLATION
+    if n in ("varbinary", "binary", "image"):
+        code = 0xAD if n == "binary" else 0xA5
+        size = 0xFFFF if t.length == T.MAX or n == "image" else t.length
+        return bytes([code]) + _u16(size)
+    if n == "timestamp":
+        return b"\xad\x08\x00"
+    raise ValueError(f"no TDS type for {t}")
+
+
+def _wire_type(t: SqlType) -> SqlType:
+    # text/ntext/image are sent as their (max) equivalents
+    if t.name == "text":
+        return T.SqlType("varchar", length=T.MAX)
+    if t.name == "ntext":
+        return T.NVARCHAR_MAX
+    if t.name == "image":
+        return T.VARBINARY_MAX
+    return t
+
+
+def colmetadata(columns: Sequence[tuple[str, SqlType, bool]]) -> bytes:
+    """COLMETADATA for (name, type, nullable) columns."""
+    out = bytearray([COLMETADATA]) + _u16(len(columns))
+    for name, t, nullable in columns:
+        t = _wire_type(t)
+        user_type = 80 if t.name == "timestamp" else 0
+        flags = (0x01 if nullable else 0) | 0x08
+        out += _u32(user_type) + _u16(flags) + type_info(t) + b_varchar(name)
+    return bytes(out)
+
+
+# ---------------------------------------------------------------- values
+
+_PLP_NULL = b"\xff" * 8
+_PLP_TERM = b"\x00\x00\x00\x00"
+
+
+def _plp(data: bytes) -> bytes:
+    n = len(data)
+    if n == 0:
+        return b"\x00" * 8 + _PLP_TERM
+    return struct.pack("<QI", n, n) + data + _PLP_TERM
+
+
+def _decimal_bytes(size: int, scale: int) -> Callable[[Any], bytes]:
+    mag_len = size - 1
+
+    def enc(v: Any) -> bytes:
+        n = int(v.scaleb(scale, DECIMAL_CONTEXT))
+        if n < 0:
+            return bytes([size, 0]) + (-n).to_bytes(mag_len, "little")
+        return bytes([size, 1]) + n.to_bytes(mag_len, "little")
+
+    return enc
+
+
+def _money8(v: Any) -> bytes:
+    n = int(v.scaleb(4, DECIMAL_CONTEXT))
+    return struct.pack("<BiI", 8, n >> 32, n & 0xFFFFFFFF)
+
+
+def _money4(v: Any) -> bytes:
+    return struct.pack("<Bi", 4, int(v.scaleb(4)))
+
+
+def _time_bytes(scale: int) -> tuple[int, int]:
+    return (3, 3, 3, 4, 4, 5, 5, 5)[scale], 10 ** (7 - scale)
+
+
+def _datetime8(v: int) -> bytes:
+    days, rest = divmod(v, TICKS_PER_DAY)
+    return struct.pack("<Bii", 8, days - DAYS_TO_1900, (rest * 3 + 50_000) // 100_000)
+
+
+def _datetime4(v: int) -> bytes:
+    days, rest = divmod(v, TICKS_PER_DAY)
+    return struct.pack("<BHH", 4, days - DAYS_TO_1900, rest // (60 * TICKS_PER_SECOND))
+
+
+def value_encoder(t: SqlType) -> tuple[bytes, str, dict[str, Any]]:
+    """(NULL bytes, expression template with ``{v}``, helper globals) for values of type *t*."""
+    t = _wire_type(t)
+    n = t.name
+    key = f"_h_{n}_{t.length}_{t.precision}_{t.scale}".replace("-", "m")
+    if n == "bit":
+        return b"\x00", "(b'\\x01\\x01' if {v} else b'\\x01\\x00')", {}
+    if n in ("tinyint", "smallint", "int", "bigint", "real", "float"):
+        fmt = {
+            "tinyint": "<BB",
+            "smallint": "<Bh",
+            "int": "<Bi",
+            "bigint": "<Bq",
+            "real": "<Bf",
+            "float": "<Bd",
+        }[n]
+        size = struct.calcsize(fmt) - 1
+        return b"\x00", f"{key}({size}, {{v}})", {key: struct.Struct(fmt).pack}
+    if n in ("decimal", "numeric"):
+        size = T.decimal_storage(t.precision)
+        return b"\x00", f"{key}({{v}})", {key: _decimal_bytes(size, t.scale)}
+    if n == "money":
+        return b"\x00", f"{key}({{v}})", {key: _money8}
+    if n == "smallmoney":
+        return b"\x00", f"{key}({{v}})", {key: _money4}
+    if n == "uniqueidentifier":
+        return b"\x00", "(b'\\x10' + {v}.bytes_le)", {}
+    if n == "date":
+        return b"\x00", "(b'\\x03' + {v}.to_bytes(3, 'little'))", {}
+    if n == "time":
+        size, div = _time_bytes(t.scale)
+
+        def enc_time(v: int, size: int = size, div: int = div) -> bytes:
+            return bytes([size]) + (v // div).to_bytes(size, "little")
+
+        return b"\x00", f"{key}({{v}})", {key: enc_time}
+    if n == "datetime2":
+        size, div = _time_bytes(t.scale)
+
+        def enc_dt2(v: int, size: int = size, div: int = div) -> bytes:
+            days, rest = divmod(v, TICKS_PER_DAY)
+            return bytes([size + 3]) + (rest // div).to_bytes(size, "little") + days.to_bytes(3, "little")
+
+        return b"\x00", f"{key}({{v}})", {key: enc_dt2}
+    if n == "datetimeoffset":
+        size, div = _time_bytes(t.scale)
+
+        def enc_dto(v: Any, size: int = size, div: int = div) -> bytes:
+            days, rest = divmod(v[0], TICKS_PER_DAY)
+            return (
+                bytes([size + 5])
+                + (rest // div).to_bytes(size, "little")
+                + days.to_bytes(3, "little")
+                + struct.pack("<h", v[1])
+            )
+
+        return b"\x00", f"{key}({{v}})", {key: enc_dto}
+    if n == "datetime":
+        return b"\x00", f"{key}({{v}})", {key: _datetime8}
+    if n == "smalldatetime":
+        return b"\x00", f"{key}({{v}})", {key: _datetime4}
+    if n in ("varchar", "char"):
+        if t.length == T.MAX:
+            return _PLP_NULL, "_plp({v}.encode('cp1252', 'replace'))", {"_plp": _plp}
+
+        def enc_vc(v: str) -> bytes:
+            b = v.encode("cp1252", "replace")
+            return _u16(len(b)) + b
+
+        return b"\xff\xff", f"{key}({{v}})", {key: enc_vc}
+    if n in ("nvarchar", "nchar"):
+        if t.length == T.MAX:
+            return _PLP_NULL, "_plp({v}.encode('utf-16-le', 'surrogatepass'))", {"_plp": _plp}
+
+        def enc_nvc(v: str) -> bytes:
+            b = v.encode("utf-16-le", "surrogatepass")
+            return _u16(len(b)) + b
+
+        return b"\xff\xff", f"{key}({{v}})", {key: enc_nvc}
+    if n in ("varbinary", "binary", "timestamp"):
+        if t.length == T.MAX:
+            return _PLP_NULL, "_plp({v})", {"_plp": _plp}
+        return b"\xff\xff", "(_u16(len({v})) + {v})", {"_u16": _u16}
+    raise ValueError(f"no TDS encoding for {t}")
+
+
+def compile_row_encoder(types: Sequence[SqlType]) -> Callable[[Sequence[Any]], bytes]:
+    """A function that encodes one row (a tuple of values) as a ROW token."""
+    env: dict[str, Any] = {}
+    parts = []
+    for i, t in enumerate(types):
+        null, tmpl, helpers = value_encoder(t)
+        env.update(helpers)
+        env[f"_null{i}"] = null
+        parts.append(f"(_null{i} if v{i} is None else {tmpl.format(v=f'v{i}')})")
+    names = ", ".join(f"v{i}" for i in range(len(types)))
+    if len(types) == 1:
+        names += ","
+    src = f"def encode_row(row):\n    {names} = row\n    return b''.join((b'\\xd1', {', '.join(parts)}))\n"
+    exec(compile(src, "<row-encoder>", "exec"), env)
+    return env["encode_row"]
+
+
+def encode_value(t: SqlType, value: Any) -> bytes:
+    """Encode one value of type *t* (RETURNVALUE tokens)."""
+    null, tmpl, helpers = value_encoder(t)
+    if value is None:
+        return null
+    env = dict(helpers)
+    env["v"] = value
+    return eval(tmpl.format(v="v"), env)
+
+
+def returnvalue(ordinal: int, name: str, t: SqlType, value: Any) -> bytes:
+    """RETURNVALUE token for an output parameter."""
+    return (
+        bytes([RETURNVALUE])
+        + _u16(ordinal)
+        + b_varchar(name)
+        + b"\x01"
+        + _u32(0)
+        + _u16(0x09)
+        + type_info(_wire_type(t))
+        + encode_value(t, value)
+    )
