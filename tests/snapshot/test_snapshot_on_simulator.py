@@ -1,0 +1,385 @@
+"""
+The snapshot on the SQL Server simulator, through pyodbc + FreeTDS, with concurrent writers.
+
+The proof of consistency: snapshot, then the change windows after its LSN, applied in order
+(pure-Python apply of the manifests, snapshot_replay.py) equal a copy of the table taken after
+the writers stopped. The Spark test (test_snapshot_spark.py) applies them with the merge job.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pyodbc
+import pytest
+from snapshot_replay import ReplayTarget, read_window
+
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.operators.extract import extract_window
+from airflow_provider_sqlserver_cdc.snapshot.errors import (
+    SnapshotIsolationNotAllowedError,
+    SnapshotLockTimeoutError,
+)
+from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME, read_progress
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
+from airflow_provider_sqlserver_cdc.testing.workload import SampleDatabase, Workload
+from airflow_provider_sqlserver_cdc.windows import plan_windows
+
+_names = itertools.count(1)
+
+
+def odbc_parts(connection_string: str) -> dict[str, str]:
+    """``KEY=value`` pairs of an ODBC connection string (upper-case keys)."""
+    parts = {}
+    for item in connection_string.split(";"):
+        if "=" in item:
+            key, _, value = item.partition("=")
+            parts[key.strip().upper()] = value.strip().strip("{}")
+    return parts
+
+
+class SourceDb:
+    """A sample database on the simulator, with an Airflow connection for the hook."""
+
+    def __init__(self, simulator, monkeypatch, *, snapshot_isolation: bool = True) -> None:
+        self.simulator = simulator
+        self.name = f"snap_{next(_names)}_{int(time.time() * 1000) % 100000}"
+        self.admin = pyodbc.connect(simulator.odbc_connection_string(), autocommit=True)
+        self.sample = SampleDatabase.create(self.admin, database=self.name)
+        if snapshot_isolation:
+            self.execute(f"ALTER DATABASE [{self.name}] SET ALLOW_SNAPSHOT_ISOLATION ON")
+        self.conn_id = f"snapsim{next(_names)}"
+        parts = odbc_parts(simulator.odbc_connection_string())
+        monkeypatch.setenv(
+            f"AIRFLOW_CONN_{self.conn_id.upper()}",
+            json.dumps(
+                {
+                    "conn_type": "mssql",
+                    "host": parts.get("SERVER", "127.0.0.1"),
+                    "port": int(parts["PORT"]),
+                    "login": parts["UID"],
+                    "password": parts["PWD"],
+                    "schema": self.name,
+                    "extra": {"driver": "FreeTDS"},
+                }
+            ),
+        )
+
+    def connect(self, *, autocommit: bool = True) -> pyodbc.Connection:
+        return pyodbc.connect(
+            self.simulator.odbc_connection_string(database=self.name), autocommit=autocommit
+        )
+
+    def execute(self, sql: str, *params) -> None:
+        cursor = self.admin.cursor()
+        cursor.execute(sql, *params)
+        while cursor.nextset():
+            pass
+        cursor.close()
+
+    def capture(self) -> None:
+        self.simulator.run_capture_scan(self.name)
+
+    def hook(self) -> SqlServerCdcHook:
+        return SqlServerCdcHook(self.conn_id)
+
+    def close(self) -> None:
+        self.admin.close()
+
+
+@pytest.fixture
+def source(sqlserver_simulator, monkeypatch):
+    db = SourceDb(sqlserver_simulator, monkeypatch)
+    yield db
+    db.close()
+
+
+def seed(db: SourceDb, rows: int = 120, seed_value: int = 3) -> Workload:
+    workload = Workload(seed=seed_value, tables=db.sample.tables)
+    conn = db.connect()
+    for table in db.sample.tables:
+        workload.insert_rows(conn, table.qualified_name, rows)
+    conn.close()
+    db.capture()
+    return workload
+
+
+def windows_after(
+    hook: SqlServerCdcHook, instance, snapshot_lsn: Lsn, base: Path, database: str
+) -> list[Path]:
+    """Extract the change window after the snapshot LSN (watermark mode) and return its directory."""
+    tz = hook.get_server_time_zone()
+    (window,) = plan_windows(
+        hook, [instance], mode="watermark", tz=tz, watermarks={instance.name: snapshot_lsn}
+    )
+    result = extract_window(hook, instance, window, base_uri=str(base), tz=tz, database=database)
+    return [Path(result.window_uri)]
+
+
+def replay(snapshot_dir: Path, window_dirs: list[Path]) -> dict:
+    target = ReplayTarget()
+    target.apply(snapshot_dir)
+    for window in window_dirs:
+        target.apply(window)
+    return target.rows()
+
+
+def fresh_copy(hook, instance, base: Path, database: str) -> dict:
+    """A copy taken with no writer running: the source's current rows as the snapshot reads them."""
+    result = snapshot_capture_instance(
+        hook, instance, base_uri=str(base), database=database, chunk_rows=10_000
+    )
+    manifest, rows = read_window(result.extract.window_uri)
+    keys = manifest["key_columns"]
+    return {tuple(r[k] for k in keys): {k: v for k, v in r.items() if not k.startswith("__$")} for r in rows}
+
+
+class StopWriter(Exception):
+    pass
+
+
+class ConcurrentWriter:
+    """Run the seeded workload on its own connection until stopped; ``wait_for_commits`` syncs with it."""
+
+    def __init__(self, db: SourceDb, workload: Workload) -> None:
+        self.conn = db.connect()
+        self.workload = workload
+        self.stop = threading.Event()
+        self.committed = 0
+        self.cond = threading.Condition()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _on_commit(self, stats) -> None:
+        with self.cond:
+            self.committed += 1
+            self.cond.notify_all()
+        if self.stop.is_set():
+            raise StopWriter
+
+    def _run(self) -> None:
+        try:
+            self.workload.run(self.conn, duration=120, on_commit=self._on_commit)
+        except StopWriter:
+            pass
+        except BaseException as err:  # reported by the test
+            self.error = err
+
+    def wait_for_commits(self, count: int, timeout: float = 20) -> None:
+        with self.cond:
+            target = self.committed + count
+            assert self.cond.wait_for(lambda: self.committed >= target or self.error is not None, timeout)
+
+    def __enter__(self) -> ConcurrentWriter:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.conn.close()
+
+
+def test_snapshot_and_later_windows_equal_the_source_while_a_writer_runs(source, tmp_path):
+    workload = seed(source)
+    hook = source.hook()
+    database = source.name
+    instances = [hook.get_capture_instance(t.capture_instance) for t in source.sample.tables]
+    results = {}
+    with ConcurrentWriter(source, workload) as writer:
+        writer.wait_for_commits(3)
+        for instance in instances:
+            # small chunks, and writes committed between every two chunks
+            results[instance.name] = snapshot_capture_instance(
+                hook,
+                instance,
+                base_uri=str(tmp_path / "staging"),
+                database=database,
+                chunk_rows=25,
+                batch_size=10,
+                on_chunk=lambda progress: writer.wait_for_commits(2),
+            )
+        writer.wait_for_commits(3)
+    assert writer.error is None, writer.error
+    source.capture()
+    changed_after_snapshot = 0
+    for instance in instances:
+        result = results[instance.name]
+        assert result.chunks_read > 2 or instance.name == "dbo_type_zoo"
+        snapshot_dir = Path(result.extract.window_uri)
+        manifest, rows = read_window(snapshot_dir)
+        lsn = Lsn.from_hex(manifest["to_lsn"])
+        assert manifest["kind"] == "snapshot" and manifest["mode"] == "snapshot"
+        assert {r["__$operation"] for r in rows} <= {2}
+        assert {r["__$start_lsn"] for r in rows} <= {lsn.value}
+        assert not (snapshot_dir.parent / PROGRESS_NAME).exists()
+        keys = manifest["key_columns"]
+        snapshot_keys = [tuple(r[k] for k in keys) for r in rows]
+        assert snapshot_keys == sorted(snapshot_keys), "chunks are read in key order without overlap"
+        assert len(set(snapshot_keys)) == len(snapshot_keys)
+        windows = windows_after(hook, instance, lsn, tmp_path / "staging", database)
+        window_manifest, window_rows = read_window(windows[0])
+        assert all(Lsn(r["__$start_lsn"]) > lsn for r in window_rows)
+        changed_after_snapshot += window_manifest["row_count"]
+        expected = fresh_copy(hook, instance, tmp_path / "final", database)
+        assert replay(snapshot_dir, windows) == expected, instance.name
+        model = workload.model[f"{instance.source_schema}.{instance.source_table}"]
+        assert set(expected) == set(model), "the final copy holds the workload's rows"
+    assert changed_after_snapshot > 0, "the writer changed the tables after the snapshots"
+
+
+def test_the_table_lock_waits_for_an_open_writer_and_the_snapshot_includes_its_commit(source, tmp_path):
+    seed(source, rows=10)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    writer = source.connect(autocommit=False)
+    writer.cursor().execute(
+        "UPDATE dbo.orders SET status = N'held' WHERE order_id = (SELECT MIN(order_id) FROM dbo.orders)"
+    )
+    outcome = {}
+
+    def take():
+        outcome["result"] = snapshot_capture_instance(
+            hook, instance, base_uri=str(tmp_path), database=source.name, lock_timeout_s=20
+        )
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    time.sleep(1.0)
+    assert thread.is_alive(), "the snapshot must wait for the writer's open transaction"
+    writer.commit()
+    thread.join(20)
+    writer.close()
+    result = outcome["result"]
+    manifest, rows = read_window(result.extract.window_uri)
+    assert "held" in {r["status"] for r in rows}
+    source.capture()
+    change_lsn = (
+        source.admin.cursor().execute("SELECT MAX(__$start_lsn) FROM cdc.dbo_orders_CT").fetchone()[0]
+    )
+    assert Lsn(change_lsn) < Lsn.from_hex(manifest["to_lsn"])
+
+
+def test_a_writer_open_longer_than_lock_timeout_fails_the_snapshot_cleanly(source, tmp_path):
+    seed(source, rows=5)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    writer = source.connect(autocommit=False)
+    writer.cursor().execute("DELETE FROM dbo.orders WHERE order_id = (SELECT MIN(order_id) FROM dbo.orders)")
+    try:
+        with pytest.raises(SnapshotLockTimeoutError, match=r"dbo\.orders.*0\.5 s"):
+            snapshot_capture_instance(
+                hook, instance, base_uri=str(tmp_path), database=source.name, lock_timeout_s=0.5
+            )
+    finally:
+        writer.rollback()
+        writer.close()
+    assert not (tmp_path / "dbo_orders").exists() or not list(
+        (tmp_path / "dbo_orders").rglob("_manifest.json")
+    )
+    # nothing is left locked: a writer can go on
+    other = source.connect()
+    other.cursor().execute(
+        "UPDATE dbo.orders SET status = N'x' WHERE order_id = (SELECT MIN(order_id) FROM dbo.orders)"
+    )
+    other.close()
+
+
+def test_without_snapshot_isolation_the_error_says_what_to_do_or_the_table_lock_fallback_copies(
+    sqlserver_simulator, monkeypatch, tmp_path
+):
+    db = SourceDb(sqlserver_simulator, monkeypatch, snapshot_isolation=False)
+    try:
+        seed(db, rows=30)
+        hook = db.hook()
+        instance = hook.get_capture_instance("dbo_orders")
+        with pytest.raises(SnapshotIsolationNotAllowedError, match="ALLOW_SNAPSHOT_ISOLATION ON"):
+            snapshot_capture_instance(hook, instance, base_uri=str(tmp_path), database=db.name)
+        result = snapshot_capture_instance(
+            hook,
+            instance,
+            base_uri=str(tmp_path),
+            database=db.name,
+            allow_table_lock_fallback=True,
+            chunk_rows=7,
+        )
+        assert result.progress.method == "table_lock"
+        assert result.manifest.row_count == 30 and result.chunks_read == 5
+    finally:
+        db.close()
+
+
+def test_a_failed_snapshot_resumes_with_the_same_lsn_and_still_ends_equal_to_the_source(source, tmp_path):
+    workload = seed(source, rows=100)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_order_lines")
+    base = tmp_path / "staging"
+
+    def fail_after_three(progress):
+        if len(progress.chunks) == 3:
+            raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError, match="worker lost"):
+        snapshot_capture_instance(
+            hook, instance, base_uri=str(base), database=source.name, chunk_rows=20, on_chunk=fail_after_three
+        )
+    progress = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    assert progress is not None and len(progress.chunks) == 3 and not progress.finished
+    first_lsn = progress.snapshot_lsn
+    # the table changes between the failure and the retry, in read and unread key ranges
+    conn = source.connect()
+    workload.run(conn, transactions=40)
+    conn.close()
+    result = snapshot_capture_instance(
+        hook, instance, base_uri=str(base), database=source.name, chunk_rows=20
+    )
+    assert result.resumed_chunks == 3
+    assert result.progress.snapshot_lsn == first_lsn
+    assert len(result.progress.read_lsns) == 2 and Lsn.from_hex(result.progress.read_lsns[1]) > Lsn.from_hex(
+        first_lsn
+    )
+    xcom = result.to_xcom("key")
+    assert xcom["to_lsn"] == first_lsn and xcom["consistent_after_lsn"] == result.progress.read_lsns[1]
+    source.capture()
+    windows = windows_after(hook, instance, Lsn.from_hex(first_lsn), base, source.name)
+    assert replay(Path(result.extract.window_uri), windows) == fresh_copy(
+        hook, instance, tmp_path / "final", source.name
+    )
+
+
+def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_lsn(source, tmp_path):
+    workload = seed(source, rows=60)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    base = tmp_path / "staging"
+
+    def fail(progress):
+        raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError):
+        snapshot_capture_instance(
+            hook, instance, base_uri=str(base), database=source.name, chunk_rows=20, on_chunk=fail
+        )
+    old = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    conn = source.connect()
+    workload.run(conn, transactions=20)
+    conn.close()
+    source.capture()
+    max_lsn = source.admin.cursor().execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
+    source.execute(
+        "EXEC sys.sp_cdc_cleanup_change_table @capture_instance = N'dbo_orders', @low_water_mark = ?", max_lsn
+    )
+    assert hook.get_min_lsn("dbo_orders") > Lsn.from_hex(old.snapshot_lsn)
+    result = snapshot_capture_instance(
+        hook, instance, base_uri=str(base), database=source.name, chunk_rows=20
+    )
+    assert result.resumed_chunks == 0
+    assert Lsn.from_hex(result.progress.snapshot_lsn) > Lsn.from_hex(old.snapshot_lsn)
+    assert not (base / instance.name / old.window_dir).exists()
+    assert result.manifest.row_count == len(workload.model["dbo.orders"])
