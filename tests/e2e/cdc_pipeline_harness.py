@@ -1,0 +1,205 @@
+"""Drive the example DAGs end to end against an in-process simulator whose clock the test controls.
+
+The simulator runs in the test process (the ``sqlserver_simulator`` fixture), so the test moves
+the server clock, runs capture scans and starts/stops the capture job. Each DAG run is a real
+``dag.test()`` in its own process (tests/e2e/run_dag_process.py), like a worker: it reaches the
+simulator over TDS with pyodbc + FreeTDS, and runs spark-submit for the merge. Nothing of the
+pipeline is mocked.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+
+REPO = Path(__file__).resolve().parents[2]
+RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"
+INTERVAL_DAG = "sqlserver_cdc_to_iceberg"
+WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
+CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
+NAMESPACE = "lake.cdc"
+SERVER_TIME_ZONE = "Asia/Kolkata"  # +05:30: windows must be converted from server local time
+
+
+def iceberg_runtime_jar() -> str:
+    """The Iceberg Spark runtime jar shipped by the dev extra."""
+    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
+    assert spec is not None and spec.origin is not None, (
+        "install the dev extra (snowpark-connect-deps-iceberg)"
+    )
+    return str(next(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_*.jar")))
+
+
+@dataclass
+class DagRunResult:
+    """What one DAG run process reported."""
+
+    state: str | None
+    data_interval: str | None
+    output: str
+    returncode: int
+
+
+@dataclass
+class PipelineHarness:
+    """
+    One replication set-up: a simulator database, an Airflow connection, staging and warehouse dirs.
+
+    :param simulator: the ``sqlserver_simulator`` fixture value.
+    :param root: a fresh directory for staging, warehouse and logs.
+    :param conn_id: a connection id unique to the test (watermark Variables are keyed by it).
+    :param database: the sample database.
+    """
+
+    simulator: Any
+    root: Path
+    conn_id: str
+    database: str = "cdc_sample"
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        connection = {
+            "conn_type": "mssql",
+            "host": self.simulator.host,
+            "port": self.simulator.port,
+            "login": self.simulator.user,
+            "password": self.simulator.password,
+            "schema": self.database,
+            "extra": {"driver": "FreeTDS"},
+        }
+        self.env = {
+            **os.environ,
+            f"AIRFLOW_CONN_{self.conn_id.upper()}": json.dumps(connection),
+            "SQLSERVER_CDC_CONN_ID": self.conn_id,
+            "SQLSERVER_CDC_SCHEDULE": "* * * * *",
+            "SQLSERVER_CDC_STAGING": str(self.staging),
+            "SQLSERVER_CDC_WAREHOUSE": str(self.warehouse),
+            "SQLSERVER_CDC_SPARK_JARS": iceberg_runtime_jar(),
+            "SQLSERVER_CDC_SENSOR_MODE": "poke",
+            "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "1",
+            "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "120",
+            "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "1",
+        }
+        # The hook of the comparison (in this process) finds the connection the same way.
+        os.environ[f"AIRFLOW_CONN_{self.conn_id.upper()}"] = self.env[f"AIRFLOW_CONN_{self.conn_id.upper()}"]
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+
+    @property
+    def staging(self) -> Path:
+        """Where the windows go."""
+        return self.root / "staging"
+
+    @property
+    def warehouse(self) -> Path:
+        """The Hadoop catalog ``lake`` of the Iceberg targets."""
+        return self.root / "warehouse"
+
+    # ----------------------------------------------------------------- the source
+
+    def connect(self) -> Any:
+        """A new autocommit pyodbc connection to the sample database."""
+        import pyodbc
+
+        return pyodbc.connect(self.simulator.odbc_connection_string(database=self.database), autocommit=True)
+
+    def capture(self) -> None:
+        """Run the capture job synchronously until every committed transaction is in the change tables."""
+        self.simulator.run_capture_scan(self.database)
+
+    def set_capture_job(self, running: bool) -> None:
+        """Start (Agent up) or stop (Agent down) the database's capture job."""
+        conn = self.connect()
+        try:
+            cursor = conn.cursor()
+            cursor.execute("EXEC sys.sp_cdc_start_job" if running else "EXEC sys.sp_cdc_stop_job")
+            while cursor.nextset():
+                pass
+        finally:
+            conn.close()
+
+    def set_server_time(self, utc: dt.datetime) -> None:
+        """Move the server clock to ``utc`` (it keeps running from there)."""
+        self.simulator.clock.set(utc)
+
+    # ----------------------------------------------------------------- the pipeline
+
+    def run(
+        self, logical_date: dt.datetime, *, dag_id: str = INTERVAL_DAG, kill_extract_of: str | None = None
+    ) -> DagRunResult:
+        """Run a DAG once for ``logical_date`` (minutely: the interval ending then) in its own process."""
+        command = [sys.executable, str(RUNNER), dag_id, logical_date.isoformat()]
+        if kill_extract_of:
+            command += ["--kill-extract-of", kill_extract_of]
+        completed = subprocess.run(
+            command, env=self.env, capture_output=True, text=True, timeout=600, cwd=self.root, check=False
+        )
+        output = completed.stdout + completed.stderr
+        log_name = f"{dag_id}-{logical_date:%H%M}-{len(list((self.root / 'logs').iterdir())):02d}.log"
+        (self.root / "logs" / log_name).write_text(output)
+        values = dict(
+            line.split("=", 1)
+            for line in completed.stdout.splitlines()
+            if line.startswith(("DAG_RUN_STATE=", "DATA_INTERVAL="))
+        )
+        return DagRunResult(
+            values.get("DAG_RUN_STATE"), values.get("DATA_INTERVAL"), output, completed.returncode
+        )
+
+    def watermarks(self) -> dict[str, str | None]:
+        """The watermark LSN of every capture instance (None when not stored)."""
+        from airflow.models.variable import Variable
+
+        marks: dict[str, str | None] = {}
+        for name in CAPTURE_INSTANCES:
+            key = watermark_key(self.conn_id, self.database, name)
+            raw = Variable.get(key, default_var=None)
+            marks[name] = None if raw is None else Watermark.from_json(raw, key=key).lsn
+        return marks
+
+    def target_snapshot_ids(self) -> dict[str, int | None]:
+        """The current Iceberg snapshot id of every target table (from the Hadoop catalog's metadata)."""
+        ids: dict[str, int | None] = {}
+        for name in CAPTURE_INSTANCES:
+            metadata_dir = self.warehouse / "cdc" / name / "metadata"
+            hint = metadata_dir / "version-hint.text"
+            if not hint.exists():
+                ids[name] = None
+                continue
+            metadata = json.loads((metadata_dir / f"v{hint.read_text().strip()}.metadata.json").read_text())
+            ids[name] = metadata.get("current-snapshot-id")
+        return ids
+
+    def compare(self, spark: Any) -> list[Any]:
+        """Compare every source table with its target (the same check ``make demo`` prints)."""
+        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+        from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
+
+        hook = SqlServerCdcHook(self.conn_id)
+        results = []
+        try:
+            for name in CAPTURE_INSTANCES:
+                instance = hook.get_capture_instance(name)
+                table = target_table_name(instance, NAMESPACE)
+                if spark.catalog.tableExists(table):
+                    spark.catalog.refreshTable(table)  # other processes committed to it
+                conn = hook.new_connection()
+                try:
+                    results.append(compare_table(spark, conn, instance, table))
+                finally:
+                    conn.close()
+        finally:
+            hook.close()
+        return results
+
+    def window_dirs(self, capture_instance: str) -> list[Path]:
+        """The window directories written for one capture instance."""
+        return sorted(p for p in (self.staging / capture_instance).iterdir() if p.is_dir())
