@@ -242,8 +242,10 @@ def spark_session(settings: Any) -> Iterator[Any]:
 
 def summarize(settings: Any) -> bool:
     """Print the per-table summary; return whether every table matches its source."""
+    from airflow.models.variable import Variable
+
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
+    from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
     from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
 
     hook = SqlServerCdcHook(CONN_ID)
@@ -262,7 +264,9 @@ def summarize(settings: Any) -> bool:
             instance = hook.get_capture_instance(name)
             table = target_table_name(instance, merge["namespace"], merge["table_name_template"])
             counts = windows_summary(staging, name)
-            mark = read_watermark(watermark_key(CONN_ID, hook.database, name))
+            key = watermark_key(CONN_ID, hook.database, name)
+            raw = Variable.get(key, default_var=None)  # from the metadata DB (outside any task)
+            mark = None if raw is None else Watermark.from_json(raw, key=key)
             if mark is not None and mark.commit_time:
                 behind = server_now_utc - dt.datetime.fromisoformat(mark.commit_time)
                 lag = f"target holds changes up to {mark.commit_time} ({behind.total_seconds():.0f} s behind the source)"
