@@ -127,6 +127,14 @@ class Engine:
                 )
             return self._add_database(name, self.clock.local_ticks())
 
+    def close(self) -> None:
+        """Write the durable snapshot (with ``--data``) and release files."""
+        for hook in list(self.registry.reset_hooks):
+            hook(self)
+        if self.durable is not None:
+            self.durable.checkpoint(self)
+            self.durable.close()
+
     def database(self, name: str) -> Database:
         db = self.databases.get(name.lower())
         if db is None:
@@ -426,10 +434,12 @@ class Engine:
                     version.prev = None
                     if version.values is None and table.rows.get(rowid) is version:
                         del table.rows[rowid]
+            replaying = self.durable is not None and self.durable.replaying
             if self.durable is not None and (durable_actions or records):
                 self.durable.record_commit(durable_actions, [(db.name, rec) for db, rec in records])
-            for db, rec in records:
-                db.log.append(rec)
+            if not replaying:
+                for db, rec in records:
+                    db.log.append(rec)
         xact.done.set()
         self.locks.release_all(xact)
 

@@ -16,6 +16,9 @@ statement names something it does not know itself. Every callable receives the c
 * ``ddl_hook(fn)``: ``fn(session, event)`` before and after DDL on a table (:class:`DdlEvent`);
   raising :class:`~.errors.SqlError` from a ``before`` event cancels the statement.
 * ``reset_hooks``: functions ``fn(engine)`` that :meth:`~.engine.Engine.reset` calls first.
+* ``state_hook(name, dump, load)``: keep extension state of a database across restarts with
+  ``--data``: ``dump(database)`` returns a picklable value stored in the snapshot, ``load(database,
+  value)`` restores it on start.
 
 The engine installs the CDC objects itself when the :mod:`.cdc` package is present
 (``cdc.registration.register_cdc(registry)``).
@@ -127,6 +130,7 @@ class ExtensionRegistry:
         self.views: dict[str, ViewFn] = {}
         self.ddl_hooks: list[DdlHook] = []
         self.reset_hooks: list[Callable[[Any], None]] = []
+        self.state_hooks: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], None]]] = {}
 
     def procedure(self, name: str, fn: ProcedureFn) -> None:
         """Register ``EXEC name``."""
@@ -145,6 +149,10 @@ class ExtensionRegistry:
     def view(self, name: str, fn: ViewFn) -> None:
         """Register a computed table/view, e.g. ``sys.dm_cdc_log_scan_sessions`` or ``msdb.dbo.cdc_jobs``."""
         self.views[_key(name)] = fn
+
+    def state_hook(self, name: str, dump: Callable[[Any], Any], load: Callable[[Any, Any], None]) -> None:
+        """Persist per-database extension state in the data directory's snapshot."""
+        self.state_hooks[name] = (dump, load)
 
     def ddl_hook(self, fn: DdlHook) -> None:
         """Call *fn* before and after DDL on tables."""

@@ -726,9 +726,8 @@ class Session:
             and toks[i + 2].token_type == TokenType.EQ
         ):
             # EXEC @ret = proc ...
-            if True:
-                ret_var = "@" + toks[i + 1].text
-                i += 3
+            ret_var = "@" + toks[i + 1].text
+            i += 3
         if i < len(toks) and toks[i].token_type == TokenType.L_PAREN:
             # EXEC ('sql')
             inner = raw.text[toks[i].end + 1 : toks[-1].start]

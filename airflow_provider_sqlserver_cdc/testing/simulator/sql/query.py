@@ -427,7 +427,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
     # -- fast path: plain column projection of one source
     simple_cols = None
     plain = not is_agg and where_fn is None and not order_keys and not distinct and len(items) == 1
-    if plain and all(e.index >= 0 for e in out_exprs) and True:
+    if plain and all(e.index >= 0 for e in out_exprs):
         simple_cols = [e.index for e in out_exprs]
 
     def project(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
