@@ -1,0 +1,113 @@
+"""Stream a large 8-column result from the SQL Server simulator to pyodbc + FreeTDS.
+
+Starts the simulator as a separate process (``python -m airflow_provider_sqlserver_cdc.testing.simulator``),
+loads N rows with T-SQL (INSERT ... SELECT doubling), then times ``SELECT * FROM bench.dbo.wide``
+fetched with ``cursor.fetchmany``. Prints rows/s, the server's CPU seconds for the read (from
+/proc/<pid>/stat), the client's CPU seconds, and the load time.
+
+    .venv/bin/python benchmarks/simulator_throughput.py            # 1,000,000 rows
+    .venv/bin/python benchmarks/simulator_throughput.py --rows 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyodbc
+
+PASSWORD = "Bench-Pw-1!"
+COLUMNS = "id bigint NOT NULL PRIMARY KEY, a int NOT NULL, b nvarchar(20) NULL, c decimal(12,2) NULL, d datetime2(7) NULL, e float NULL, f varchar(20) NULL, g bit NULL"
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--fetch", type=int, default=10_000, help="rows per fetchmany")
+    args = parser.parse_args()
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--password",
+            PASSWORD,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline().strip()
+        host, port = line.split()[1].rsplit(":", 1)
+        conn = pyodbc.connect(
+            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={PASSWORD};TDS_Version=7.4;ClientCharset=UTF-8",
+            autocommit=True,
+        )
+        cur = conn.cursor()
+        t0 = time.perf_counter()
+        cur.execute("CREATE DATABASE bench")
+        cur.execute("USE bench")
+        cur.execute(f"CREATE TABLE dbo.wide ({COLUMNS})")
+        cur.execute(
+            "INSERT INTO dbo.wide VALUES (1, 1, N'name-1', 12345.67, '2024-01-02 03:04:05.1234567', 3.25, 'text', 1)"
+        )
+        n = 1
+        while n < args.rows:
+            step = min(n, args.rows - n)
+            cur.execute(
+                f"INSERT INTO dbo.wide SELECT TOP ({step}) id + {n}, a + {n}, b, c + 1, DATEADD(second, 1, d), e * 2, f, g "
+                "FROM dbo.wide"
+            )
+            n += step
+        load_s = time.perf_counter() - t0
+        total = cur.execute("SELECT COUNT(*) FROM dbo.wide").fetchone()[0]
+
+        cpu0 = _cpu_seconds(proc.pid)
+        client0 = time.process_time()
+        t1 = time.perf_counter()
+        cur.execute("SELECT id, a, b, c, d, e, f, g FROM dbo.wide")
+        rows = 0
+        while True:
+            batch = cur.fetchmany(args.fetch)
+            if not batch:
+                break
+            rows += len(batch)
+        elapsed = time.perf_counter() - t1
+        server_cpu = _cpu_seconds(proc.pid) - cpu0
+        client_cpu = time.process_time() - client0
+        conn.close()
+        assert rows == total, (rows, total)
+        print(
+            f"rows streamed:        {rows:,} (8 columns: bigint, int, nvarchar, decimal, datetime2, float, varchar, bit)"
+        )
+        print(f"elapsed:              {elapsed:.2f} s")
+        print(f"throughput:           {rows / elapsed:,.0f} rows/s  (target >= 100,000)")
+        print(f"server CPU seconds:   {server_cpu:.2f}")
+        print(f"client CPU seconds:   {client_cpu:.2f}  (pyodbc + FreeTDS)")
+        print(f"load ({total:,} rows via INSERT ... SELECT): {load_s:.1f} s")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+if __name__ == "__main__":
+    main()
