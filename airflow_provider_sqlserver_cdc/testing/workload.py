@@ -339,8 +339,8 @@ class SampleDatabase:
         try:
             cursor = conn.cursor()
             cursor.execute("USE master")
-            if drop_existing:
-                cursor.execute(f"IF DB_ID(N'{database}') IS NOT NULL DROP DATABASE {quoted}")
+            if drop_existing and cursor.execute("SELECT DB_ID(?)", database).fetchone()[0] is not None:
+                cursor.execute(f"DROP DATABASE {quoted}")
             cursor.execute(f"CREATE DATABASE {quoted}")
             cursor.execute(f"USE {quoted}")
             for table in tables:

@@ -42,6 +42,10 @@ class Backend:
         """Move the server clock forward (only the simulator can)."""
         raise NotImplementedError
 
+    def freeze_clock(self) -> None:
+        """Stop the server clock (only the simulator can)."""
+        raise NotImplementedError
+
 
 def _replace(connection_string: str, key: str, value: str) -> str:
     parts = [p for p in connection_string.split(";") if p and not p.upper().startswith(key.upper() + "=")]
@@ -64,6 +68,9 @@ class SimulatorBackend(Backend):
 
     def advance_clock(self, seconds: float) -> None:
         self.simulator.clock.advance(seconds)
+
+    def freeze_clock(self) -> None:
+        self.simulator.clock.freeze()
 
 
 class SqlServerBackend(Backend):

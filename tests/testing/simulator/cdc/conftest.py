@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -27,7 +28,17 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 def _drop(conn: pyodbc.Connection, name: str) -> None:
     cursor = conn.cursor()
     cursor.execute("USE master")
-    cursor.execute(f"IF DB_ID(N'{name}') IS NOT NULL DROP DATABASE [{name}]")
+    if cursor.execute("SELECT DB_ID(?)", name).fetchone()[0] is None:
+        return
+    # A connection closed a moment ago may still be leaving the database on the server side.
+    for attempt in range(50):
+        try:
+            cursor.execute(f"DROP DATABASE [{name}]")
+            return
+        except pyodbc.Error as error:
+            if "(3702)" not in str(error) or attempt == 49:
+                raise
+            time.sleep(0.1)
     cursor.close()
 
 

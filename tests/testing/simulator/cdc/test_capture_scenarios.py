@@ -97,6 +97,7 @@ def test_lsn_time_mapping_records_commit_time_in_server_local_time(items):
 def test_quiet_period_rows_advance_the_high_water_mark_and_its_time(items):
     if not items.backend.simulated:
         pytest.skip("moves the server clock")
+    items.backend.freeze_clock()
     items.capture()
     first = lsn(items.scalar("SELECT sys.fn_cdc_get_max_lsn()"))
     first_time = items.scalar("SELECT sys.fn_cdc_map_lsn_to_time(sys.fn_cdc_get_max_lsn())")

@@ -116,17 +116,21 @@ def test_snapshot_transaction_begin_lsn_is_consistent_with_cdc_lsns(orders):
     orders.capture()
     before = lsn(orders.scalar("SELECT sys.fn_cdc_get_max_lsn()"))
     reader = orders.connect()
-    reader.autocommit = False
-    cursor = reader.cursor()
-    cursor.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
-    cursor.execute("SELECT COUNT(*) FROM dbo.orders").fetchall()
-    cursor.execute("SAVE TRANSACTION snapshot_point")
-    begin_numeric = cursor.execute(
-        "SELECT database_transaction_begin_lsn FROM sys.dm_tran_database_transactions "
-        "WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID()"
-    ).fetchone()[0]
-    reader.rollback()
-    reader.close()
+    try:
+        reader.autocommit = False
+        cursor = reader.cursor()
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+        cursor.execute("SELECT COUNT(*) FROM dbo.orders").fetchall()
+        cursor.execute("SAVE TRANSACTION snapshot_point")
+        row = cursor.execute(
+            "SELECT database_transaction_begin_lsn FROM sys.dm_tran_database_transactions "
+            "WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID()"
+        ).fetchone()
+        reader.rollback()
+    finally:
+        reader.close()
+    assert row is not None, "the snapshot transaction has no begin LSN after SAVE TRANSACTION"
+    begin_numeric = row[0]
     assert begin_numeric is not None
     value = int(begin_numeric)
     vlf, rest = divmod(value, 10**15)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pyodbc
@@ -185,7 +186,9 @@ def test_role_gating_denies_change_data_to_a_user_outside_the_role(cdc_db):
     cdc_db.execute(f"CREATE LOGIN [{login}] WITH PASSWORD = '{password}'").close()
     try:
         cdc_db.execute(f"CREATE USER [{login}] FOR LOGIN [{login}]").close()
-        cdc_db.execute(f"GRANT SELECT ON SCHEMA::dbo TO [{login}]").close()
+        if not cdc_db.backend.simulated:
+            # SQL Server also requires SELECT on the captured columns; the simulator models only the role.
+            cdc_db.execute(f"GRANT SELECT ON SCHEMA::dbo TO [{login}]").close()
         outsider = cdc_db.connect(UID=login, PWD=password)
         try:
             cursor = outsider.cursor()
@@ -208,7 +211,6 @@ def test_role_gating_denies_change_data_to_a_user_outside_the_role(cdc_db):
         finally:
             outsider.close()
     finally:
-        cdc_db.execute(
-            f"IF EXISTS (SELECT 1 FROM sys.database_principals WHERE name = N'{login}') DROP USER [{login}]"
-        ).close()
+        with contextlib.suppress(pyodbc.Error):
+            cdc_db.execute(f"DROP USER [{login}]").close()
         cdc_db.execute(f"DROP LOGIN [{login}]").close()
