@@ -124,15 +124,17 @@ CAPTURE_INSTANCES = (
 
 CAPTURED_COLUMNS = (
     "SELECT cc.column_name, cc.column_ordinal, cc.column_type, c.max_length, c.precision, c.scale, "
-    "c.is_nullable "
+    "COALESCE(sc.is_nullable, 1) AS is_nullable "
     "FROM cdc.captured_columns AS cc "
     "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
     "JOIN sys.columns AS c ON c.object_id = ct.object_id AND c.name = cc.column_name "
+    "LEFT JOIN sys.columns AS sc ON sc.object_id = ct.source_object_id AND sc.name = cc.column_name "
     "WHERE ct.capture_instance = ? "
     "ORDER BY cc.column_ordinal"
 )
 """Captured columns with their full types, read from the change table's own columns (which keep
-a column's type even after it was dropped from the source table)."""
+a column's type even after it was dropped from the source table); nullability from the source
+table (change-table columns are all nullable), NULL-able when the source column was dropped."""
 
 INDEX_COLUMNS = (
     "SELECT ic.column_name FROM cdc.index_columns AS ic "

@@ -28,6 +28,7 @@ from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
 from airflow_provider_sqlserver_cdc.errors import (
     CaptureInstanceNotFoundError,
+    ChangeDataPermissionError,
     RetentionGapError,
     WatermarkMissingError,
     WindowNotReadyError,
@@ -170,6 +171,13 @@ def _clamp_to_instance(
     if from_lsn > to_lsn:
         return from_lsn
     min_lsn = source.get_min_lsn(instance.name)
+    if min_lsn.is_zero and instance.role_name:
+        raise ChangeDataPermissionError(
+            f"sys.fn_cdc_get_min_lsn({instance.name!r}) returned 0x00000000000000000000: this login may not read "
+            f"the change data of {instance.name!r} (source {instance.source}). The capture instance is gated by "
+            f"role {instance.role_name!r}: add the login's database user to it (ALTER ROLE "
+            f"[{instance.role_name}] ADD MEMBER <user>) and grant SELECT on the captured columns."
+        )
     if min_lsn.is_zero:
         raise CaptureInstanceNotFoundError(
             f"sys.fn_cdc_get_min_lsn({instance.name!r}) returned 0x00000000000000000000: the capture instance "
