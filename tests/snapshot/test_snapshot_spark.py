@@ -1,0 +1,136 @@
+"""
+Snapshot + change windows merged by the real Spark merge job into Iceberg equal the source (simulator).
+
+Also: re-snapshotting one table later (after deletes) replaces that table's contents and leaves
+the other tables alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from snapshot_source import ConcurrentWriter, seed, windows_after
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
+from airflow_provider_sqlserver_cdc.spark import merge_job
+from airflow_provider_sqlserver_cdc.testing.table_comparison import (
+    all_match,
+    compare_table,
+    describe_all,
+    target_table_name,
+)
+
+pytestmark = pytest.mark.spark
+
+CATALOG = "snaplake"
+NAMESPACE = f"{CATALOG}.cdc"
+
+
+def _spark_settings_module():
+    path = Path(__file__).resolve().parents[1] / "spark" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("snapshot_tests_spark_settings", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    """A local Spark session with Iceberg (the one of tests/spark when it already runs) and a catalog of our own."""
+    from pyspark.sql import SparkSession
+
+    settings = _spark_settings_module()
+    existing = SparkSession.getActiveSession()
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("sqlserver-cdc-snapshot-tests")
+        .config("spark.jars", settings.iceberg_runtime_jar())
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+    )
+    conf = settings.iceberg_spark_conf(tmp_path_factory.mktemp("snap-warehouse"), catalog=CATALOG)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    for key, value in conf.items():
+        if key != "spark.sql.extensions":
+            session.conf.set(key, value)
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    if existing is None:
+        session.stop()
+
+
+def merge(spark, manifests: list[str]) -> None:
+    args = [item for uri in manifests for item in ("--manifest", uri)]
+    merge_job.run(spark, merge_job.parse_args([*args, "--namespace", NAMESPACE]))
+
+
+def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark, tmp_path):
+    workload = seed(source, rows=80)
+    hook = source.hook()
+    instances = [hook.get_capture_instance(t.capture_instance) for t in source.sample.tables]
+    staging = tmp_path / "staging"
+    snapshots = {}
+    with ConcurrentWriter(source, workload) as writer:
+        writer.wait_for_commits(2)
+        for instance in instances:
+            snapshots[instance.name] = snapshot_capture_instance(
+                hook,
+                instance,
+                base_uri=str(staging),
+                database=source.name,
+                chunk_rows=30,
+                on_chunk=lambda progress: writer.wait_for_commits(2),
+            )
+    assert writer.error is None, writer.error
+    source.capture()
+    manifests = []
+    for instance in instances:
+        result = snapshots[instance.name]
+        manifests.append(result.extract.manifest_uri)
+        lsn = Lsn.from_hex(result.progress.snapshot_lsn)
+        manifests += [
+            str(w / "_manifest.json") for w in windows_after(hook, instance, lsn, staging, source.name)
+        ]
+    merge(spark, manifests)
+    conn = source.connect()
+    comparisons = [compare_table(spark, conn, i, target_table_name(i, NAMESPACE)) for i in instances]
+    assert all_match(comparisons), describe_all(comparisons)
+
+    # Re-snapshot dbo_orders only, after deletes the windows of dbo_orders are NOT given to the
+    # merge: the baseline alone must remove the deleted rows. The other tables get their windows.
+    conn.cursor().execute("DELETE FROM dbo.orders WHERE order_id % 3 = 0")
+    workload.load_model(conn)
+    workload.run(conn, transactions=30)
+    source.capture()
+    orders = next(i for i in instances if i.name == "dbo_orders")
+    again = snapshot_capture_instance(
+        hook, orders, base_uri=str(staging), database=source.name, chunk_rows=30
+    )
+    source.capture()
+    later = [again.extract.manifest_uri]
+    for instance in instances:
+        if instance.name == "dbo_orders":
+            continue
+        after = snapshots[instance.name].progress.snapshot_lsn
+        # the windows after the first snapshot, extracted again up to now: merged windows are skipped by position
+        later += [
+            str(w / "_manifest.json")
+            for w in windows_after(hook, instance, Lsn.from_hex(after), tmp_path / "later", source.name)
+        ]
+    merge(spark, later)
+    source.capture()
+    late_windows = windows_after(
+        hook, orders, Lsn.from_hex(again.progress.snapshot_lsn), tmp_path / "orders-after", source.name
+    )
+    merge(spark, [str(w / "_manifest.json") for w in late_windows])
+    comparisons = [compare_table(spark, conn, i, target_table_name(i, NAMESPACE)) for i in instances]
+    conn.close()
+    assert all_match(comparisons), describe_all(comparisons)
