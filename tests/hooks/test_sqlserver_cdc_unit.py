@@ -187,9 +187,7 @@ def test_rows_to_batch_converts_commit_time_to_utc():
         "amount",
     ]
     assert batch.column("__$commit_time").type == pa.timestamp("us", tz="UTC")
-    assert batch.column("__$commit_time")[0].as_py() == datetime(
-        2026, 3, 1, 17, 0, 0, 3000, tzinfo=UTC
-    )
+    assert batch.column("__$commit_time")[0].as_py() == datetime(2026, 3, 1, 17, 0, 0, 3000, tzinfo=UTC)
     assert batch.column("amount").to_pylist() == [Decimal("1.5000"), None]
     assert batch.column("__$operation").to_pylist() == [2, 1]
 
