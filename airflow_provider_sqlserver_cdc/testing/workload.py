@@ -190,6 +190,22 @@ def _iso_offset(value: dt.datetime | None) -> str | None:
     return None if value is None else value.isoformat(sep=" ")
 
 
+def _parse_datetimeoffset(text: str | None) -> dt.datetime | None:
+    """``2024-01-02 03:04:05.1234567 +05:30`` (SQL Server's text form) as an aware datetime (microseconds)."""
+    if text is None:
+        return None
+    stamp, offset = text.strip().rsplit(" ", 1)
+    if "." in stamp:
+        head, fraction = stamp.split(".")
+        stamp = f"{head}.{fraction[:6].ljust(6, '0')}"
+    return dt.datetime.fromisoformat(f"{stamp}{offset}")
+
+
+def _iso_time(value: dt.time | None) -> str | None:
+    # pyodbc binds datetime.time as SQL_TYPE_TIME, which drops the fraction of a second; text keeps it.
+    return None if value is None else value.isoformat()
+
+
 def _nullable(gen: Callable[[random.Random], Any], ratio: float = 0.15) -> Callable[[random.Random], Any]:
     return lambda rng: _maybe_null(rng, lambda: gen(rng), ratio)
 
@@ -227,7 +243,7 @@ SAMPLE_TABLES: tuple[SampleTable, ...] = (
             ColumnSpec("discount", "smallmoney NULL", _nullable(lambda rng: _money(rng, 1000))),
             ColumnSpec("priority", "tinyint NOT NULL", lambda rng: rng.randint(0, 255)),
             ColumnSpec("weight_kg", "real NULL", _nullable(lambda rng: rng.randint(0, 40_000) / 4)),
-            ColumnSpec("ship_time", "time(3) NULL", _nullable(lambda rng: _time(rng, 3))),
+            ColumnSpec("ship_time", "time(3) NULL", _nullable(lambda rng: _time(rng, 3)), _iso_time),
             ColumnSpec("updated_at", "datetime NOT NULL", _legacy_datetime),
         ),
         key=("order_id",),
@@ -281,7 +297,7 @@ SAMPLE_TABLES: tuple[SampleTable, ...] = (
                 _nullable(lambda rng: rng.randbytes(rng.randint(0, 300))),
             ),
             ColumnSpec("c_date", "date NULL", _nullable(_date)),
-            ColumnSpec("c_time", "time(7) NULL", _nullable(lambda rng: _time(rng, 6))),
+            ColumnSpec("c_time", "time(7) NULL", _nullable(lambda rng: _time(rng, 6)), _iso_time),
             ColumnSpec("c_datetime", "datetime NULL", _nullable(_legacy_datetime)),
             ColumnSpec("c_smalldatetime", "smalldatetime NULL", _nullable(_smalldatetime)),
             ColumnSpec("c_datetime2", "datetime2(7) NULL", _nullable(lambda rng: _datetime2(rng, 6))),
@@ -456,12 +472,22 @@ class Workload:
         cursor = conn.cursor()
         for table in self.tables:
             names = [c.name for c in table.writable_columns]
-            cursor.execute(f"SELECT {', '.join(f'[{n}]' for n in names)} FROM {table.quoted_name}")
+            # datetimeoffset is read as text: pyodbc has no converter for it (ODBC type -155)
+            select = [
+                f"CAST([{c.name}] AS nvarchar(40))"
+                if c.declaration.startswith("datetimeoffset")
+                else f"[{c.name}]"
+                for c in table.writable_columns
+            ]
+            offsets = {c.name for c in table.writable_columns if c.declaration.startswith("datetimeoffset")}
+            cursor.execute(f"SELECT {', '.join(select)} FROM {table.quoted_name}")
             self.model[table.qualified_name] = {}
             self._key_index.pop(table.qualified_name, None)
             rows = self._rows(table)
             for record in cursor.fetchall():
                 row = dict(zip(names, record, strict=True))
+                for name in offsets:
+                    row[name] = _parse_datetimeoffset(row[name])
                 rows.put(tuple(row[k] for k in table.key), row)
                 self._bump_counters(table, row)
         cursor.close()
