@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from .extensions import ProcedureArgs, ProcedureResult, ResultColumn, Rowset, Ty
 from .sql.dialect import RawStatement, parse_expression, parse_statement, split_batch, type_name_of
 from .sql.expressions import Compiler, Scope, converter
 from .storage import Table, Transaction
+
+log = logging.getLogger(__name__)
 
 # errors after which SQL Server continues with the next statement of the batch
 STATEMENT_LEVEL_ERRORS = {
@@ -364,7 +367,8 @@ class Session:
             self._end_statement()
             self.last_error = 0
             return True
-        except SqlError as err:
+        except Exception as exc:
+            err = exc if isinstance(exc, SqlError) else _internal_error(exc, raw.text)
             self._pending_error = None
             self.last_error = err.number
             self._fail_statement(err, mark)
@@ -376,6 +380,8 @@ class Session:
             yield from rows
         except SqlError as e:
             self._pending_error = e
+        except Exception as e:
+            self._pending_error = _internal_error(e, "SELECT")
 
     def _dispatch(self, raw: RawStatement, first: bool) -> Iterator[Any]:
         words = raw.words
@@ -954,6 +960,17 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+def _internal_error(exc: Exception, statement: str) -> SqlError:
+    log.exception("simulator internal error in %r", statement[:200])
+    return SqlError(
+        8630,
+        16,
+        1,
+        f"Internal error in the SQL Server simulator ({type(exc).__name__}: {exc}) while running: {statement[:200]}. "
+        "Please report it with the statement.",
+    )
 
 
 def parse_declarations(text: str) -> list[tuple[str, T.SqlType, bool]]:

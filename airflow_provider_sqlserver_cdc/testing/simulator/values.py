@@ -244,7 +244,7 @@ def parse_temporal(text: str, target: str) -> tuple[int | None, int | None, int 
         if h > 23 or mi > 59 or s > 59:
             raise conversion_failed(text, "varchar", target)
         frac = g.get("F") or ""
-        sub = round(int(frac) * 10 ** (7 - len(frac))) if len(frac) <= 7 else int(frac[:7])
+        sub = (int(frac) * 10 ** (7 - len(frac)) if len(frac) <= 7 else int(frac[:7])) if frac else 0
         ticks = (h * 3600 + mi * 60 + s) * TICKS_PER_SECOND + sub
     offset = None
     tz = g.get("tz")
@@ -401,8 +401,8 @@ _INT_RANGES = {
     "bigint": (-(2**63), 2**63 - 1),
 }
 _MONEY_RANGE = {
-    "money": decimal.Decimal("922337203685477.5807"),
-    "smallmoney": decimal.Decimal("214748.3647"),
+    "money": (decimal.Decimal("-922337203685477.5808"), decimal.Decimal("922337203685477.5807")),
+    "smallmoney": (decimal.Decimal("-214748.3648"), decimal.Decimal("214748.3647")),
 }
 
 
@@ -417,7 +417,8 @@ def _to_decimal(value: decimal.Decimal, t: SqlType) -> decimal.Decimal:
     n = t.name
     if n in ("money", "smallmoney"):
         q = quantize(value, 4)
-        if abs(q) > _MONEY_RANGE[n]:
+        lo, hi = _MONEY_RANGE[n]
+        if q < lo or q > hi:
             raise arithmetic_overflow(n)
         return q
     q = quantize(value, t.scale)
@@ -454,10 +455,10 @@ def convert(value: Any, src: SqlType, dst: SqlType, style: int | None = None) ->
                 encoded = text.encode("cp1252", errors="replace")
                 if len(encoded) > dst.length:
                     text = encoded[: dst.length].decode("cp1252")
-            elif len(text) > dst.length:
-                text = text[: dst.length]
-            if d in ("char", "nchar") and len(text) < dst.length:
-                text = text.ljust(dst.length)
+            elif text_units(text) > dst.length:
+                text = text.encode("utf-16-le", "surrogatepass")[: dst.length * 2].decode("utf-16-le", "ignore")
+            if d in ("char", "nchar") and text_units(text) < dst.length:
+                text = text + " " * (dst.length - text_units(text))
         return text
     # ---- to binary
     if d in T.BINARY_TYPES:
@@ -641,6 +642,11 @@ def _to_temporal(value: Any, src: SqlType, dst: SqlType) -> Any:
             return DateTimeOffset(round_scale(local, dst.scale) - off * 60 * TICKS_PER_SECOND, off)
         return DateTimeOffset(round_scale(local, dst.scale) - off * 60 * TICKS_PER_SECOND, off)
     raise _explicit_not_allowed(src, dst)
+
+
+def text_units(value: str) -> int:
+    """Length of a string in UTF-16 code units (what nchar/nvarchar lengths count)."""
+    return len(value) if value.isascii() else len(value.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def check_fits(value: Any, t: SqlType) -> bool:

@@ -88,7 +88,10 @@ def _assign_converter(src: T.SqlType, col: Column) -> Any:
 
             def pad(v: Any) -> Any:
                 v = conv(v) if conv else v
-                return v if v is None or len(v) >= n else v.ljust(n)
+                if v is None:
+                    return v
+                units = V.text_units(v) if dst.name == "nchar" else len(v)
+                return v if units >= n else v + " " * (n - units)
 
             return pad
         if dst.name == "binary":

@@ -13,6 +13,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 from airflow_provider_sqlserver_cdc.testing.simulator.values import (
     DAYS_TO_1900,
+    DECIMAL_CONTEXT,
     TICKS_PER_DAY,
     TICKS_PER_SECOND,
     DateTimeOffset,
@@ -250,7 +251,7 @@ def _read_type_and_value(r: _Reader) -> tuple[SqlType, Any]:
             return t, None
         data = r.take(ln)
         mag = int.from_bytes(data[1:], "little")
-        v = Decimal(mag if data[0] else -mag).scaleb(-scale)
+        v = Decimal(mag if data[0] else -mag).scaleb(-scale, DECIMAL_CONTEXT)
         return t, v
     if code == 0x24:
         r.u8()

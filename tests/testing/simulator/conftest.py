@@ -1,0 +1,127 @@
+"""Fixtures for the simulator's conformance tests: the same tests against the simulator or a real SQL Server.
+
+``sql_backend`` is parametrised: ``simulator`` (the ``sqlserver_simulator`` fixture) and ``mssql``
+(a real server from ``SQLSERVER_CDC_TEST_ODBC``, marked ``mssql`` so the suite skips it without one).
+Each test gets its own fresh database.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pymssql
+import pyodbc
+import pytest
+
+
+class Backend:
+    """How to reach a SQL Server (simulated or real) with both drivers, inside one test database."""
+
+    def __init__(self, name: str, odbc: str, pymssql_args: dict[str, Any], database: str) -> None:
+        self.name = name
+        self._odbc = odbc
+        self._pymssql = pymssql_args
+        self.database = database
+
+    @property
+    def is_simulator(self) -> bool:
+        return self.name == "simulator"
+
+    def odbc_string(self, database: str | None = None, **overrides: str) -> str:
+        parts = dict(p.split("=", 1) for p in self._odbc.strip(";").split(";") if "=" in p)
+        parts = {k.upper(): v for k, v in parts.items()}
+        parts["DATABASE"] = database or self.database
+        for k, v in overrides.items():
+            parts[k.upper()] = v
+        return ";".join(f"{k}={v}" for k, v in parts.items()) + ";"
+
+    def pyodbc(self, autocommit: bool = True, database: str | None = None) -> pyodbc.Connection:
+        conn = pyodbc.connect(self.odbc_string(database), autocommit=autocommit, timeout=10)
+        conn.add_output_converter(-155, _datetimeoffset_as_text)
+        return conn
+
+    def pymssql(self, autocommit: bool = True, database: str | None = None) -> Any:
+        conn = pymssql.connect(**self._pymssql, database=database or self.database, login_timeout=10)
+        if autocommit:
+            conn.autocommit(True)
+        return conn
+
+
+def _datetimeoffset_as_text(raw: bytes) -> str:
+    """pyodbc has no datetimeoffset type: decode SQL_SS_TIMESTAMPOFFSET_STRUCT to ISO text."""
+    import struct
+
+    y, mo, d, h, mi, s, frac, th, tm = struct.unpack("<6hI2h", raw)
+    return f"{y:04d}-{mo:02d}-{d:02d} {h:02d}:{mi:02d}:{s:02d}.{frac // 100:07d} {'+' if th >= 0 and tm >= 0 else '-'}{abs(th):02d}:{abs(tm):02d}"
+
+
+def _pymssql_args_from_odbc(odbc: str) -> dict[str, Any]:
+    parts = {k.upper(): v for k, v in (p.split("=", 1) for p in odbc.strip(";").split(";") if "=" in p)}
+    server = parts.get("SERVER", "localhost")
+    port = parts.get("PORT")
+    m = re.match(r"(?:tcp:)?([^,]+)(?:,(\d+))?", server)
+    host = m.group(1) if m else server
+    port = port or (m.group(2) if m and m.group(2) else "1433")
+    return {"server": host, "port": port, "user": parts.get("UID", "sa"), "password": parts.get("PWD", "")}
+
+
+@pytest.fixture(params=["simulator", pytest.param("mssql", marks=pytest.mark.mssql)])
+def sql_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """A fresh database on the simulator or on the real SQL Server of SQLSERVER_CDC_TEST_ODBC."""
+    name = "conf_" + uuid.uuid4().hex[:10]
+    if request.param == "simulator":
+        sim = request.getfixturevalue("sqlserver_simulator")
+        odbc = sim.odbc_connection_string()
+        args = {"server": sim.host, "port": str(sim.port), "user": sim.user, "password": sim.password}
+    else:
+        odbc = os.environ["SQLSERVER_CDC_TEST_ODBC"]
+        args = _pymssql_args_from_odbc(odbc)
+    admin = pyodbc.connect(
+        Backend(request.param, odbc, args, "master").odbc_string("master"), autocommit=True, timeout=10
+    )
+    admin.execute(f"CREATE DATABASE [{name}]")
+    admin.execute(f"ALTER DATABASE [{name}] SET ALLOW_SNAPSHOT_ISOLATION ON")
+    try:
+        yield Backend(request.param, odbc, args, name)
+    finally:
+        try:
+            if request.param == "mssql":
+                admin.execute(f"ALTER DATABASE [{name}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE")
+            admin.execute(f"DROP DATABASE [{name}]")
+        except pyodbc.Error:
+            pass
+        admin.close()
+
+
+@pytest.fixture(params=["pyodbc", "pymssql"])
+def driver(request: pytest.FixtureRequest) -> str:
+    """The client driver a test runs with."""
+    return request.param
+
+
+@pytest.fixture
+def connect(sql_backend: Backend, driver: str) -> Any:
+    """``connect(autocommit=True)`` -> a DB-API connection of the parametrised driver to the test database."""
+
+    def factory(autocommit: bool = True, database: str | None = None) -> Any:
+        if driver == "pyodbc":
+            return sql_backend.pyodbc(autocommit=autocommit, database=database)
+        return sql_backend.pymssql(autocommit=autocommit, database=database)
+
+    return factory
+
+
+def sql_error_number(exc: BaseException) -> int | None:
+    """The SQL Server error number in a pyodbc or pymssql exception."""
+    if isinstance(exc, pymssql.Error) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    text = str(exc)
+    m = re.search(r"\((\d+)\) \(SQL", text)
+    if m:
+        return int(m.group(1))
+    m = re.search(r"^\((\d+),", text)
+    return int(m.group(1)) if m else None
