@@ -165,9 +165,14 @@ def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:
 def _clamp_to_instance(
     source: LsnSource, instance: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, tz: ServerTimeZone
 ) -> Lsn:
-    """Start at the instance's start LSN if it is younger than the window; refuse a retention gap."""
-    if from_lsn < instance.start_lsn:
-        from_lsn = instance.start_lsn
+    """
+    Check the window's start against the instance's low-water mark ``sys.fn_cdc_get_min_lsn(ci)``.
+
+    Below the low-water mark there are two cases. If the mark has not moved since the instance was
+    created (its mapped commit time is not after ``create_date``), the instance is simply younger
+    than the window: the window starts at the mark. Otherwise the cleanup job removed changes the
+    window needs: RetentionGapError.
+    """
     if from_lsn > to_lsn:
         return from_lsn
     min_lsn = source.get_min_lsn(instance.name)
@@ -183,19 +188,23 @@ def _clamp_to_instance(
             f"sys.fn_cdc_get_min_lsn({instance.name!r}) returned 0x00000000000000000000: the capture instance "
             "no longer exists, or this login may not see it. Check sys.sp_cdc_help_change_data_capture."
         )
-    if from_lsn < min_lsn:
-        raise RetentionGapError(
-            f"Retention gap in capture instance {instance.name!r} (source {instance.source}): the window "
-            f"starts at LSN {from_lsn.hex} ({_time_text(source, tz, from_lsn)}) but the oldest change "
-            f"still kept is at LSN {min_lsn.hex} ({_time_text(source, tz, min_lsn)}). The changes from "
-            f"{from_lsn.hex} up to {min_lsn.hex} were removed by the CDC cleanup job and cannot be "
-            f"extracted. Re-snapshot {instance.source} (CdcSnapshotOperator) and continue from the "
-            "snapshot LSN; consider a longer @retention (sys.sp_cdc_change_job).",
-            capture_instance=instance.name,
-            from_lsn=from_lsn.hex,
-            min_lsn=min_lsn.hex,
-        )
-    return from_lsn
+    if from_lsn >= min_lsn:
+        return from_lsn
+    min_time = source.map_lsn_to_time(min_lsn)
+    cleaned_up = instance.create_date is None or (min_time is not None and min_time > instance.create_date)
+    if not cleaned_up:
+        return min_lsn
+    raise RetentionGapError(
+        f"Retention gap in capture instance {instance.name!r} (source {instance.source}): the window "
+        f"starts at LSN {from_lsn.hex} ({_time_text(source, tz, from_lsn)}) but the oldest change "
+        f"still kept is at LSN {min_lsn.hex} ({_time_text(source, tz, min_lsn)}). The changes from "
+        f"{from_lsn.hex} up to {min_lsn.hex} were removed by the CDC cleanup job and cannot be "
+        f"extracted. Re-snapshot {instance.source} (CdcSnapshotOperator) and continue from the "
+        "snapshot LSN; consider a longer @retention (sys.sp_cdc_change_job).",
+        capture_instance=instance.name,
+        from_lsn=from_lsn.hex,
+        min_lsn=min_lsn.hex,
+    )
 
 
 def plan_interval_window(

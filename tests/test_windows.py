@@ -57,8 +57,8 @@ class MappingSource:
         return hits[0] if op.startswith("smallest") else hits[-1]
 
 
-def instance(start=1):
-    return CaptureInstance("dbo_orders", "dbo", "orders", L(start))
+def instance(start=1, created=datetime(2026, 1, 1, 9, 0)):
+    return CaptureInstance("dbo_orders", "dbo", "orders", L(start), create_date=created)
 
 
 # Server in UTC+02:00; a commit every 10 minutes from local 10:00 to 14:00 (UTC 08:00 .. 12:00).
@@ -107,10 +107,10 @@ def test_interval_not_yet_captured():
 
 
 def test_instance_created_inside_the_window_starts_at_its_start_lsn():
-    src = MappingSource(ROWS, min_lsn=L(95))
+    src = MappingSource(ROWS, min_lsn=L(95))  # L(95) maps to 11:20, the instance was created at 11:25
     w = plan_interval_window(
         src,
-        instance(start=95),
+        instance(start=95, created=datetime(2026, 1, 1, 11, 25)),
         datetime(2026, 1, 1, 9, tzinfo=UTC),
         datetime(2026, 1, 1, 10, tzinfo=UTC),
         PLUS2,
@@ -184,3 +184,16 @@ def test_fall_back_hour_keeps_windows_contiguous_and_disjoint():
     # Outside the repeated hours each window holds exactly its own interval's commits.
     assert windows[0].from_lsn == L(1) and windows[0].to_lsn == L(3)
     assert windows[-1].from_lsn == L(len(rows) - 2) and windows[-1].to_lsn == L(len(rows))
+
+
+def test_cleanup_after_a_late_instance_was_created_is_still_a_gap():
+    # Created at 10:05 local, then the cleanup moved its low-water mark to L(100) (11:30).
+    src = MappingSource(ROWS, min_lsn=L(100))
+    with pytest.raises(RetentionGapError):
+        plan_interval_window(
+            src,
+            instance(start=100, created=datetime(2026, 1, 1, 10, 5)),
+            datetime(2026, 1, 1, 9, tzinfo=UTC),
+            datetime(2026, 1, 1, 10, tzinfo=UTC),
+            PLUS2,
+        )
