@@ -704,7 +704,7 @@ class Session:
                     )
                 var = Variable(vname, t)
                 default = item.args.get("default")
-                if default is not None:
+                if isinstance(default, exp.Expression):
                     e = Compiler(self, Scope()).compile(default)
                     snap = self.engine.begin_read(self.read_xact())
                     self.current_snapshot = snap

@@ -91,6 +91,8 @@ def _from_item(session: Session, node: exp.Expression, outer: Scope | None) -> _
         if not alias:
             raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
         return _FromItem(Source(alias.lower(), alias, q.columns), q.run)
+    if isinstance(node, exp.Select):
+        raise SqlError(156, 15, 1, "Incorrect syntax near the keyword 'FROM'.")
     if isinstance(node, exp.Table):
         alias = node.alias
         hints = _table_hints(node)

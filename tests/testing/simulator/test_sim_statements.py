@@ -1,0 +1,247 @@
+"""Statement shapes of the T-SQL the simulator supports, run through both drivers (and a real server when configured)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pymssql
+import pyodbc
+import pytest
+
+DRIVER_ERRORS = (pyodbc.Error, pymssql.Error)
+
+
+def _number(exc: BaseException) -> int | None:
+    import re
+
+    if isinstance(exc, pymssql.Error) and exc.args and isinstance(exc.args[0], int):
+        return exc.args[0]
+    m = re.search(r"\((\d+)\) \(SQL", str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _rows(cur: Any, sql: str) -> list[tuple[Any, ...]]:
+    cur.execute(sql)
+    return [tuple(r) for r in cur.fetchall()]
+
+
+@pytest.fixture
+def shop(connect: Any) -> Any:
+    """A cursor on a database with customers and orders."""
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("CREATE SCHEMA sales")
+    cur.execute(
+        "CREATE TABLE sales.customers (customer_id int NOT NULL IDENTITY(1,1) PRIMARY KEY, "
+        "name nvarchar(50) NOT NULL, email varchar(100) NULL CONSTRAINT uq_email UNIQUE, "
+        "country char(2) NOT NULL DEFAULT 'DE', created datetime2(3) NOT NULL DEFAULT SYSDATETIME())"
+    )
+    cur.execute(
+        "CREATE TABLE sales.orders (order_id int NOT NULL, line_no smallint NOT NULL, customer_id int NOT NULL, "
+        "amount decimal(10,2) NULL, status varchar(10) NOT NULL, CONSTRAINT pk_orders PRIMARY KEY (order_id, line_no))"
+    )
+    cur.execute(
+        "INSERT INTO sales.customers (name, email) VALUES (N'Ann', 'ann@x.org'), (N'Bob', NULL), (N'Cid', 'cid@x.org')"
+    )
+    cur.execute("INSERT INTO sales.customers (name, email, country) VALUES (N'Dee', 'dee@x.org', 'FR')")
+    cur.execute(
+        "INSERT INTO sales.orders VALUES (1, 1, 1, 10.50, 'open'), (1, 2, 1, 5.25, 'open'), (2, 1, 2, 99.99, 'paid'), "
+        "(3, 1, 3, NULL, 'open'), (4, 1, 1, 1.00, 'void')"
+    )
+    yield cur
+    conn.close()
+
+
+def test_create_table_applies_identity_defaults_and_not_null(shop: Any) -> None:
+    rows = _rows(
+        shop,
+        "SELECT customer_id, name, email, country, CASE WHEN created IS NULL THEN 0 ELSE 1 END FROM sales.customers ORDER BY customer_id",
+    )
+    assert rows == [
+        (1, "Ann", "ann@x.org", "DE", 1),
+        (2, "Bob", None, "DE", 1),
+        (3, "Cid", "cid@x.org", "DE", 1),
+        (4, "Dee", "dee@x.org", "FR", 1),
+    ]
+
+
+def test_select_where_order_top_in_like_is_null(shop: Any) -> None:
+    assert _rows(
+        shop,
+        "SELECT TOP 2 order_id, line_no FROM sales.orders WHERE status IN ('open', 'paid') ORDER BY amount DESC",
+    ) == [
+        (2, 1),
+        (1, 1),
+    ]
+    assert _rows(shop, "SELECT name FROM sales.customers WHERE email IS NULL ORDER BY name") == [("Bob",)]
+    assert _rows(shop, "SELECT name FROM sales.customers WHERE name LIKE N'_i%' AND email IS NOT NULL") == [
+        ("Cid",)
+    ]
+    assert _rows(shop, "SELECT order_id FROM sales.orders WHERE amount BETWEEN 5 AND 11 ORDER BY 1") == [
+        (1,),
+        (1,),
+    ]
+
+
+def test_aggregates_group_by_having(shop: Any) -> None:
+    rows = _rows(
+        shop,
+        "SELECT customer_id, COUNT(*) AS n, SUM(amount) AS total, MIN(amount), MAX(status) FROM sales.orders "
+        "GROUP BY customer_id HAVING COUNT(*) >= 1 ORDER BY customer_id",
+    )
+    assert rows == [
+        (1, 3, Decimal("16.75"), Decimal("1.00"), "void"),
+        (2, 1, Decimal("99.99"), Decimal("99.99"), "paid"),
+        (3, 1, None, None, "open"),
+    ]
+    assert _rows(shop, "SELECT COUNT(*), COUNT(amount), COUNT(DISTINCT customer_id) FROM sales.orders") == [
+        (5, 4, 3)
+    ]
+
+
+def test_inner_and_left_join(shop: Any) -> None:
+    rows = _rows(
+        shop,
+        "SELECT c.name, o.order_id FROM sales.customers AS c LEFT JOIN sales.orders o ON o.customer_id = c.customer_id "
+        "AND o.status <> 'void' ORDER BY c.name, o.order_id",
+    )
+    assert rows == [("Ann", 1), ("Ann", 1), ("Bob", 2), ("Cid", 3), ("Dee", None)]
+    rows = _rows(
+        shop,
+        "SELECT c.name, SUM(o.amount) FROM sales.customers c JOIN sales.orders o ON c.customer_id = o.customer_id "
+        "WHERE o.status = 'open' GROUP BY c.name ORDER BY c.name",
+    )
+    assert rows == [("Ann", Decimal("15.75")), ("Cid", None)]
+
+
+def test_cast_convert_case_and_functions(shop: Any) -> None:
+    rows = _rows(
+        shop,
+        "SELECT CAST(amount AS int), CONVERT(varchar(12), amount), CASE WHEN amount > 50 THEN 'big' WHEN amount IS NULL "
+        "THEN 'none' ELSE 'small' END, ISNULL(amount, 0), UPPER(status), LEN(status) FROM sales.orders ORDER BY order_id, line_no",
+    )
+    assert rows[0] == (10, "10.50", "small", Decimal("10.50"), "OPEN", 4)
+    assert rows[2] == (99, "99.99", "big", Decimal("99.99"), "PAID", 4)
+    assert rows[3] == (None, None, "none", Decimal("0.00"), "OPEN", 4)
+    assert (
+        _rows(
+            shop,
+            "SELECT CONVERT(varchar(10), CAST('2024-03-04' AS date), 112), DATEADD(day, 1, CAST('2024-02-28' AS date))",
+        )[0][0]
+        == "20240304"
+    )
+
+
+def test_insert_select_update_delete_report_row_counts(shop: Any) -> None:
+    shop.execute("CREATE TABLE dbo.archive (order_id int, line_no smallint, amount decimal(10,2))")
+    shop.execute(
+        "INSERT INTO dbo.archive (order_id, line_no, amount) SELECT order_id, line_no, amount FROM sales.orders WHERE status = 'open'"
+    )
+    assert shop.rowcount == 3
+    shop.execute("UPDATE sales.orders SET amount = amount * 2, status = 'paid' WHERE order_id = 1")
+    assert shop.rowcount == 2
+    shop.execute("DELETE FROM sales.orders WHERE status = 'void'")
+    assert shop.rowcount == 1
+    assert _rows(
+        shop, "SELECT order_id, line_no, amount, status FROM sales.orders WHERE order_id = 1 ORDER BY line_no"
+    ) == [
+        (1, 1, Decimal("21.00"), "paid"),
+        (1, 2, Decimal("10.50"), "paid"),
+    ]
+    assert _rows(shop, "SELECT COUNT(*) FROM dbo.archive") == [(3,)]
+
+
+def test_alter_table_add_and_drop_column(shop: Any) -> None:
+    shop.execute("ALTER TABLE sales.orders ADD note nvarchar(20) NULL, qty int NOT NULL DEFAULT 1")
+    assert _rows(shop, "SELECT order_id, note, qty FROM sales.orders WHERE order_id = 2") == [(2, None, 1)]
+    shop.execute("ALTER TABLE sales.orders DROP COLUMN note")
+    cols = _rows(
+        shop, "SELECT name FROM sys.columns WHERE object_id = OBJECT_ID('sales.orders') ORDER BY column_id"
+    )
+    assert [c[0] for c in cols] == ["order_id", "line_no", "customer_id", "amount", "status", "qty"]
+    with pytest.raises(DRIVER_ERRORS) as err:
+        shop.execute("SELECT note FROM sales.orders")
+    assert _number(err.value) == 207
+
+
+def test_declare_set_and_variables_in_queries(shop: Any) -> None:
+    rows = _rows(
+        shop,
+        "DECLARE @min decimal(10,2) = 5; DECLARE @n int; SET @n = 2; "
+        "SELECT TOP (@n) order_id FROM sales.orders WHERE amount >= @min ORDER BY amount",
+    )
+    assert rows == [(1,), (1,)]
+
+
+def test_exec_with_named_and_positional_arguments(connect: Any) -> None:
+    cur = connect().cursor()
+    named = _rows(cur, "EXEC sp_datatype_info_100 @data_type = 12, @ODBCVer = 3")
+    positional = _rows(cur, "EXEC sp_datatype_info_100 12, 3")
+    assert named and named == positional
+    assert named[0][0] == "varchar" and named[0][1] == 12
+
+
+def test_use_and_three_part_names(connect: Any, sql_backend: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE TABLE dbo.t (id int)")
+    cur.execute("INSERT INTO dbo.t VALUES (7)")
+    cur.execute("USE master")
+    assert _rows(cur, f"SELECT id FROM [{sql_backend.database}].dbo.t") == [(7,)]
+    assert _rows(cur, "SELECT DB_NAME()") == [("master",)]
+    cur.execute(f"USE [{sql_backend.database}]")
+    assert _rows(cur, "SELECT DB_NAME(), SCHEMA_NAME()") == [(sql_backend.database, "dbo")]
+
+
+@pytest.mark.parametrize(
+    ("sql", "number"),
+    [
+        ("INSERT INTO sales.orders VALUES (1, 1, 1, 1, 'dup')", 2627),
+        ("INSERT INTO sales.customers (name, email) VALUES (N'Eve', 'ann@x.org')", 2627),
+        ("INSERT INTO sales.orders (order_id, line_no, customer_id, amount) VALUES (9, 1, 1, 1)", 515),
+        ("SELECT * FROM sales.nothing_here", 208),
+        ("SELECT no_such_column FROM sales.orders", 207),
+        ("SELECT * FROM FROM sales.orders", 156),
+        ("SELECT * FROM sales.orders WHERE", 102),
+        ("UPDATE sales.customers SET customer_id = 5", 8102),
+        ("INSERT INTO sales.orders VALUES (9, 1, 1, 1, 'a-very-long-status')", 2628),
+        ("SELECT 1 / 0", 8134),
+    ],
+)
+def test_errors_have_sql_server_numbers_and_keep_the_connection(shop: Any, sql: str, number: int) -> None:
+    with pytest.raises(DRIVER_ERRORS) as err:
+        shop.execute(sql)
+        shop.fetchall()
+    assert _number(err.value) == number
+    assert _rows(shop, "SELECT COUNT(*) FROM sales.orders") == [(5,)]
+
+
+def test_duplicate_key_message_names_constraint_table_and_value(shop: Any) -> None:
+    with pytest.raises(DRIVER_ERRORS) as err:
+        shop.execute("INSERT INTO sales.orders VALUES (2, 1, 1, 1, 'dup')")
+    assert "Violation of PRIMARY KEY constraint 'pk_orders'" in str(err.value)
+    assert "'sales.orders'" in str(err.value) and "(2, 1)" in str(err.value)
+
+
+def test_null_into_not_null_message_names_column_and_table(shop: Any, sql_backend: Any) -> None:
+    with pytest.raises(DRIVER_ERRORS) as err:
+        shop.execute(
+            "INSERT INTO sales.orders (order_id, line_no, customer_id, status) VALUES (9, 1, 1, NULL)"
+        )
+    assert (
+        f"Cannot insert the value NULL into column 'status', table '{sql_backend.database}.sales.orders'"
+        in str(err.value)
+    )
+
+
+def test_drop_table_schema_and_database(connect: Any, sql_backend: Any) -> None:
+    cur = connect(database="master").cursor()
+    cur.execute("CREATE DATABASE scratch_sim_db")
+    cur.execute("USE scratch_sim_db")
+    cur.execute("CREATE SCHEMA s")
+    cur.execute("CREATE TABLE s.t (id int)")
+    cur.execute("DROP TABLE s.t")
+    cur.execute("DROP SCHEMA s")
+    cur.execute("USE master")
+    cur.execute("DROP DATABASE scratch_sim_db")
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.databases WHERE name = 'scratch_sim_db'") == [(0,)]
