@@ -81,7 +81,8 @@ def load(conn: pyodbc.Connection, rows: int) -> float:
     cursor = conn.cursor()
     started = time.perf_counter()
     cursor.execute("USE master")
-    cursor.execute("IF DB_ID(N'cdc_bench') IS NOT NULL DROP DATABASE cdc_bench")
+    if cursor.execute("SELECT DB_ID(N'cdc_bench')").fetchone()[0] is not None:
+        cursor.execute("DROP DATABASE cdc_bench")
     cursor.execute("CREATE DATABASE cdc_bench")
     cursor.execute("USE cdc_bench")
     cursor.execute(TABLE)
@@ -116,10 +117,11 @@ def capture(conn: pyodbc.Connection) -> float:
 
 def stream(
     conn: pyodbc.Connection, sql: str, params: tuple[object, ...], pid: int | None
-) -> tuple[int, float, float | None]:
-    """Fetch every row of ``sql`` in batches; return (rows, seconds, server CPU seconds)."""
+) -> tuple[int, float, float | None, float]:
+    """Fetch every row of ``sql`` in batches; return (rows, seconds, server CPU s, client CPU s)."""
     cursor = conn.cursor()
     cpu_before = _cpu_seconds(pid)
+    client_before = time.process_time()
     started = time.perf_counter()
     cursor.execute(sql, *params)
     count = 0
@@ -129,10 +131,11 @@ def stream(
             break
         count += len(batch)
     seconds = time.perf_counter() - started
+    client_cpu = time.process_time() - client_before
     cpu_after = _cpu_seconds(pid)
     cursor.close()
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-    return count, seconds, cpu
+    return count, seconds, cpu, client_cpu
 
 
 def main() -> int:
@@ -171,9 +174,11 @@ def main() -> int:
             ),
             ("plain SELECT of the table", "SELECT * FROM dbo.bench", ()),
         ):
-            rows, seconds, cpu = stream(conn, sql, params, pid)
+            rows, seconds, cpu, client_cpu = stream(conn, sql, params, pid)
             results[label] = rows / seconds
-            cpu_text = "" if cpu is None else f", server CPU {cpu:.1f} s"
+            cpu_text = (
+                "" if cpu is None else f", server CPU {cpu:.1f} s"
+            ) + f", client CPU {client_cpu:.1f} s"
             print(
                 f"{label:32s} {rows:>10,} rows in {seconds:6.2f} s = {rows / seconds:>10,.0f} rows/s{cpu_text}",
                 flush=True,
