@@ -227,6 +227,7 @@ class Engine:
             if xact is not None and xact.isolation == "SNAPSHOT":
                 if xact.snapshot is None:
                     xact.snapshot = self.commit_seq
+                    self.active_snapshots[xact.snapshot] += 1  # held until the transaction ends
                 snap = xact.snapshot
             else:
                 snap = self.commit_seq
@@ -440,6 +441,12 @@ class Engine:
             if not replaying:
                 for db, rec in records:
                     db.log.append(rec)
+        self._end_transaction(xact)
+
+    def _end_transaction(self, xact: Transaction) -> None:
+        if xact.isolation == "SNAPSHOT" and xact.snapshot is not None:
+            self.end_read(xact.snapshot)
+            xact.snapshot = None
         xact.done.set()
         self.locks.release_all(xact)
 
@@ -476,8 +483,7 @@ class Engine:
                 for dbname in list(xact.ops):
                     xact.ops[dbname] = [op for op in xact.ops[dbname] if id(op) not in removed]
         if to == 0:
-            xact.done.set()
-            self.locks.release_all(xact)
+            self._end_transaction(xact)
         else:
             self.locks.notify()
 

@@ -320,8 +320,7 @@ class Session:
             if x.undo:
                 self.engine.commit(x)
             else:
-                x.done.set()
-                self.engine.locks.release_all(x)
+                self.engine._end_transaction(x)
 
     def _fail_statement(self, err: SqlError, mark: int) -> None:
         x = self.xact

@@ -1,0 +1,206 @@
+"""Transactions, savepoints, SNAPSHOT isolation and lock hints between concurrent connections."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pymssql
+import pyodbc
+import pytest
+
+DRIVER_ERRORS = (pyodbc.Error, pymssql.Error)
+
+
+def _count(cur: Any, table: str = "dbo.t") -> int:
+    cur.execute(f"SELECT COUNT(*) FROM {table}")
+    return cur.fetchone()[0]
+
+
+@pytest.fixture
+def table(connect: Any) -> Any:
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int NOT NULL)")
+    cur.execute("INSERT INTO dbo.t VALUES (1, 10), (2, 20)")
+    yield cur
+    conn.close()
+
+
+def test_begin_commit_rollback_and_trancount(table: Any) -> None:
+    cur = table
+    cur.execute("BEGIN TRAN")
+    cur.execute("INSERT INTO dbo.t VALUES (3, 30)")
+    cur.execute("SELECT @@TRANCOUNT")
+    assert cur.fetchone()[0] == 1
+    cur.execute("ROLLBACK TRAN")
+    assert _count(cur) == 2
+    cur.execute("BEGIN TRANSACTION")
+    cur.execute("BEGIN TRANSACTION")
+    cur.execute("INSERT INTO dbo.t VALUES (3, 30)")
+    cur.execute("COMMIT TRANSACTION")
+    cur.execute("SELECT @@TRANCOUNT")
+    assert cur.fetchone()[0] == 1
+    cur.execute("COMMIT")
+    cur.execute("SELECT @@TRANCOUNT")
+    assert cur.fetchone()[0] == 0
+    assert _count(cur) == 3
+
+
+def test_save_transaction_rolls_back_to_the_savepoint(table: Any) -> None:
+    cur = table
+    cur.execute("BEGIN TRAN")
+    cur.execute("INSERT INTO dbo.t VALUES (3, 30)")
+    cur.execute("SAVE TRANSACTION before_four")
+    cur.execute("INSERT INTO dbo.t VALUES (4, 40)")
+    cur.execute("UPDATE dbo.t SET v = 0")
+    cur.execute("ROLLBACK TRANSACTION before_four")
+    cur.execute("COMMIT")
+    cur.execute("SELECT id, v FROM dbo.t ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, 10), (2, 20), (3, 30)]
+
+
+def test_failed_statement_inside_a_transaction_keeps_earlier_work(table: Any) -> None:
+    cur = table
+    cur.execute("BEGIN TRAN")
+    cur.execute("INSERT INTO dbo.t VALUES (3, 30)")
+    with pytest.raises(DRIVER_ERRORS):
+        cur.execute("INSERT INTO dbo.t VALUES (4, 40), (1, 99)")
+    cur.execute("COMMIT")
+    cur.execute("SELECT id FROM dbo.t ORDER BY id")
+    assert [r[0] for r in cur.fetchall()] == [1, 2, 3]
+
+
+def test_driver_transactions_commit_and_rollback(sql_backend: Any, driver: str) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    if driver == "pyodbc":
+        conn = sql_backend.pyodbc(autocommit=False)  # Transaction Manager requests
+    else:
+        conn = sql_backend.pymssql(autocommit=False)  # BEGIN TRAN / COMMIT TRAN text
+    cur = conn.cursor()
+    cur.execute("INSERT INTO dbo.t VALUES (1)")
+    conn.rollback()
+    cur.execute("INSERT INTO dbo.t VALUES (2)")
+    conn.commit()
+    conn.close()
+    assert [r[0] for r in setup.execute("SELECT id FROM dbo.t").fetchall()] == [2]
+
+
+def test_uncommitted_rows_are_invisible_to_a_snapshot_reader(sql_backend: Any) -> None:
+    writer = sql_backend.pyodbc(autocommit=False)
+    reader = sql_backend.pyodbc()
+    writer.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    writer.commit()
+    writer.execute("INSERT INTO dbo.t VALUES (1)")
+    reader.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    assert reader.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 0
+    writer.commit()
+    assert reader.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 1
+
+
+def test_snapshot_transaction_sees_a_point_in_time_while_others_write(sql_backend: Any, driver: str) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO dbo.t VALUES (1, 1), (2, 2)")
+    conn = sql_backend.pyodbc() if driver == "pyodbc" else sql_backend.pymssql()
+    cur = conn.cursor()
+    cur.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    cur.execute("BEGIN TRAN")
+    cur.execute("SELECT SUM(v) FROM dbo.t")
+    assert cur.fetchone()[0] == 3
+    setup.execute("INSERT INTO dbo.t VALUES (3, 3)")
+    setup.execute("UPDATE dbo.t SET v = 100 WHERE id = 1")
+    setup.execute("DELETE FROM dbo.t WHERE id = 2")
+    cur.execute("SELECT id, v FROM dbo.t ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, 1), (2, 2)]
+    cur.execute("COMMIT")
+    cur.execute("SELECT id, v FROM dbo.t ORDER BY id")
+    assert [tuple(r) for r in cur.fetchall()] == [(1, 100), (3, 3)]
+
+
+def test_snapshot_update_conflict_is_error_3960(sql_backend: Any) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO dbo.t VALUES (1, 1)")
+    snap = sql_backend.pyodbc()
+    snap.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    snap.execute("BEGIN TRAN")
+    snap.execute("SELECT v FROM dbo.t").fetchall()
+    setup.execute("UPDATE dbo.t SET v = 2 WHERE id = 1")
+    with pytest.raises(pyodbc.Error) as err:
+        snap.execute("UPDATE dbo.t SET v = 3 WHERE id = 1")
+    assert "(3960)" in str(err.value)
+    assert snap.execute("SELECT @@TRANCOUNT").fetchone()[0] == 0
+
+
+def _run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = fn()
+        except Exception as e:  # reported to the test
+            result["error"] = e
+        result["done_at"] = time.monotonic()
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t, result
+
+
+def test_tablock_holdlock_blocks_writers_until_commit(sql_backend: Any, driver: str) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    setup.execute("INSERT INTO dbo.t VALUES (1)")
+    holder = (
+        sql_backend.pyodbc(autocommit=False) if driver == "pyodbc" else sql_backend.pymssql(autocommit=False)
+    )
+    hcur = holder.cursor()
+    hcur.execute("SELECT COUNT(*) FROM dbo.t WITH (TABLOCK, HOLDLOCK)")
+    assert hcur.fetchone()[0] == 1
+    writer = sql_backend.pyodbc()
+    writer.execute("SET LOCK_TIMEOUT 20000")
+    thread, result = _run_in_thread(lambda: writer.execute("INSERT INTO dbo.t VALUES (2)").rowcount)
+    time.sleep(0.4)
+    assert "done_at" not in result, "the INSERT should wait for the table lock"
+    released_at = time.monotonic()
+    holder.commit()
+    thread.join(10)
+    assert result.get("value") == 1, result.get("error")
+    assert result["done_at"] >= released_at
+    assert setup.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 2
+
+
+def test_writer_waits_for_another_writer_of_the_same_row(sql_backend: Any) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO dbo.t VALUES (1, 0)")
+    first = sql_backend.pyodbc(autocommit=False)
+    first.execute("UPDATE dbo.t SET v = v + 1 WHERE id = 1")
+    second = sql_backend.pyodbc(autocommit=False)
+    second.execute("SET LOCK_TIMEOUT 20000")
+    thread, result = _run_in_thread(
+        lambda: second.execute("UPDATE dbo.t SET v = v + 10 WHERE id = 1").rowcount
+    )
+    time.sleep(0.4)
+    assert "done_at" not in result
+    first.commit()
+    thread.join(10)
+    assert result.get("value") == 1, result.get("error")
+    second.commit()
+    assert setup.execute("SELECT v FROM dbo.t").fetchone()[0] == 11
+
+
+def test_lock_timeout_is_error_1222(sql_backend: Any) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    holder = sql_backend.pyodbc(autocommit=False)
+    holder.execute("SELECT * FROM dbo.t WITH (TABLOCKX, HOLDLOCK)").fetchall()
+    other = sql_backend.pyodbc()
+    other.execute("SET LOCK_TIMEOUT 200")
+    with pytest.raises(pyodbc.Error) as err:
+        other.execute("INSERT INTO dbo.t VALUES (1)")
+    assert "(1222)" in str(err.value)
+    holder.rollback()
