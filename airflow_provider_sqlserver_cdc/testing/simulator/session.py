@@ -304,6 +304,12 @@ class Session:
         if x is None or not x.explicit:
             raise SqlError(628, 16, 0, "Cannot issue SAVE TRANSACTION when there is no active transaction.")
         x.savepoints.append((name, len(x.undo), {}))
+        # SAVE TRANSACTION writes a log record: the transaction gets its begin LSN in this database
+        db = self.current_db()
+        with self.engine.mutex:
+            if db.name not in x.begin_lsn:
+                x.begin_lsn[db.name] = db.log.allocate_lsn(new_block=True)
+                x.begin_ticks[db.name] = self.engine.clock.local_ticks()
         # SQL Server logs a savepoint record: the transaction now has a begin LSN in this database
         # (sys.dm_tran_database_transactions), which the CDC snapshot relies on.
         db = self.current_db()
