@@ -22,7 +22,7 @@ def merge_job_arguments(
     table_name_template: str | None = None,
     targets: Mapping[str, str] | None = None,
     delete_mode: str = "soft",
-    write_mode: str = "copy-on-write",
+    write_mode: str = "merge-on-read",
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -72,7 +72,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         default ``{schema}_{table}``. (templated)
     :param targets: capture instance -> ``catalog.namespace.table`` overrides. (templated)
     :param delete_mode: ``soft`` (default) or ``hard``.
-    :param write_mode: ``copy-on-write`` (default) or ``merge-on-read``, set on table creation.
+    :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
     """
 
     template_fields: Sequence[str] = (
@@ -92,7 +92,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         table_name_template: str = "{schema}_{table}",
         targets: Mapping[str, str] | None = None,
         delete_mode: str = "soft",
-        write_mode: str = "copy-on-write",
+        write_mode: str = "merge-on-read",
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")

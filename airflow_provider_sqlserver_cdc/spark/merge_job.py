@@ -10,7 +10,7 @@ Usage::
 
     spark-submit merge_job.py --manifest URI [--manifest URI ...] --namespace CATALOG.NAMESPACE
         [--table-name-template '{schema}_{table}'] [--target CAPTURE_INSTANCE=CATALOG.NS.TABLE]
-        [--delete-mode soft|hard] [--write-mode copy-on-write|merge-on-read]
+        [--delete-mode soft|hard] [--write-mode merge-on-read|copy-on-write]
 
 ``--manifest`` takes a manifest URI, a window directory, or the JSON the extract task pushed to
 XCom (a string, an object with ``manifest_uri``, or a list of those). See ``docs/merge-job.md``.
@@ -440,7 +440,7 @@ class MergeSettings:
     table_name_template: str = "{schema}_{table}"
     targets: dict[str, str] = field(default_factory=dict)
     delete_mode: str = "soft"
-    write_mode: str = "copy-on-write"
+    write_mode: str = "merge-on-read"
 
     def target_for(self, window: Window) -> str:
         """Return the dotted target table name for a window."""
@@ -483,7 +483,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
     parser.add_argument("--table-name-template", default="{schema}_{table}")
     parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
     parser.add_argument("--delete-mode", choices=DELETE_MODES, default="soft")
-    parser.add_argument("--write-mode", choices=WRITE_MODES, default="copy-on-write")
+    parser.add_argument("--write-mode", choices=WRITE_MODES, default="merge-on-read")
     args = parser.parse_args(list(argv))
     targets = {}
     for item in args.target:

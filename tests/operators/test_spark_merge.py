@@ -50,7 +50,7 @@ def test_arguments_for_the_job() -> None:
         "--delete-mode",
         "hard",
         "--write-mode",
-        "copy-on-write",
+        "merge-on-read",
     ]
 
 

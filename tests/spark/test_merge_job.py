@@ -7,6 +7,7 @@ import decimal
 import json
 import random
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -223,7 +224,8 @@ def base(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest) -> str:
-    return "lake." + re.sub(r"\W", "_", request.node.name)[:60]
+    name = re.sub(r"\W", "_", request.node.name)
+    return f"lake.{name[:40]}_{zlib.crc32(name.encode()):08x}"
 
 
 def run(spark: Any, namespace: str, *manifests: str, **options: Any) -> dict[str, Any]:
@@ -321,13 +323,14 @@ def test_replay_is_skipped_without_a_commit(spark: Any, base: Path, namespace: s
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("write_mode", merge_job.WRITE_MODES)
 def test_out_of_order_windows_and_overlapping_replay_give_the_same_table(
-    spark: Any, base: Path, namespace: str
+    spark: Any, base: Path, namespace: str, write_mode: str
 ) -> None:
     w1, w2 = two_windows(base)
     table = f"{namespace}.dbo_orders"
-    run(spark, namespace, w2)  # the newer window first (a backfill of w1 comes later)
-    run(spark, namespace, w1)
+    run(spark, namespace, w2, write_mode=write_mode)  # the newer window first (a backfill of w1 comes later)
+    run(spark, namespace, w1, write_mode=write_mode)
     assert contents(spark, table) == EXPECTED_AFTER_TWO
     # A window that overlaps applied ranges is not "contained", so it is merged: the LSN condition
     # must make it a no-op.
@@ -335,25 +338,26 @@ def test_out_of_order_windows_and_overlapping_replay_give_the_same_table(
     doc["from_lsn"] = lsn_hex(0x50)
     Path(w2).write_text(json.dumps(doc))
     before = spark.sql(f"SELECT * FROM {table}").collect()
-    result = run(spark, namespace, w2)
+    result = run(spark, namespace, w2, write_mode=write_mode)
     assert result[table]["applied"] == [f"dbo_orders {lsn_hex(0x50)}_{doc['to_lsn']}"]
     assert sorted(spark.sql(f"SELECT * FROM {table}").collect()) == sorted(before)
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("write_mode", merge_job.WRITE_MODES)
 def test_hard_deletes_remove_rows_and_refuse_out_of_order_windows(
-    spark: Any, base: Path, namespace: str
+    spark: Any, base: Path, namespace: str, write_mode: str
 ) -> None:
     w1, w2 = two_windows(base)
     table = f"{namespace}.dbo_orders"
-    run(spark, namespace, w1, w2, delete_mode="hard")
+    run(spark, namespace, w1, w2, delete_mode="hard", write_mode=write_mode)
     assert contents(spark, table) == {k: v for k, v in EXPECTED_AFTER_TWO.items() if not v[0]}
     log = ChangeLog(start=0x40)
     old = write_window(base, WindowSpec("dbo_orders", 0x40, 0x60, log.insert(id=3, name="c", amount=None)))
     with pytest.raises(
         MergeJobError, match=r"starts at or below the highest applied LSN .* use --delete-mode soft"
     ):
-        run(spark, namespace, old, delete_mode="hard")
+        run(spark, namespace, old, delete_mode="hard", write_mode=write_mode)
     assert 3 not in contents(spark, table)
 
 
@@ -528,22 +532,25 @@ def test_types_are_kept_faithfully(spark: Any, base: Path, namespace: str) -> No
 
 
 @pytest.mark.spark
-def test_snapshot_replaces_contents_as_a_baseline(spark: Any, base: Path, namespace: str) -> None:
+@pytest.mark.parametrize("write_mode", merge_job.WRITE_MODES)
+def test_snapshot_replaces_contents_as_a_baseline(
+    spark: Any, base: Path, namespace: str, write_mode: str
+) -> None:
     w1, w2 = two_windows(base)
     table = f"{namespace}.dbo_orders"
-    run(spark, namespace, w1, w2)
+    run(spark, namespace, w1, w2, write_mode=write_mode)
     to_lsn = int(json.loads(Path(w2).read_text())["to_lsn"], 16)
     snapshot_lsn = to_lsn + 0x100
     rows = [Row(snapshot_lsn, snapshot_lsn, 2, {"id": i, "name": f"s{i}", "amount": None}) for i in (2, 5)]
     snap = write_window(base, WindowSpec("dbo_orders", snapshot_lsn, snapshot_lsn, rows, kind="snapshot"))
-    result = run(spark, namespace, snap)
+    result = run(spark, namespace, snap, write_mode=write_mode)
     assert result[table]["max_applied_lsn"] == {"dbo_orders": lsn_hex(snapshot_lsn)}
     got = contents(spark, table)
     assert {k for k, v in got.items() if not v[0]} == {2, 5}
     assert got[2] == (False, "s2", None)
     # Rows absent from the snapshot are tombstoned at the snapshot LSN, so the old windows cannot
     # bring them back; every window below the snapshot now counts as applied.
-    result = run(spark, namespace, w1, w2)
+    result = run(spark, namespace, w1, w2, write_mode=write_mode)
     assert result[table]["applied"] == []
     assert {k for k, v in contents(spark, table).items() if not v[0]} == {2, 5}
 

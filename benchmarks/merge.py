@@ -1,0 +1,313 @@
+"""Benchmark: the merge job against a plain rewrite of the same Iceberg table, side by side.
+
+At --scale 1: a 5,000,000-row target; a window of 1,000,000 changes (70% updates with their
+before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read tables it times
+
+* rewrite: ``CREATE OR REPLACE TABLE copy AS SELECT * FROM target`` (read and write every row);
+* merge:   ``merge_job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
+
+Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
+dev extra; one small untimed merge and rewrite run first (JVM warm-up). Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import importlib.resources
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from airflow_provider_sqlserver_cdc.spark import merge_job
+
+ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+SNAPSHOT_LSN = 0x1000
+CHANGES_PER_TRANSACTION = 1000
+COLUMNS = [
+    {
+        "name": "id",
+        "sql_type": "bigint",
+        "precision": 19,
+        "scale": 0,
+        "nullable": False,
+        "arrow_type": "int64",
+    },
+    {
+        "name": "customer_id",
+        "sql_type": "int",
+        "precision": 10,
+        "scale": 0,
+        "nullable": True,
+        "arrow_type": "int32",
+    },
+    {"name": "name", "sql_type": "nvarchar", "max_length": 200, "nullable": True, "arrow_type": "string"},
+    {"name": "status", "sql_type": "varchar", "max_length": 20, "nullable": True, "arrow_type": "string"},
+    {
+        "name": "amount",
+        "sql_type": "decimal",
+        "precision": 12,
+        "scale": 2,
+        "nullable": True,
+        "arrow_type": "decimal128(12, 2)",
+    },
+    {
+        "name": "updated_at",
+        "sql_type": "datetime2",
+        "scale": 6,
+        "nullable": True,
+        "arrow_type": "timestamp[us]",
+    },
+]
+STATUSES = np.array(["new", "paid", "shipped", "returned"], dtype=object)
+
+
+def lsn_bytes(values: np.ndarray) -> pa.Array:
+    """10-byte big-endian LSNs from integers (< 2**64)."""
+    raw = np.zeros((len(values), 10), dtype=np.uint8)
+    raw[:, 2:] = values.astype(">u8").view(np.uint8).reshape(-1, 8)
+    return pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(10), len(values), [None, pa.py_buffer(raw.tobytes())]
+    ).cast(pa.binary())
+
+
+def decimal_cents(cents: np.ndarray) -> pa.Array:
+    """decimal(12,2) values from non-negative integer cents (built from the 128-bit unscaled values)."""
+    raw = np.zeros((len(cents), 2), dtype="<i8")
+    raw[:, 0] = cents
+    return pa.Array.from_buffers(pa.decimal128(12, 2), len(cents), [None, pa.py_buffer(raw.tobytes())])
+
+
+def rows(ids: np.ndarray, version: int, rng: np.random.Generator) -> dict[str, pa.Array]:
+    """Captured column values for the given ids."""
+    n = len(ids)
+    id_array = pa.array(ids, pa.int64())
+    names = pc.binary_join_element_wise(
+        pa.array(["customer"] * n), pc.cast(id_array, pa.string()), f"v{version}", "-"
+    )
+    return {
+        "id": id_array,
+        "customer_id": pa.array((ids % 100_000).astype(np.int32)),
+        "name": names,
+        "status": pa.array(STATUSES[rng.integers(0, len(STATUSES), n)], pa.string()),
+        "amount": decimal_cents(rng.integers(0, 10**9, n)),
+        "updated_at": pa.array(
+            np.datetime64("2026-01-01T00:00:00")
+            + rng.integers(0, 86_400_000_000, n).astype("timedelta64[us]"),
+            pa.timestamp("us"),
+        ),
+    }
+
+
+def write_window(
+    base: Path, kind: str, from_lsn: int, to_lsn: int, table: pa.Table, rows_per_file: int = 1_000_000
+) -> str:
+    """Write a window (Parquet files then manifest) in the documented format; return the manifest path."""
+    directory = base / "dbo_orders" / f"{merge_job.lsn_from_int(from_lsn)}_{merge_job.lsn_from_int(to_lsn)}"
+    directory.mkdir(parents=True)
+    files = []
+    for number, start in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
+        chunk = table.slice(start, rows_per_file)
+        name = f"part-{number:05d}.parquet"
+        pq.write_table(chunk, directory / name, compression="zstd")
+        files.append({"path": name, "rows": chunk.num_rows, "bytes": (directory / name).stat().st_size})
+    operations = pc.value_counts(table["__$operation"]).to_pylist()
+    counts = {n: 0 for n in ("delete", "insert", "update_before", "update_after")}
+    for entry in operations:
+        counts[["delete", "insert", "update_before", "update_after"][entry["values"] - 1]] = entry["counts"]
+    manifest = {
+        "format_version": 1,
+        "kind": kind,
+        "capture_instance": "dbo_orders",
+        "source": {"server": "bench", "database": "shop", "schema": "dbo", "table": "orders"},
+        "from_lsn": merge_job.lsn_from_int(from_lsn),
+        "to_lsn": merge_job.lsn_from_int(to_lsn),
+        "from_time": None,
+        "to_time": None,
+        "mode": "snapshot" if kind == "snapshot" else "interval",
+        "row_filter_option": "all update old",
+        "key_columns": ["id"],
+        "columns": [dict(c, ordinal=i + 1) for i, c in enumerate(COLUMNS)],
+        "files": files,
+        "row_count": table.num_rows,
+        "operation_counts": counts,
+    }
+    (directory / "_manifest.json").write_text(json.dumps(manifest))
+    return str(directory / "_manifest.json")
+
+
+def change_table(size: int, changes: int, rng: np.random.Generator) -> tuple[pa.Table, dict[str, int]]:
+    """70% updates (before + after image), 20% inserts, 10% deletes, in transactions of 1000."""
+    updates, inserts = int(changes * 0.7), int(changes * 0.2)
+    deletes = changes - updates - inserts
+    existing = rng.permutation(size)[: updates + deletes] + 1
+    updated, deleted = existing[:updates], existing[updates:]
+    inserted = np.arange(size + 1, size + inserts + 1)
+    # Interleave kinds: one change number per logical change, in random order.
+    kinds = rng.permutation(np.repeat(np.array([4, 2, 1], dtype=np.int32), [updates, inserts, deletes]))
+    ids = np.empty(changes, dtype=np.int64)
+    ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
+    number = np.arange(changes)
+    start_lsn = SNAPSHOT_LSN + 0x10 + number // CHANGES_PER_TRANSACTION
+    seqval = start_lsn * 0x10000 + number % CHANGES_PER_TRANSACTION
+    # Before-images: one extra row per update, same position, operation 3.
+    before = kinds == 4
+    all_ids = np.concatenate([ids, ids[before]])
+    all_ops = np.concatenate([kinds, np.full(before.sum(), 3, dtype=np.int32)])
+    all_start = np.concatenate([start_lsn, start_lsn[before]])
+    all_seq = np.concatenate([seqval, seqval[before]])
+    order = np.lexsort((all_ops, all_seq, all_start))
+    all_ids, all_ops, all_start, all_seq = all_ids[order], all_ops[order], all_start[order], all_seq[order]
+    values = rows(all_ids, 2, rng)
+    table = pa.table(
+        {
+            "__$start_lsn": lsn_bytes(all_start),
+            "__$seqval": lsn_bytes(all_seq),
+            "__$operation": pa.array(all_ops, pa.int32()),
+            "__$update_mask": pa.array([b"\x3f"] * len(all_ids), pa.binary()),
+            "__$commit_time": pa.array(
+                np.datetime64("2026-01-02T00:00:00") + (all_start - SNAPSHOT_LSN).astype("timedelta64[ms]"),
+                pa.timestamp("us", tz="UTC"),
+            ),
+            **values,
+        }
+    )
+    return table, {"updates": updates, "inserts": inserts, "deletes": deletes, "rows": table.num_rows}
+
+
+def snapshot_table(size: int, rng: np.random.Generator) -> pa.Table:
+    """The initial rows: every row operation 2 at the snapshot LSN."""
+    ids = np.arange(1, size + 1, dtype=np.int64)
+    position = lsn_bytes(np.full(size, SNAPSHOT_LSN, dtype=np.int64))
+    return pa.table(
+        {
+            "__$start_lsn": position,
+            "__$seqval": position,
+            "__$operation": pa.array(np.full(size, 2, dtype=np.int32)),
+            "__$update_mask": pa.nulls(size, pa.binary()),
+            "__$commit_time": pa.array(
+                [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)] * 1, pa.timestamp("us", tz="UTC")
+            ).take(pa.array(np.zeros(size, dtype=np.int64))),
+            **rows(ids, 1, rng),
+        }
+    )
+
+
+def spark_session(warehouse: Path, shuffle_partitions: int):
+    from pyspark.sql import SparkSession
+
+    jar = str(importlib.resources.files("snowpark_connect_deps_iceberg") / "jars" / ICEBERG_JAR)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sqlserver-cdc-merge-benchmark")
+        .config("spark.jars", jar)
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "6g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
+        .config("spark.sql.catalog.lake.type", "hadoop")
+        .config("spark.sql.catalog.lake.warehouse", str(warehouse))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
+    """Create the target as the job would and fill it with the snapshot rows (untimed set-up)."""
+    from pyspark.sql import functions as F
+
+    merge_job.configure_session(spark)
+    window = merge_job.read_manifest(spark, snapshot_manifest)
+    plan = merge_job.TargetPlan(table, windows=[window])
+    merge_job.plan_schema(None, plan, None)
+    merge_job.create_table(spark, plan, mode)
+    frame = merge_job.read_window(spark, window, table, check_count=False).withColumn(
+        merge_job.DELETED, F.lit(False)
+    )
+    frame.writeTo(table).append()
+
+
+def warm_up(spark, work: Path, rng: np.random.Generator) -> None:
+    """Run one small rewrite and merge first, so that JVM warm-up is not billed to the first mode timed."""
+    snapshot = write_window(
+        work / "warm-up", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(20_000, rng)
+    )
+    changes, _ = change_table(20_000, 4_000, rng)
+    last_lsn = int(np.frombuffer(changes["__$start_lsn"][-1].as_py()[2:], dtype=">u8")[0])
+    window = write_window(work / "warm-up", "changes", SNAPSHOT_LSN + 1, last_lsn, changes)
+    for mode in ("copy-on-write", "merge-on-read"):
+        table = f"lake.warm_up.orders_{mode.replace('-', '_')}"
+        load_baseline(spark, snapshot, table, mode)
+        spark.sql(f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}")
+        merge_job.run(spark, merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table}))
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
+    parser.add_argument("--modes", default="copy-on-write,merge-on-read")
+    parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    args = parser.parse_args()
+    size, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
+    work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-"))
+    rng = np.random.default_rng(6)
+    try:
+        started = time.perf_counter()
+        snapshot = write_window(
+            work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(size, rng)
+        )
+        change_rows, mix = change_table(size, changes, rng)
+        last_lsn = int(np.frombuffer(change_rows["__$start_lsn"][-1].as_py()[2:], dtype=">u8")[0])
+        window = write_window(work / "windows", "changes", SNAPSHOT_LSN + 1, last_lsn, change_rows)
+        del change_rows
+        print(
+            f"target rows {size:,}; changes {changes:,} ({mix['updates']:,} updates, {mix['inserts']:,} inserts, "
+            f"{mix['deletes']:,} deletes; {mix['rows']:,} change rows with before-images); "
+            f"windows written in {time.perf_counter() - started:.1f} s"
+        )
+        spark = spark_session(work / "warehouse", args.shuffle_partitions)
+        print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
+        warm_up(spark, work, rng)
+        print(f"{'mode':<15} {'rewrite s':>10} {'merge s':>10} {'merge/rewrite':>14} {'rows after':>12}")
+        for mode in args.modes.split(","):
+            table = f"lake.bench.orders_{mode.replace('-', '_')}"
+            load_baseline(spark, snapshot, table, mode)
+            rewrite = timed(
+                lambda table=table: spark.sql(
+                    f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
+                )
+            )
+            settings = merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table})
+            merge = timed(lambda settings=settings: merge_job.run(spark, settings))
+            total = spark.table(table).count()
+            live = spark.table(table).where(f"NOT {merge_job.DELETED}").count()
+            expected_live = size + mix["inserts"] - mix["deletes"]
+            assert live == expected_live, (live, expected_live)
+            print(f"{mode:<15} {rewrite:>10.1f} {merge:>10.1f} {merge / rewrite:>13.2f}x {total:>12,}")
+        spark.stop()
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
+
+
+if __name__ == "__main__":
+    main()
