@@ -167,3 +167,22 @@ class ConcurrentWriter:
         self.stop.set()
         self.thread.join(30)
         self.conn.close()
+
+
+def history_until(hook: SqlServerCdcHook, instance, lsn: Lsn, base: Path, database: str) -> dict:
+    """The table's rows at ``lsn`` rebuilt from CDC alone: every change from the instance's start up to ``lsn``."""
+    from airflow_provider_sqlserver_cdc.windows import LsnWindow
+
+    tz = hook.get_server_time_zone()
+    window = LsnWindow(instance.name, hook.get_min_lsn(instance.name), lsn, "interval")
+    result = extract_window(hook, instance, window, base_uri=str(base), tz=tz, database=database)
+    target = ReplayTarget()
+    target.apply(result.window_uri)
+    return target.rows()
+
+
+def snapshot_rows(window_dir) -> dict:
+    """The rows of a snapshot window by key, without the CDC metadata columns."""
+    manifest, rows = read_window(window_dir)
+    keys = manifest["key_columns"]
+    return {tuple(r[k] for k in keys): {k: v for k, v in r.items() if not k.startswith("__$")} for r in rows}

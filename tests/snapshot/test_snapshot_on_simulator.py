@@ -15,7 +15,16 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 from snapshot_replay import read_window
-from snapshot_source import ConcurrentWriter, SourceDb, fresh_copy, replay, seed, windows_after
+from snapshot_source import (
+    ConcurrentWriter,
+    SourceDb,
+    fresh_copy,
+    history_until,
+    replay,
+    seed,
+    snapshot_rows,
+    windows_after,
+)
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.errors import (
@@ -63,6 +72,9 @@ def test_snapshot_and_later_windows_equal_the_source_while_a_writer_runs(source,
         snapshot_keys = [tuple(r[k] for k in keys) for r in rows]
         assert snapshot_keys == sorted(snapshot_keys), "chunks are read in key order without overlap"
         assert len(set(snapshot_keys)) == len(snapshot_keys)
+        # point in time: the copy is exactly the table rebuilt from every change up to its LSN
+        history = history_until(hook, instance, lsn, tmp_path / "history", database)
+        assert snapshot_rows(snapshot_dir) == history, instance.name
         windows = windows_after(hook, instance, lsn, tmp_path / "staging", database)
         window_manifest, window_rows = read_window(windows[0])
         assert all(Lsn(r["__$start_lsn"]) > lsn for r in window_rows)
