@@ -1,0 +1,305 @@
+"""The simulator's own behaviour: login, protocol details, clock, the fixture and the command line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pymssql
+import pyodbc
+import pytest
+
+
+def test_fixture_serves_fresh_state_quickly(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    names = {r[0] for r in conn.execute("SELECT name FROM sys.databases").fetchall()}
+    assert names == {"master", "tempdb", "model", "msdb"}
+    conn.execute("CREATE DATABASE leftover")
+    conn.close()
+    started = time.perf_counter()
+    sqlserver_simulator.reset()
+    assert time.perf_counter() - started < 2.0
+    conn = sqlserver_simulator.connect()
+    assert conn.execute("SELECT COUNT(*) FROM sys.databases WHERE name = 'leftover'").fetchone()[0] == 0
+
+
+def test_wrong_password_is_login_failed_18456(sqlserver_simulator: Any) -> None:
+    bad = sqlserver_simulator.odbc_connection_string().replace(sqlserver_simulator.password, "wrong")
+    with pytest.raises(pyodbc.Error) as err:
+        pyodbc.connect(bad, timeout=5)
+    assert "Login failed for user 'sa'" in str(err.value)
+    with pytest.raises(pymssql.Error) as err2:
+        pymssql.connect(
+            server=sqlserver_simulator.host, port=str(sqlserver_simulator.port), user="sa", password="wrong"
+        )
+    assert "18456" in str(err2.value)
+
+
+def test_created_login_can_connect_and_role_membership_is_visible(sqlserver_simulator: Any) -> None:
+    admin = sqlserver_simulator.connect()
+    admin.execute("CREATE DATABASE app")
+    admin.execute("CREATE LOGIN reader WITH PASSWORD = 'Read-Only-1!'")
+    admin.execute("USE app")
+    admin.execute("CREATE USER reader FOR LOGIN reader")
+    admin.execute("CREATE ROLE cdc_readers")
+    admin.execute("ALTER ROLE cdc_readers ADD MEMBER reader")
+    conn = pyodbc.connect(
+        f"DRIVER=FreeTDS;SERVER={sqlserver_simulator.host};PORT={sqlserver_simulator.port};UID=reader;PWD=Read-Only-1!;"
+        "TDS_Version=7.4;DATABASE=app",
+        autocommit=True,
+    )
+    assert tuple(
+        conn.execute(
+            "SELECT SUSER_SNAME(), USER_NAME(), IS_MEMBER('cdc_readers'), IS_MEMBER('db_owner')"
+        ).fetchone()
+    ) == (
+        "reader",
+        "reader",
+        1,
+        0,
+    )
+
+
+def test_server_variables_and_properties(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    version, spid, trancount, db = conn.execute("SELECT @@VERSION, @@SPID, @@TRANCOUNT, DB_NAME()").fetchone()
+    assert version.startswith("Microsoft SQL Server 2022")
+    assert spid >= 51 and trancount == 0 and db == "master"
+    assert (
+        conn.execute("SELECT CAST(SERVERPROPERTY('ProductVersion') AS varchar(20))")
+        .fetchone()[0]
+        .startswith("16.")
+    )
+
+
+def test_clock_controls_server_time_in_its_time_zone(sqlserver_simulator: Any) -> None:
+    clock = sqlserver_simulator.clock
+    clock.set_timezone("Europe/Berlin")
+    clock.set(dt.datetime(2024, 7, 1, 12, 0, 0), frozen=True)
+    conn = sqlserver_simulator.connect()
+    row = tuple(
+        conn.execute(
+            "SELECT CONVERT(varchar(40), SYSDATETIMEOFFSET(), 121), DATEPART(TZOFFSET, SYSDATETIMEOFFSET()), "
+            "CONVERT(varchar(30), SYSUTCDATETIME(), 121), CONVERT(varchar(30), GETDATE(), 121)"
+        ).fetchone()
+    )
+    assert row == (
+        "2024-07-01 12:00:00.0000000 +02:00",
+        120,
+        "2024-07-01 10:00:00.0000000",
+        "2024-07-01 12:00:00.000",
+    )
+    clock.advance(dt.timedelta(days=200))
+    offset = tuple(
+        conn.execute(
+            "SELECT DATEPART(TZOFFSET, SYSDATETIMEOFFSET()), CONVERT(varchar(19), GETDATE(), 120)"
+        ).fetchone()
+    )
+    assert offset == (60, "2025-01-17 11:00:00")  # 200 days of elapsed time: 10:00 UTC is 11:00 in winter
+
+
+def test_multiple_statements_and_result_sets_in_one_batch(sqlserver_simulator: Any) -> None:
+    cur = sqlserver_simulator.connect().cursor()
+    cur.execute("SET NOCOUNT ON; DECLARE @x int = 41; SELECT @x + 1 AS a; SELECT N'two' AS b, 3 AS c")
+    assert cur.fetchall()[0][0] == 42
+    assert cur.nextset()
+    assert tuple(cur.fetchone()) == ("two", 3)
+    assert not cur.nextset()
+
+
+def test_abandoned_result_is_cancelled_and_connection_stays_usable(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    conn.execute("CREATE DATABASE big")
+    conn.execute("USE big")
+    conn.execute("CREATE TABLE dbo.n (i int PRIMARY KEY, pad nchar(200))")
+    conn.execute("INSERT INTO dbo.n VALUES (1, N'x')")
+    for k in range(1, 14):
+        conn.execute(f"INSERT INTO dbo.n SELECT i + {2 ** (k - 1)}, pad FROM dbo.n")
+    cur = conn.cursor()
+    cur.execute("SELECT i, pad FROM dbo.n")
+    assert cur.fetchone() is not None
+    cur.close()  # abandons ~8,000 unread rows: the driver sends ATTENTION
+    assert conn.execute("SELECT COUNT(*) FROM dbo.n").fetchone()[0] == 2**13
+
+
+def test_unsupported_statement_fails_with_a_clear_error(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    with pytest.raises(pyodbc.Error) as err:
+        conn.execute("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE;")
+    assert "does not support MERGE statements" in str(err.value)
+    with pytest.raises(pyodbc.Error) as err:
+        conn.execute("SELECT ROW_NUMBER() OVER (ORDER BY name) FROM sys.databases")
+    assert "does not support window functions" in str(err.value)
+
+
+def test_sp_executesql_and_prepared_statements(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    row = conn.execute("EXEC sp_executesql N'SELECT @a + @b', N'@a int, @b int', @a = 1, @b = 2").fetchone()
+    assert row[0] == 3
+    cur = conn.cursor()
+    for i in range(3):  # sp_prepexec, then sp_unprepare + sp_prepexec
+        assert cur.execute("SELECT ? * 2", i).fetchone()[0] == i * 2
+    assert cur.execute("SELECT CAST(? AS varbinary(10))", b"\x00\x01").fetchone()[0] == b"\x00\x01"
+
+
+def test_engine_execute_and_transaction_log_records_lsns(sqlserver_simulator: Any) -> None:
+    from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_from_numeric, lsn_to_numeric
+
+    engine = sqlserver_simulator.engine
+    engine.execute("CREATE DATABASE logdb")
+    engine.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(10))", database="logdb")
+    engine.execute(
+        "BEGIN TRAN; INSERT INTO dbo.t VALUES (1, N'a'), (2, N'b'); UPDATE dbo.t SET v = N'z' WHERE id = 1; COMMIT",
+        database="logdb",
+    )
+    engine.execute("BEGIN TRAN; DELETE FROM dbo.t WHERE id = 2; ROLLBACK", database="logdb")
+    log = engine.database("logdb").log
+    xacts = list(log.scan())
+    assert [x.operations[0].kind for x in xacts] == ["create_table", "insert"]
+    row_xact = xacts[1]
+    ops = row_xact.operations
+    assert [op.kind for op in ops] == ["insert", "insert", "update"]
+    assert ops[2].before_row == {"id": 1, "v": "a"} and ops[2].after_row == {"id": 1, "v": "z"}
+    lsns = [row_xact.begin_lsn] + [op.lsn for op in ops] + [row_xact.commit_lsn]
+    assert lsns == sorted(lsns) and len(set(lsns)) == len(lsns)
+    assert all(len(x) == 10 for x in lsns)
+    assert xacts[0].commit_lsn < row_xact.begin_lsn
+    assert list(log.scan(after_lsn=xacts[0].commit_lsn)) == [row_xact]
+    assert lsn_from_numeric(lsn_to_numeric(row_xact.commit_lsn)) == row_xact.commit_lsn
+    outside = log.allocate_lsn()
+    assert outside > row_xact.commit_lsn
+
+
+def test_begin_lsn_is_visible_in_dm_tran_database_transactions(sqlserver_simulator: Any) -> None:
+    from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
+
+    conn = sqlserver_simulator.connect(autocommit=False)
+    conn.execute("CREATE DATABASE dm")
+    conn.commit()
+    conn.execute("USE dm")
+    conn.execute("CREATE TABLE dbo.t (id int)")
+    conn.commit()
+    conn.execute("INSERT INTO dbo.t VALUES (1)")
+    begin = conn.execute(
+        "SELECT database_transaction_begin_lsn FROM sys.dm_tran_database_transactions "
+        "WHERE transaction_id = CURRENT_TRANSACTION_ID() AND database_id = DB_ID()"
+    ).fetchone()[0]
+    conn.commit()
+    committed = list(sqlserver_simulator.engine.database("dm").log.scan())[-1]
+    assert int(begin) == lsn_to_numeric(committed.begin_lsn)
+
+
+def test_extension_registry_procedures_functions_and_views(sqlserver_simulator: Any) -> None:
+    from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+    from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError
+    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
+        ProcedureResult,
+        ResultColumn,
+        Rowset,
+    )
+
+    reg = sqlserver_simulator.engine.registry
+    calls = []
+
+    def proc(session: Any, args: Any) -> ProcedureResult:
+        calls.append((args.get("name", 0), args.get("n", 1)))
+        if args.get("n", 1) == 0:
+            raise SqlError(22832, 16, 1, "Could not update the metadata.")
+        return ProcedureResult([Rowset([ResultColumn("echo", T.nvarchar(20))], [(args.get("name", 0),)])])
+
+    reg.procedure("sys.sp_test_echo", proc)
+    reg.scalar_function("sys.fn_test_double", lambda session, args: args[0].value * 2, T.INT)
+    reg.table_function_prefix(
+        "cdc.fn_test_rows_",
+        lambda session, suffix, args: Rowset(
+            [ResultColumn("s", T.nvarchar(50)), ResultColumn("n", T.INT)], [(suffix, args[0].value)]
+        ),
+    )
+    try:
+        conn = sqlserver_simulator.connect()
+        assert conn.execute("EXEC sys.sp_test_echo @name = N'hi', @n = 2").fetchone()[0] == "hi"
+        assert conn.execute("EXEC sp_test_echo N'pos', 3").fetchone()[0] == "pos"
+        assert calls == [("hi", 2), ("pos", 3)]
+        with pytest.raises(pyodbc.Error) as err:
+            conn.execute("EXEC sys.sp_test_echo @name = N'x', @n = 0")
+        assert "(22832)" in str(err.value)
+        assert conn.execute("SELECT sys.fn_test_double(?)", 21).fetchone()[0] == 42
+        assert tuple(conn.execute("SELECT s, n FROM cdc.fn_test_rows_dbo_Orders(7)").fetchone()) == (
+            "dbo_Orders",
+            7,
+        )
+    finally:
+        del reg.procedures["sys.sp_test_echo"]
+        del reg.scalar_functions["sys.fn_test_double"]
+        reg.table_prefixes[:] = [p for p in reg.table_prefixes if p[0] != "cdc.fn_test_rows_"]
+
+
+def _start_cli(data: Path, password: str) -> tuple[subprocess.Popen[str], str, str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--data",
+            str(data),
+            "--password",
+            password,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline()
+    assert line.startswith("READY 127.0.0.1:"), line
+    host, port = line.split()[1].rsplit(":", 1)
+    return proc, host, port
+
+
+def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path) -> None:
+    password = "Cli-Pw-9!"
+    proc, host, port = _start_cli(tmp_path, password)
+    odbc = f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;"
+    conn = pyodbc.connect(odbc, autocommit=True)
+    conn.execute("CREATE DATABASE keep")
+    conn.execute("USE keep")
+    conn.execute("CREATE TABLE dbo.t (id int IDENTITY PRIMARY KEY, v nvarchar(10))")
+    conn.execute("INSERT INTO dbo.t (v) VALUES (N'a'), (N'b')")
+    conn.close()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+    assert proc.stdout.read() == ""  # exactly one line on stdout
+
+    proc, host, port = _start_cli(tmp_path, password)
+    try:
+        odbc = (
+            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;DATABASE=keep;"
+        )
+        conn = pyodbc.connect(odbc, autocommit=True)
+        conn.execute("INSERT INTO dbo.t (v) VALUES (N'c')")
+        assert [tuple(r) for r in conn.execute("SELECT id, v FROM dbo.t ORDER BY id").fetchall()] == [
+            (1, "a"),
+            (2, "b"),
+            (3, "c"),
+        ]
+        conn.close()
+    finally:
+        proc.kill()  # no clean shutdown: the journal must carry the last insert
+        proc.wait()
+    proc, host, port = _start_cli(tmp_path, password)
+    try:
+        odbc = (
+            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;DATABASE=keep;"
+        )
+        conn = pyodbc.connect(odbc, autocommit=True)
+        assert conn.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 3
+        conn.close()
+    finally:
+        os.kill(proc.pid, signal.SIGINT)
+        assert proc.wait(10) == 0
