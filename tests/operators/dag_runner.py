@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# The DAG runs in a subprocess; Variables it writes must decrypt in the test process too.
+FERNET_KEY = "xxeHKmrkr5b6Cg3msdBkr1dMoQqBqiyF-BuIj8i-uFo="
+
 DAG_FILE = """
 from __future__ import annotations
 
@@ -93,6 +96,7 @@ def run_cdc_dag(tmp_path: Path, conn_uri_json: str, **cfg: Any) -> dict[str, Any
     cfg["result_path"] = str(result_path)
     env = os.environ.copy()
     env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags)
+    env["AIRFLOW__CORE__FERNET_KEY"] = FERNET_KEY
     env["CDC_TEST_CONFIG"] = json.dumps(cfg)
     env[f"AIRFLOW_CONN_{cfg['conn_id'].upper()}"] = conn_uri_json
     proc = subprocess.run(

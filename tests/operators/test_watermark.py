@@ -1,0 +1,173 @@
+"""LsnSensor -> CdcExtractOperator (mapped) -> WatermarkCommitOperator in real Airflow (``dag.test()``) on the simulator."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+from dag_runner import FERNET_KEY, run_cdc_dag
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+
+ZONE = "Asia/Kolkata"  # the simulator runs at UTC+05:30
+OFFSET = dt.timedelta(hours=5, minutes=30)
+DAY = dt.datetime(2026, 3, 2)
+CIS = ["dbo_orders", "dbo_items"]
+
+pytestmark = pytest.mark.slow
+
+
+def local(hh: int, mm: int) -> dt.datetime:
+    return DAY.replace(hour=hh, minute=mm)
+
+
+def utc_iso(hh: int, mm: int) -> str:
+    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC).isoformat()
+
+
+def variable(key: str) -> dict | None:
+    from airflow.models.variable import Variable
+
+    raw = Variable.get(key, default_var=None)
+    return json.loads(raw) if raw is not None else None
+
+
+@pytest.fixture
+def source(sqlserver_simulator, airflow_db, monkeypatch):
+    from airflow.models.crypto import get_fernet
+
+    monkeypatch.setenv("AIRFLOW__CORE__FERNET_KEY", FERNET_KEY)
+    get_fernet.cache_clear()
+    sim = sqlserver_simulator
+    sim.clock.set_timezone(ZONE)
+    sim.clock.set(local(9, 0), frozen=True)
+    cur = sim.connect().cursor()
+    for sql in (
+        "CREATE DATABASE shop",
+        "USE shop",
+        "EXEC sys.sp_cdc_enable_db",
+        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL)",
+        "CREATE TABLE dbo.items (sku varchar(10) NOT NULL PRIMARY KEY, qty int NULL)",
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL",
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', @role_name = NULL",
+        "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
+    ):
+        cur.execute(sql)
+
+    def commit_at(when, *statements):
+        sim.clock.set(when, frozen=True)
+        cur.execute("BEGIN TRANSACTION")
+        for sql, *params in statements:
+            cur.execute(sql, *params)
+        cur.execute("COMMIT TRANSACTION")
+
+    def scan(until):
+        sim.run_capture_scan("shop")
+        sim.clock.set(until, frozen=True)
+        sim.run_capture_scan("shop")
+
+    sim.commit_at = commit_at
+    sim.scan = scan
+    # Keys derive from the connection id, the database and the capture instance.
+    from airflow.models.variable import Variable
+
+    for ci in CIS:
+        Variable.delete(f"sqlserver_cdc__sim__shop__{ci}")
+    yield sim
+    get_fernet.cache_clear()
+
+
+def conn_json(sim) -> str:
+    return json.dumps(
+        {
+            "conn_type": "mssql",
+            "host": sim.host,
+            "port": sim.port,
+            "login": sim.user,
+            "password": sim.password,
+            "schema": "shop",
+            "extra": {"driver": "FreeTDS"},
+        }
+    )
+
+
+def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path):
+    source.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (1, N'a')",))
+    source.commit_at(
+        local(10, 12),
+        ("INSERT INTO dbo.orders VALUES (2, N'b')",),
+        ("INSERT INTO dbo.items VALUES ('x', 1)",),
+    )
+    source.commit_at(local(10, 25), ("UPDATE dbo.items SET qty = 2 WHERE sku = 'x'",))
+    source.scan(until=local(10, 40))
+    common = dict(
+        capture_instances=CIS, mode="interval", base_path=str(tmp_path / "lake"), dag_id="cdc_interval"
+    )
+
+    # Interval 10:10-10:20 server time, waiting through the deferrable sensor (trigger runs inline).
+    run = run_cdc_dag(tmp_path, conn_json(source), logical_date=utc_iso(10, 20), deferrable=True, **common)
+    assert run["state"] == "success", run["output"][-4000:]
+    windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
+    assert run["recorded"]["interval"] == [utc_iso(10, 10), utc_iso(10, 20)]
+    assert windows["dbo_orders"]["row_count"] == 1 and windows["dbo_items"]["row_count"] == 1
+    for ci, w in windows.items():
+        manifest = json.loads(Path(w["manifest_uri"]).read_text())
+        assert manifest["run_id"] == run["recorded"]["run_id"] and manifest["dag_id"] == "cdc_interval"
+        mark = variable(f"sqlserver_cdc__sim__shop__{ci}")
+        assert mark["lsn"] == w["to_lsn"] and mark["dag_run_id"] == run["recorded"]["run_id"]
+        assert mark["commit_time"] == w["to_lsn_time"]
+    first_marks = {ci: variable(f"sqlserver_cdc__sim__shop__{ci}")["lsn"] for ci in CIS}
+
+    # Next interval 10:20-10:30 in poke mode: the watermark moves forward.
+    run = run_cdc_dag(tmp_path, conn_json(source), logical_date=utc_iso(10, 30), **common)
+    assert run["state"] == "success", run["output"][-4000:]
+    windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
+    assert windows["dbo_orders"]["row_count"] == 0 and windows["dbo_items"]["row_count"] == 2
+    marks = {ci: variable(f"sqlserver_cdc__sim__shop__{ci}")["lsn"] for ci in CIS}
+    assert all(Lsn.from_hex(marks[ci]) >= Lsn.from_hex(first_marks[ci]) for ci in CIS)
+    assert Lsn.from_hex(marks["dbo_items"]) > Lsn.from_hex(first_marks["dbo_items"])
+
+    # Backfill of the older interval 10:00-10:10: extracted again, the watermark stays put.
+    run = run_cdc_dag(tmp_path, conn_json(source), logical_date=utc_iso(10, 10), **common)
+    assert run["state"] == "success", run["output"][-4000:]
+    windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
+    assert windows["dbo_orders"]["row_count"] == 1
+    assert [m["moved"] for m in run["recorded"]["marks"]] == [False, False]
+    assert {ci: variable(f"sqlserver_cdc__sim__shop__{ci}")["lsn"] for ci in CIS} == marks
+
+    # Watermark mode picks up exactly what came after the stored LSNs.
+    source.commit_at(local(10, 41), ("INSERT INTO dbo.orders VALUES (3, N'c')",))
+    source.scan(until=local(10, 50))
+    run = run_cdc_dag(
+        tmp_path,
+        conn_json(source),
+        logical_date=utc_iso(10, 50),
+        **{**common, "mode": "watermark", "dag_id": "cdc_wm"},
+    )
+    assert run["state"] == "success", run["output"][-4000:]
+    windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
+    assert windows["dbo_orders"]["row_count"] == 1 and windows["dbo_items"]["row_count"] == 0
+    assert windows["dbo_orders"]["from_lsn"] > marks["dbo_orders"]
+
+
+def test_sensor_timeout_says_the_capture_job_is_stopped(source, tmp_path):
+    source.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (1, N'a')",))
+    source.scan(until=local(10, 5))
+    source.clock.set(local(10, 45), frozen=True)  # the job is stopped: the max LSN stays at 10:05
+    run = run_cdc_dag(
+        tmp_path,
+        conn_json(source),
+        logical_date=utc_iso(10, 20),
+        capture_instances=["dbo_orders"],
+        mode="interval",
+        base_path=str(tmp_path / "lake"),
+        dag_id="cdc_timeout",
+        deferrable=True,
+        sensor_timeout=3,
+    )
+    assert run["state"] == "failed"
+    assert "appears to be STOPPED" in run["output"]
+    assert "2400 s behind the server clock" in run["output"]
+    assert not (tmp_path / "lake").exists()
