@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.resources
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -53,4 +54,6 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
+    # py4j logs at INFO while closing, after pytest has closed its captured streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session.stop()

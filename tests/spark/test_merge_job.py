@@ -589,3 +589,82 @@ def test_spark_net_effect_equals_the_python_rule(spark: Any) -> None:
     }
     assert from_spark == from_python
     assert any(v[0] for v in from_python.values()) and any(not v[0] for v in from_python.values())
+
+
+@pytest.mark.spark
+def test_window_written_by_the_extraction_writer_merges(spark: Any, tmp_path: Path, namespace: str) -> None:
+    """Contract check: a window made by the real Parquet writer and manifest code of the extraction."""
+    import pyarrow.fs as pafs
+
+    from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import METADATA_FIELDS
+    from airflow_provider_sqlserver_cdc.lsn import Lsn
+    from airflow_provider_sqlserver_cdc.operators.extract import column_descriptions
+    from airflow_provider_sqlserver_cdc.parquet.manifest import WindowManifest, write_manifest
+    from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_field, column_converter
+    from airflow_provider_sqlserver_cdc.parquet.window_writer import ParquetWindowWriter
+
+    columns = (
+        CapturedColumn("order_id", 1, "int", 4, 10, 0, False),
+        CapturedColumn("total", 2, "money", 8, 19, 4),
+        CapturedColumn("placed", 3, "datetime2", 8, 27, 7),
+        CapturedColumn("placed_local", 4, "datetimeoffset", 10, 34, 7),
+        CapturedColumn("at", 5, "time", 5, 16, 7),
+        CapturedColumn("ref", 6, "uniqueidentifier", 16, 0, 0),
+        CapturedColumn("note", 7, "nvarchar", -1, 0, 0),
+    )
+    instance = CaptureInstance(
+        "dbo_orders", "dbo", "orders", Lsn.from_hex(lsn_hex(1)), columns=columns, key_columns=("order_id",)
+    )
+    driver_values = {
+        "order_id": [1, 2, 2],
+        "total": [decimal.Decimal("10.5000"), decimal.Decimal("3.2500"), decimal.Decimal("4.0000")],
+        "placed": ["2026-03-29 02:30:00.1234567"] * 3,
+        "placed_local": ["2026-03-29 02:30:00.1234567 +05:30"] * 3,
+        "at": ["23:59:59.1234567"] * 3,
+        "ref": ["6f9619ff-8b86-d011-b42d-00c04fc964ff"] * 3,
+        "note": ["é", None, "updated"],
+    }
+    arrays = [
+        pa.array([lsn(0x20), lsn(0x30), lsn(0x30)]),
+        pa.array([lsn(0x2001), lsn(0x3001), lsn(0x3001)]),
+        pa.array([2, 3, 4], pa.int32()),
+        pa.array([b"\x7f", b"\x01", b"\x01"]),
+        pa.array([dt.datetime(2026, 1, 1, tzinfo=dt.UTC)] * 3, pa.timestamp("us", tz="UTC")),
+        *[column_converter(c)(driver_values[c.name]) for c in columns],
+    ]
+    schema = pa.schema(METADATA_FIELDS + [arrow_field(c) for c in columns])
+    window_dir = str(tmp_path / "windows" / "dbo_orders" / f"{lsn_hex(0x10)}_{lsn_hex(0x40)}")
+    filesystem = pafs.LocalFileSystem()
+    with ParquetWindowWriter(filesystem, window_dir, schema) as writer:
+        writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    manifest = WindowManifest(
+        kind="changes",
+        capture_instance="dbo_orders",
+        source={"server": "sim", "database": "shop", "schema": "dbo", "table": "orders"},
+        from_lsn=lsn_hex(0x10),
+        to_lsn=lsn_hex(0x40),
+        from_time=None,
+        to_time=None,
+        mode="interval",
+        row_filter_option="all update old",
+        key_columns=["order_id"],
+        columns=column_descriptions(instance),
+        files=writer.files,
+        row_count=3,
+        operation_counts={"delete": 0, "insert": 1, "update_before": 1, "update_after": 1},
+    )
+    manifest_path = write_manifest(filesystem, window_dir, manifest)
+    run(spark, namespace, manifest_path)
+    got = {r.order_id: r.asDict() for r in spark.table(f"{namespace}.dbo_orders").collect()}
+    assert got[1]["total"] == decimal.Decimal("10.5000")
+    assert got[1]["placed"] == dt.datetime(2026, 3, 29, 2, 30, 0, 123456)
+    assert got[1]["placed_local"] == "2026-03-29T02:30:00.1234567+05:30"
+    assert got[1]["at"] == "23:59:59.1234567"
+    assert got[1]["ref"] == "6F9619FF-8B86-D011-B42D-00C04FC964FF"
+    assert got[1]["note"] == "é"
+    assert (got[2]["note"], got[2]["total"], got[2]["_cdc_operation"]) == (
+        "updated",
+        decimal.Decimal("4.0000"),
+        4,
+    )
