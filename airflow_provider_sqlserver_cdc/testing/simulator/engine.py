@@ -95,7 +95,7 @@ class Engine:
         except Exception:  # a broken CDC package must not take the engine down
             log.exception("the simulator's CDC package failed to import; CDC objects are unavailable")
             return
-        register_cdc(self.registry)
+        register_cdc(self.registry, self)
 
     # ---------------------------------------------------------------- state
     def _reset_state(self) -> None:

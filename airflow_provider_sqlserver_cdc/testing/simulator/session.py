@@ -460,7 +460,7 @@ class Session:
             yield from self._exec_statement(raw, implicit=w0 not in ("EXEC", "EXECUTE"))
             return
         if w0 == "PRINT":
-            e = parse_expression(raw.text[raw.tokens[1].start :])
+            e = parse_expression(raw.text[raw.tokens[1].start - raw.tokens[0].start :])
             c = Compiler(self, Scope())
             ex = c.compile(e)
             v = ex.fn(())
@@ -643,7 +643,8 @@ class Session:
         elif w1 == "LOCK_TIMEOUT":
             self.lock_timeout = int(raw.tokens[-1].text) * (-1 if words[2] == "-" else 1)
         elif w1 == "IDENTITY_INSERT":
-            table_text = raw.text[raw.tokens[2].start : raw.tokens[-2].end + 1]
+            base = raw.tokens[0].start
+            table_text = raw.text[raw.tokens[2].start - base : raw.tokens[-2].end + 1 - base]
             t = self.lookup_table_by_text(table_text)
             if t is None:
                 raise invalid_object(table_text)
@@ -748,7 +749,7 @@ class Session:
             i += 3
         if i < len(toks) and toks[i].token_type == TokenType.L_PAREN:
             # EXEC ('sql')
-            inner = raw.text[toks[i].end + 1 : toks[-1].start]
+            inner = raw.text[toks[i].end + 1 - toks[0].start : toks[-1].start - toks[0].start]
             e = Compiler(self, Scope()).compile(parse_expression(inner))
             sql = e.fn(())
             yield from self._nested_batch(sql)

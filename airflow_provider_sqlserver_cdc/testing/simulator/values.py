@@ -456,7 +456,9 @@ def convert(value: Any, src: SqlType, dst: SqlType, style: int | None = None) ->
                 if len(encoded) > dst.length:
                     text = encoded[: dst.length].decode("cp1252")
             elif text_units(text) > dst.length:
-                text = text.encode("utf-16-le", "surrogatepass")[: dst.length * 2].decode("utf-16-le", "ignore")
+                text = text.encode("utf-16-le", "surrogatepass")[: dst.length * 2].decode(
+                    "utf-16-le", "ignore"
+                )
             if d in ("char", "nchar") and text_units(text) < dst.length:
                 text = text + " " * (dst.length - text_units(text))
         return text

@@ -55,6 +55,12 @@ def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]
     if isinstance(this, exp.Anonymous):
         return _table_function(session, node, this, schema, catalog, alias)
     name = node.name
+    if schema is None and catalog is None:
+        from .query import cte_item
+
+        item = cte_item(session, name, alias)
+        if item is not None:
+            return item
     written = ".".join(p for p in (catalog, schema, name) if p)
     dbname = catalog or session.database
     db = session.engine.databases.get(dbname.lower())

@@ -199,7 +199,7 @@ def arithmetic_type(op: str, a: SqlType, b: SqlType) -> SqlType:
         "int",
         "bigint",
         "bit",
-    } and op in "+-":
+    }:
         return T.MONEY
     p1, s1 = T.decimal_params(a)
     p2, s2 = T.decimal_params(b)
@@ -484,7 +484,10 @@ class Compiler:
             "SPID": (lambda row: s.spid, T.SMALLINT),
             "TRANCOUNT": (lambda row: s.trancount, T.INT),
             "ROWCOUNT": (lambda row: s.last_rowcount, T.INT),
-            "IDENTITY": (lambda row: s.last_identity, T.decimal_type(38, 0)),
+            "IDENTITY": (
+                lambda row: None if s.last_identity is None else decimal.Decimal(s.last_identity),
+                T.decimal_type(38, 0),
+            ),
             "SERVERNAME": (lambda row: s.engine.server_name, T.nvarchar(128)),
             "SERVICENAME": (lambda row: "MSSQLSERVER", T.nvarchar(128)),
             "ERROR": (lambda row: s.last_error, T.INT),
@@ -798,6 +801,11 @@ class Compiler:
 
     def _arith(self, node: exp.Binary, op: str) -> Expr:
         a, b = self._binary_operands(node)
+        # a NULL literal takes the other operand's type ('a' + NULL is a NULL string)
+        if a.const and a.fn(None) is None:
+            return Expr(lambda row: None, b.type if op == "+" or T.is_numeric(b.type) else T.INT)
+        if b.const and b.fn(None) is None:
+            return Expr(lambda row: None, a.type if op == "+" or T.is_numeric(a.type) else T.INT)
         ta, tb = a.type, b.type
         # string concatenation
         if (
@@ -873,7 +881,7 @@ class Compiler:
             raise SqlError(
                 8117, 16, 1, f"Operand data type {ta.name} is invalid for {_OPNAMES[op]} operator."
             )
-        rt = arithmetic_type(op, ta, tb)
+        rt = arithmetic_type(op, _literal_decimal(a, ta, tb), _literal_decimal(b, tb, ta))
         fa, fb = a.fn, b.fn
         if rt.name in T.INTEGER_TYPES:
             check = _int_check(rt.name)
@@ -1085,6 +1093,12 @@ class Compiler:
 
         return call_function(self, "TRIM", [node.this], node)
 
+    def c_GroupConcat(self, node: exp.GroupConcat) -> Expr:
+        from .functions import call_function
+
+        args = [node.this] + ([node.args["separator"]] if node.args.get("separator") is not None else [])
+        return call_function(self, "STRING_AGG", args, node)
+
     def c_Star(self, node: exp.Star) -> Expr:
         raise not_supported("* in this position")
 
@@ -1093,6 +1107,15 @@ class Compiler:
 
     def c_Select(self, node: exp.Select) -> Expr:
         return self.c_Subquery(exp.Subquery(this=node))
+
+
+def _literal_decimal(e: Expr, t: SqlType, other: SqlType) -> SqlType:
+    """An integer constant in decimal arithmetic counts with the precision of its digits, as in SQL Server."""
+    if e.const and t.name in ("int", "bigint") and other.name in ("decimal", "numeric"):
+        v = e.fn(None)
+        if isinstance(v, int):
+            return SqlType("numeric", precision=max(1, len(str(abs(v)))), scale=0)
+    return t
 
 
 _OPNAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "modulo"}

@@ -258,7 +258,7 @@ def _join(
 
 def _has_aggregate(node: exp.Expression) -> bool:
     for n in node.walk():
-        if isinstance(n, exp.Anonymous) and n.name.upper() in AGGREGATES:
+        if isinstance(n, exp.GroupConcat) or (isinstance(n, exp.Anonymous) and n.name.upper() in AGGREGATES):
             if n is node:
                 return True
             # not inside a subquery
@@ -318,8 +318,9 @@ def _limit_count(session: Session, node: exp.Expression | None) -> tuple[int | N
 
 def compile_select(session: Session, select: exp.Select, outer: Scope | None = None) -> CompiledQuery:
     """Compile one SELECT."""
-    if select.args.get("with_") or select.args.get("with"):
-        raise not_supported("common table expressions (WITH)")
+    with_ = select.args.get("with_") or select.args.get("with")
+    if with_ is not None:
+        return _with_ctes(session, select, with_, outer)
     if select.args.get("into"):
         raise not_supported("SELECT ... INTO")
     scope, producer, items = _build_from(session, select, outer)
@@ -493,6 +494,53 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         return result
 
     return CompiledQuery(columns, produce, correlated)
+
+
+def _with_ctes(session: Session, select: exp.Select, with_: exp.With, outer: Scope | None) -> CompiledQuery:
+    """Compile a SELECT with common table expressions (non-recursive): each CTE is a named derived table."""
+    if with_.args.get("recursive"):
+        raise not_supported("recursive common table expressions")
+    ctes = getattr(session, "ctes", None)
+    if ctes is None:
+        ctes = session.ctes = {}
+    saved = dict(ctes)
+    try:
+        for cte in with_.expressions:
+            name = cte.alias.lower()
+            cols = [c.name for c in cte.args["alias"].columns] if cte.args.get("alias") is not None else []
+            ctes[name] = (cte.this, cols)
+        inner = select.copy()
+        inner.set("with_", None)
+        inner.set("with", None)
+        return compile_select(session, inner, outer)
+    finally:
+        ctes.clear()
+        ctes.update(saved)
+
+
+def cte_item(session: Session, name: str, alias: str) -> _FromItem | None:
+    """A FROM item for a common table expression named *name*, if one is in scope."""
+    ctes = getattr(session, "ctes", None) or {}
+    entry = ctes.get(name.lower())
+    if entry is None:
+        return None
+    node, cols = entry
+    compiling = getattr(session, "ctes_compiling", None)
+    if compiling is None:
+        compiling = session.ctes_compiling = set()
+    if name.lower() in compiling:
+        raise not_supported("recursive common table expressions")
+    compiling.add(name.lower())
+    try:
+        q = compile_query(session, node)
+    finally:
+        compiling.discard(name.lower())
+    columns = q.columns
+    if cols:
+        if len(cols) != len(columns):
+            raise SqlError(8158, 16, 1, f"'{name}' has more columns than were specified in the column list.")
+        columns = [ResultColumn(n, c.type, c.nullable) for n, c in zip(cols, columns, strict=True)]
+    return _FromItem(Source((alias or name).lower(), name, columns), q.run)
 
 
 def _make_cmp(specs: list[tuple[int, int, bool]]) -> Callable[[Any, Any], int]:
