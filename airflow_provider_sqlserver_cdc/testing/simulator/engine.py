@@ -341,6 +341,8 @@ class Engine:
                     bkey = tuple(ci_key(before[p]) for p in ix.positions)
                     if ix.keys.get(bkey) == rowid:
                         del ix.keys[bkey]
+                    if after is None or tuple(ci_key(after[p]) for p in ix.positions) != bkey:
+                        ix.old_keys.setdefault(bkey, set()).add(rowid)
                 if after is not None:
                     ix.keys[tuple(ci_key(after[p]) for p in ix.positions)] = rowid
             dbname = db.name

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Iterator
@@ -986,11 +987,12 @@ def _internal_error(exc: Exception, statement: str) -> SqlError:
     )
 
 
-def parse_declarations(text: str) -> list[tuple[str, T.SqlType, bool]]:
+@functools.lru_cache(maxsize=512)
+def parse_declarations(text: str) -> tuple[tuple[str, T.SqlType, bool], ...]:
     """Parse ``@P1 int,@P2 nvarchar(max) OUTPUT`` parameter declarations."""
-    out = []
+    out: list[tuple[str, T.SqlType, bool]] = []
     if not text or not text.strip():
-        return out
+        return ()
     depth = 0
     parts = []
     cur = ""
@@ -1013,7 +1015,7 @@ def parse_declarations(text: str) -> list[tuple[str, T.SqlType, bool]]:
         args = [a.strip() for a in targs.split(",")] if targs else []
         t = T.make_type(tname, args)
         out.append((name, t, bool(output)))
-    return out
+    return tuple(out)
 
 
 def _split_name(text: str) -> list[str]:

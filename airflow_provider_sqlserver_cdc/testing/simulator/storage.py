@@ -57,6 +57,8 @@ class Index:
     descending: list[bool] = field(default_factory=list)
     positions: tuple[int, ...] = ()
     keys: dict[tuple[Any, ...], int] = field(default_factory=dict)
+    # keys that older row versions still carry (deleted rows, changed keys): lookups must consider them
+    old_keys: dict[tuple[Any, ...], set[int]] = field(default_factory=dict)
 
     @property
     def is_primary_key(self) -> bool:
@@ -153,6 +155,18 @@ class Table:
                 v = v.prev
             if v is not None and v.values is not None:
                 yield v.values
+
+    def visible(self, rowid: int, xact: Transaction | None, snap: int) -> tuple[Any, ...] | None:
+        """The values of row *rowid* a reader with snapshot *snap* in *xact* sees, or None."""
+        v = self.rows.get(rowid)
+        while v is not None:
+            if v.cts is None:
+                if v.xact is xact and xact is not None:
+                    break
+            elif v.cts <= snap:
+                break
+            v = v.prev
+        return None if v is None else v.values
 
     def scan_with_ids(self, xact: Transaction | None, snap: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """Like :meth:`scan`, with the row ids (for UPDATE / DELETE)."""

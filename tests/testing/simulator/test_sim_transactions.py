@@ -204,3 +204,23 @@ def test_lock_timeout_is_error_1222(sql_backend: Any) -> None:
         other.execute("INSERT INTO dbo.t VALUES (1)")
     assert "(1222)" in str(err.value)
     holder.rollback()
+
+
+def test_snapshot_reader_finds_rows_by_key_after_others_change_or_delete_them(sql_backend: Any) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(5))")
+    setup.execute("INSERT INTO dbo.t VALUES (1, N'one'), (2, N'two')")
+    snap = sql_backend.pyodbc()
+    snap.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    snap.execute("BEGIN TRAN")
+    assert snap.execute("SELECT v FROM dbo.t WHERE id = ?", 1).fetchone()[0] == "one"
+    setup.execute("UPDATE dbo.t SET id = 5 WHERE id = 1")
+    setup.execute("DELETE FROM dbo.t WHERE id = 2")
+    setup.execute("INSERT INTO dbo.t VALUES (2, N'new')")
+    assert snap.execute("SELECT v FROM dbo.t WHERE id = ?", 1).fetchone()[0] == "one"
+    assert snap.execute("SELECT v FROM dbo.t WHERE id = 2").fetchone()[0] == "two"
+    assert snap.execute("SELECT COUNT(*) FROM dbo.t WHERE id = 5").fetchone()[0] == 0
+    snap.execute("COMMIT")
+    assert snap.execute("SELECT v FROM dbo.t WHERE id = 5").fetchone()[0] == "one"
+    assert snap.execute("SELECT v FROM dbo.t WHERE id = 2").fetchone()[0] == "new"
+    assert snap.execute("SELECT COUNT(*) FROM dbo.t WHERE id = 1").fetchone()[0] == 0

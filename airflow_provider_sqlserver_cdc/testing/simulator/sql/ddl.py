@@ -1002,6 +1002,8 @@ def try_special_ddl(session: Session, raw: RawStatement) -> Iterator[Any] | None
     words = raw.words
     w0 = words[0]
     w1 = words[1] if len(words) > 1 else ""
+    if w0 not in ("CREATE", "ALTER", "DROP"):
+        return None
     c = _Cursor(raw, 2)
     if w0 == "CREATE" and w1 == "TABLE":
         return create_table(session, raw, c)

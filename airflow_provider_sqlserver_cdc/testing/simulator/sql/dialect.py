@@ -81,7 +81,7 @@ class RawStatement:
     text: str
     tokens: list[Token]
 
-    @property
+    @functools.cached_property
     def words(self) -> list[str]:
         return [t.text.upper() for t in self.tokens]
 

@@ -25,7 +25,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Tab
 
 from .dialect import parse_expression
 from .expressions import Compiler, Scope, Source, converter
-from .query import compile_query
+from .query import compile_query, key_lookup
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
@@ -340,6 +340,27 @@ def _limit(session: Session, node: exp.Expression) -> int | None:
     return int(Compiler(session, Scope()).compile(e).fn(()))
 
 
+def _candidates(
+    session: Session, table: Table, where: Any, tnode: Any, xact: Any, snap: int, where_fn: Any
+) -> list[int]:
+    """Row ids the statement changes: by unique-key lookup when WHERE fixes a key, else by a scan."""
+    lookup = (
+        key_lookup(session, table, where.this, _table_scope(table, tnode.alias or None))
+        if where is not None
+        else None
+    )
+    if lookup is not None:
+        out = []
+        for rowid in sorted(lookup()):
+            vals = table.visible(rowid, xact, snap)
+            if vals is not None and where_fn(vals) is True:
+                out.append(rowid)
+        return out
+    return [
+        rowid for rowid, vals in table.scan_with_ids(xact, snap) if where_fn is None or where_fn(vals) is True
+    ]
+
+
 def _update(session: Session, node: exp.Update, text: str) -> int:
     if node.args.get("from_") or node.args.get("from"):
         raise not_supported("UPDATE ... FROM")
@@ -387,11 +408,7 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
     snap = engine.begin_read(xact)
     session.current_snapshot = snap
     try:
-        candidates = [
-            rowid
-            for rowid, vals in table.scan_with_ids(xact, snap)
-            if where_fn is None or where_fn(vals) is True
-        ]
+        candidates = _candidates(session, table, where, tnode, xact, snap, where_fn)
     finally:
         engine.end_read(snap)
     if limit is not None:
@@ -441,11 +458,7 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
     snap = engine.begin_read(xact)
     session.current_snapshot = snap
     try:
-        candidates = [
-            rowid
-            for rowid, vals in table.scan_with_ids(xact, snap)
-            if where_fn is None or where_fn(vals) is True
-        ]
+        candidates = _candidates(session, table, where, tnode, xact, snap, where_fn)
     finally:
         engine.end_read(snap)
     if limit is not None:

@@ -424,6 +424,20 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         raise not_supported("TOP ... WITH TIES")
 
     columns = [ResultColumn(n, e.type, e.nullable) for n, e in zip(names, out_exprs, strict=True)]
+    if len(items) == 1 and items[0].table is not None and where is not None and not select.args.get("joins"):
+        lookup = key_lookup(session, items[0].table, where.this, scope)
+        if lookup is not None:
+            base_table = items[0].table
+
+            def point_rows(lookup: Callable[[], set[int]] = lookup) -> Iterator[tuple[Any, ...]]:
+                xact = session.xact
+                snap = session.current_snapshot
+                for rid in sorted(lookup()):
+                    vals = base_table.visible(rid, xact, snap)
+                    if vals is not None:
+                        yield vals
+
+            producer = point_rows
     fns = [e.fn for e in out_exprs]
     correlated = scope.correlated
 
@@ -541,6 +555,55 @@ def cte_item(session: Session, name: str, alias: str) -> _FromItem | None:
             raise SqlError(8158, 16, 1, f"'{name}' has more columns than were specified in the column list.")
         columns = [ResultColumn(n, c.type, c.nullable) for n, c in zip(cols, columns, strict=True)]
     return _FromItem(Source((alias or name).lower(), name, columns), q.run)
+
+
+def key_lookup(
+    session: Session, table: Any, where: exp.Expression | None, scope: Scope
+) -> Callable[[], set[int]] | None:
+    """Row ids a WHERE clause can match, when it fixes every column of a unique index to a value.
+
+    Returns a function giving the candidate row ids (current and older versions' keys), or None
+    when no unique index applies; callers still check visibility and the full WHERE clause.
+    """
+    if where is None or not table.indexes:
+        return None
+    compiler = Compiler(session, scope)
+    width = len(table.columns)
+    values: dict[int, Expr] = {}
+    for cj in _conjuncts(where):
+        if not isinstance(cj, exp.EQ):
+            continue
+        for col_side, val_side in ((cj.this, cj.expression), (cj.expression, cj.this)):
+            if not isinstance(col_side, exp.Column) or isinstance(col_side.this, exp.Star):
+                continue
+            if val_side.find(exp.Column) is not None or val_side.find(exp.Select) is not None:
+                continue
+            try:
+                found = scope.resolve(col_side.name, col_side.table or None)
+            except SqlError:
+                continue
+            if found is None or found[0] >= width:
+                continue
+            values[found[0]] = compiler.compile(val_side)
+            break
+    for ix in table.indexes:
+        if not ix.unique or not ix.positions or not all(p in values for p in ix.positions):
+            continue
+        fns = [_apply(converter(values[p].type, table.columns[p].type), values[p].fn) for p in ix.positions]
+
+        def lookup(ix: Any = ix, fns: list[Callable[[Any], Any]] = fns) -> set[int]:
+            try:
+                key = tuple(ci_key(f(())) for f in fns)
+            except SqlError:
+                return set(table.rows)  # let the full scan raise the conversion error
+            found: set[int] = set(ix.old_keys.get(key, ()))
+            rid = ix.keys.get(key)
+            if rid is not None:
+                found.add(rid)
+            return found
+
+        return lookup
+    return None
 
 
 def _make_cmp(specs: list[tuple[int, int, bool]]) -> Callable[[Any, Any], int]:
