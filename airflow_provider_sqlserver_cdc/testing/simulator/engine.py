@@ -304,20 +304,19 @@ class Engine:
                 rowid = table.next_rowid
                 table.next_rowid += 1
             # unique indexes
+            unique = [ix for ix in table.indexes if ix.unique]
+            akeys = [ix.key_of(after) for ix in unique] if after is not None else None
+            bkeys = [ix.key_of(before) for ix in unique] if before is not None else None
             if after is not None:
-                for ix in table.indexes:
-                    if not ix.unique:
-                        continue
-                    key = tuple(ci_key(after[p]) for p in ix.positions)
-                    if before is not None and tuple(ci_key(before[p]) for p in ix.positions) == key:
+                for i, ix in enumerate(unique):
+                    key = akeys[i]
+                    if bkeys is not None and bkeys[i] == key:
                         continue
                     other_id = ix.keys.get(key)
                     if other_id is not None and other_id != rowid:
                         other = table.rows.get(other_id)
                         if other is not None and other.values is not None:
                             if other.cts is None and other.xact is not xact:
-                                if newest is None:
-                                    table.next_rowid -= 1 if table.next_rowid - 1 == rowid else 0
                                 return "wait", other.xact
                             shown = ", ".join(
                                 "NULL" if after[p] is None else str(_display(after[p])) for p in ix.positions
@@ -328,34 +327,31 @@ class Engine:
                                 f"{table.schema.name}.{table.name}",
                                 shown,
                             )
-            # log, lock and version
-            if not xact.table_locks.get(table.object_id) and db.name.lower() != "tempdb":
-                pass
+            # version, index entries, log records
             kind = "insert" if before is None else ("delete" if after is None else "update")
             version = RowVersion(after, xact, None, newest)
             table.rows[rowid] = version
-            for ix in table.indexes:
-                if not ix.unique:
-                    continue
-                if before is not None:
-                    bkey = tuple(ci_key(before[p]) for p in ix.positions)
+            for i, ix in enumerate(unique):
+                if bkeys is not None:
+                    bkey = bkeys[i]
                     if ix.keys.get(bkey) == rowid:
                         del ix.keys[bkey]
-                    if after is None or tuple(ci_key(after[p]) for p in ix.positions) != bkey:
+                    if akeys is None or akeys[i] != bkey:
                         ix.old_keys.setdefault(bkey, set()).add(rowid)
-                if after is not None:
-                    ix.keys[tuple(ci_key(after[p]) for p in ix.positions)] = rowid
+                if akeys is not None:
+                    ix.keys[akeys[i]] = rowid
             dbname = db.name
+            log = db.log
             if dbname not in xact.begin_lsn:
-                xact.begin_lsn[dbname] = db.log.allocate_lsn(new_block=True)
+                xact.begin_lsn[dbname] = log.allocate_lsn(new_block=True)
                 xact.begin_ticks[dbname] = self.clock.local_ticks()
             op = RowOperation(
-                db.log.allocate_lsn(),
+                log.allocate_lsn(),
                 table.schema.name,
                 table.name,
                 table.object_id,
                 kind,
-                tuple(c.name for c in table.columns),
+                table.column_names,
                 before,
                 after,
                 rowid,

@@ -226,7 +226,11 @@ def _dump_engine(engine: Any) -> dict[str, Any]:
                     "name": t.name,
                     "columns": [vars(c).copy() for c in t.columns],
                     "indexes": [
-                        {k: v for k, v in vars(ix).items() if k not in ("keys", "positions", "old_keys")}
+                        {
+                            k: v
+                            for k, v in vars(ix).items()
+                            if k not in ("keys", "positions", "old_keys", "key_of")
+                        }
                         for ix in t.indexes
                     ],
                     "rows": rows,

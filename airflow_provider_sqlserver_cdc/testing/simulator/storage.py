@@ -18,6 +18,7 @@ writers take IX, hinted readers take S (or U / X) and the usual compatibility ap
 from __future__ import annotations
 
 import itertools
+import operator
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -94,6 +95,7 @@ class Table:
         self.name = name
         self.columns: list[Column] = []
         self.colmap: dict[str, int] = {}
+        self.column_names: tuple[str, ...] = ()
         self.rows: dict[int, RowVersion] = {}
         self.next_rowid = 1
         self.indexes: list[Index] = []
@@ -117,8 +119,12 @@ class Table:
 
     def _rebuild_colmap(self) -> None:
         self.colmap = {c.name.lower(): i for i, c in enumerate(self.columns)}
+        self.column_names = tuple(c.name for c in self.columns)
         for ix in self.indexes:
             ix.positions = tuple(self.colmap[c.lower()] for c in ix.columns)
+            ix.key_of = _key_function(
+                ix.positions, [self.columns[p].type.name in _STRING_TYPES for p in ix.positions]
+            )
 
     def column_index(self, name: str) -> int | None:
         return self.colmap.get(name.lower())
@@ -183,6 +189,27 @@ class Table:
 
     def row_count(self, snap: int) -> int:
         return sum(1 for _ in self.scan(None, snap))
+
+
+_STRING_TYPES = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext"})
+
+
+def _casefold_key(v: Any) -> Any:
+    return v.rstrip(" ").casefold() if isinstance(v, str) else v
+
+
+def _key_function(positions: tuple[int, ...], is_string: list[bool]) -> Any:
+    """A function giving an index key from a row: strings compare case-insensitively, without trailing spaces."""
+    if len(positions) == 1:
+        p = positions[0]
+        if is_string[0]:
+            return lambda row: (_casefold_key(row[p]),)
+        return lambda row: (row[p],)
+    if not any(is_string):
+        getter = operator.itemgetter(*positions)
+        return getter
+    pairs = list(zip(positions, is_string, strict=True))
+    return lambda row: tuple(_casefold_key(row[p]) if s else row[p] for p, s in pairs)
 
 
 class Schema:

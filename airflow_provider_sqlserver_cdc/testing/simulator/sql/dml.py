@@ -251,7 +251,7 @@ def _insert(session: Session, node: exp.Insert, text: str) -> int:
             raise not_supported("this INSERT form")
     finally:
         engine.end_read(snap)
-    # converters
+    # converters, built once per column (and per value type for VALUES rows)
     convs_cache: dict[tuple[int, T.SqlType], Any] = {}
 
     def conv_for(pos: int, t: T.SqlType) -> Any:
@@ -260,59 +260,70 @@ def _insert(session: Session, node: exp.Insert, text: str) -> int:
             convs_cache[key] = _assign_converter(t, table.columns[cols[pos]])
         return convs_cache[key]
 
-    ncols = len(table.columns)
+    fixed_convs = None if per_row_types else [conv_for(pos, src_types[pos]) for pos in range(len(cols))]
+    columns = table.columns
+    ncols = len(columns)
     ident = table.identity_column
+    rv_cols = [i for i, c in enumerate(columns) if c.type.name == "timestamp"]
+    default_cols = [
+        i
+        for i, c in enumerate(columns)
+        if c.identity is None and c.type.name != "timestamp" and c.default_sql is not None
+    ]
+    checked = [
+        (i, c)
+        for i, c in enumerate(columns)
+        if c.identity is None and c.type.name != "timestamp" and (not c.nullable or c.type.length > 0)
+    ]
     defaults: dict[int, Any] = {}
     count = 0
     stmt = "INSERT"
+    all_given = [True] * len(cols)
     for r_i, r in enumerate(rows):
         full: list[Any] = [None] * ncols
         given = [False] * ncols
+        convs = (
+            fixed_convs
+            if fixed_convs is not None
+            else [conv_for(pos, t) for pos, t in enumerate(src_types[r_i])]
+        )
         for pos, ci in enumerate(cols):
             v = r[pos]
             if v is ...:
+                all_given[pos] = False
                 continue
-            t = src_types[r_i][pos] if per_row_types else src_types[pos]
-            c = conv_for(pos, t)
+            c = convs[pos]
             full[ci] = c(v) if c is not None and v is not None else v
             given[ci] = True
-        for i, col in enumerate(table.columns):
+        for i in default_cols:
             if given[i]:
                 continue
-            if col.identity is not None:
-                continue
-            if col.type.name == "timestamp":
-                continue
-            if col.default_sql is not None:
-                if i not in defaults or not _is_constant(col.default_sql):
-                    defaults[i] = default_value(session, col)
-                full[i] = defaults[i]
-        for i, col in enumerate(table.columns):
-            if col.identity is None and col.type.name != "timestamp":
-                _check_value(table, db, col, full[i], stmt)
+            if i not in defaults or not _is_constant(columns[i].default_sql):
+                defaults[i] = default_value(session, columns[i])
+            full[i] = defaults[i]
+        for i, col in checked:
+            _check_value(table, db, col, full[i], stmt)
 
         def compute(_current: Any, full: list[Any] = full, given: list[bool] = given) -> Any:
-            values = list(full)
             if ident is not None:
                 if given[ident]:
-                    v = values[ident]
+                    v = full[ident]
                     if v is None:
                         raise null_not_allowed(
-                            table.columns[ident].name, f"{db.name}.{table.schema.name}.{table.name}", stmt
+                            columns[ident].name, f"{db.name}.{table.schema.name}.{table.name}", stmt
                         )
                     if table.identity_current is None or v > table.identity_current:
                         table.identity_current = v
                 else:
-                    seed, inc = table.columns[ident].identity
+                    seed, inc = columns[ident].identity
                     table.identity_current = (
                         seed if table.identity_current is None else table.identity_current + inc
                     )
-                    values[ident] = V.convert(table.identity_current, T.BIGINT, table.columns[ident].type)
+                    full[ident] = V.convert(table.identity_current, T.BIGINT, columns[ident].type)
                     session.last_identity = table.identity_current
-            for i, col in enumerate(table.columns):
-                if col.type.name == "timestamp":
-                    values[i] = engine.next_rowversion(db)
-            return tuple(values)
+            for i in rv_cols:
+                full[i] = engine.next_rowversion(db)
+            return tuple(full)
 
         _write(session, xact, db, table, None, compute, text)
         count += 1
