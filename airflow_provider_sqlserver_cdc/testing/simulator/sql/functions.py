@@ -67,6 +67,13 @@ _UNITS = {
     "tz": "tzoffset",
     "timezone_minute": "tzoffset",
     "iso_week": "iso_week",
+    # names sqlglot gives DATEPART units
+    "dayofweek": "weekday",
+    "weekofyear": "week",
+    "isoweek": "iso_week",
+    "dayofmonth": "day",
+    "microseconds": "microsecond",
+    "nanoseconds": "nanosecond",
     "isowk": "iso_week",
     "isoww": "iso_week",
 }
