@@ -185,7 +185,9 @@ def column_read_expression(column: CapturedColumn) -> str:
     return name
 
 
-def all_changes_query(capture_instance: str, columns: Sequence[CapturedColumn]) -> str:
+def all_changes_query(
+    capture_instance: str, columns: Sequence[CapturedColumn], *, lsn_parameters_as_text: bool = False
+) -> str:
     """
     The query that streams ``cdc.fn_cdc_get_all_changes_<ci>(?, ?, ?)`` in commit order.
 
@@ -194,6 +196,8 @@ def all_changes_query(capture_instance: str, columns: Sequence[CapturedColumn]) 
 
     :param capture_instance: the capture instance (validated and quoted here).
     :param columns: the captured columns in ``column_ordinal`` order.
+    :param lsn_parameters_as_text: the LSN parameters are bound as ``0x…`` text (for readers that bind
+        only text, such as arrow-odbc) and converted with ``CONVERT(binary(10), ?, 1)``.
     """
     validate_capture_instance(capture_instance)
     function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
@@ -202,8 +206,9 @@ def all_changes_query(capture_instance: str, columns: Sequence[CapturedColumn]) 
         f"sys.fn_cdc_map_lsn_to_time({quote_name('__$start_lsn')}) AS {quote_name(COMMIT_TIME_COLUMN)}"
     )
     select.extend(column_read_expression(c) for c in columns)
+    lsn = "CONVERT(binary(10), ?, 1)" if lsn_parameters_as_text else "?"
     return (
-        f"SELECT {', '.join(select)} FROM [cdc].{function}(?, ?, ?) "
+        f"SELECT {', '.join(select)} FROM [cdc].{function}({lsn}, {lsn}, ?) "
         "ORDER BY [__$start_lsn], [__$seqval], [__$operation]"
     )
 

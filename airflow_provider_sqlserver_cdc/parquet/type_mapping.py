@@ -90,8 +90,14 @@ def arrow_type(column: CapturedColumn) -> pa.DataType:
     )
 
 
-def _datetime2_array(values: Sequence[Any], column: CapturedColumn, target: pa.DataType) -> pa.Array:
-    text = pa.array(values, pa.string())
+def _as_text(values: Sequence[Any] | pa.Array) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+
+
+def _datetime2_array(
+    values: Sequence[Any] | pa.Array, column: CapturedColumn, target: pa.DataType
+) -> pa.Array:
+    text = _as_text(values)
     try:
         return text.cast(target)
     except (pa.ArrowInvalid, OverflowError) as err:
@@ -102,15 +108,25 @@ def _datetime2_array(values: Sequence[Any], column: CapturedColumn, target: pa.D
         ) from err
 
 
-def _datetimeoffset_array(values: Sequence[Any]) -> pa.Array:
+def _datetimeoffset_array(values: Sequence[Any] | pa.Array) -> pa.Array:
     # SQL Server's default text form is 'YYYY-MM-DD hh:mm:ss[.fffffff] +hh:mm'.
-    text = pa.array(values, pa.string())
-    return pc.replace_substring_regex(text, pattern=r"^(\S+) (\S+) ?([+-]\d\d:\d\d)$", replacement=r"\1T\2\3")
+    return pc.replace_substring_regex(
+        _as_text(values), pattern=r"^(\S+) (\S+) ?([+-]\d\d:\d\d)$", replacement=r"\1T\2\3"
+    )
 
 
-def column_converter(column: CapturedColumn) -> Callable[[Sequence[Any]], pa.Array]:
+def _native_array(values: Sequence[Any] | pa.Array, target: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.Array):
+        return values if values.type == target else values.cast(target)
+    return pa.array(values, target)
+
+
+def column_converter(column: CapturedColumn) -> Callable[[Sequence[Any] | pa.Array], pa.Array]:
     """
-    Return a function turning one column of driver values (as read with :func:`read_form`) into an Arrow array.
+    Return a function turning one column as read with :func:`read_form` into an Arrow array of :func:`arrow_type`.
+
+    The function accepts driver values (a sequence of Python objects, from pyodbc) or the Arrow
+    array a columnar reader (arrow-odbc) produced.
 
     :param column: the captured column with its full type.
     """
@@ -121,8 +137,15 @@ def column_converter(column: CapturedColumn) -> Callable[[Sequence[Any]], pa.Arr
     if t == "datetimeoffset":
         return _datetimeoffset_array
     if t == "uniqueidentifier":
-        return lambda values: pc.utf8_upper(pa.array(values, pa.string()))
-    return lambda values: pa.array(values, target)
+        return lambda values: pc.utf8_upper(_as_text(values))
+    if t in ("time", "xml"):
+        return _as_text
+    return lambda values: _native_array(values, target)
+
+
+def is_large_object(column: CapturedColumn) -> bool:
+    """Whether the column is a (max) or legacy LOB type (unbounded length)."""
+    return column.max_length == -1 or _type(column) in ("text", "ntext", "image", "xml")
 
 
 def arrow_field(column: CapturedColumn) -> pa.Field:

@@ -240,3 +240,21 @@ def test_capture_job_status_reports_a_stopped_job(hook, sqlserver_simulator):
     assert not status.seems_running
     assert status.lag >= dt.timedelta(minutes=20)
     assert "STOPPED" in status.describe()
+
+
+def test_arrow_odbc_and_pyodbc_readers_give_identical_batches(hook, sqlserver_simulator):
+    cur = sqlserver_simulator.connect("shop").cursor()
+    cur.execute("INSERT INTO dbo.zoo (id, c_nvarchar, c_varchar_max) VALUES (2, NULL, REPLICATE('z', 5000))")
+    cur.execute("UPDATE dbo.zoo SET c_dto = NULL, c_dt2_7 = '1900-01-01 00:00:00.0000001' WHERE id = 2")
+    sqlserver_simulator.run_capture_scan("shop")
+    zoo = hook.get_capture_instance("dbo_zoo")
+    tz = hook.get_server_time_zone()
+    window = LsnWindow("dbo_zoo", hook.get_min_lsn("dbo_zoo"), hook.get_max_lsn(), "watermark")
+    columnar = pa.Table.from_batches(list(hook.stream_changes(zoo, window, tz=tz, reader="arrow-odbc")))
+    rows = pa.Table.from_batches(list(hook.stream_changes(zoo, window, tz=tz, reader="pyodbc")))
+    assert columnar.num_rows == rows.num_rows == 6
+    assert columnar.schema == rows.schema
+    assert columnar.equals(rows), [
+        name for name in rows.column_names if not columnar.column(name).equals(rows.column(name))
+    ]
+    assert columnar.column("c_varchar_max")[3].as_py() == "z" * 5000
