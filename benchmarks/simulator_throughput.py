@@ -98,9 +98,12 @@ def main() -> None:
         )
         print(f"elapsed:              {elapsed:.2f} s")
         print(f"throughput:           {rows / elapsed:,.0f} rows/s  (target >= 100,000)")
-        print(f"server CPU seconds:   {server_cpu:.2f}")
+        print(
+            f"server CPU seconds:   {server_cpu:.2f}  ({rows / max(server_cpu, 1e-9):,.0f} rows per server CPU second)"
+        )
         print(f"client CPU seconds:   {client_cpu:.2f}  (pyodbc + FreeTDS)")
         print(f"load ({total:,} rows via INSERT ... SELECT): {load_s:.1f} s")
+        print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
