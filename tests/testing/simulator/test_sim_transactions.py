@@ -224,3 +224,25 @@ def test_snapshot_reader_finds_rows_by_key_after_others_change_or_delete_them(sq
     assert snap.execute("SELECT v FROM dbo.t WHERE id = 5").fetchone()[0] == "one"
     assert snap.execute("SELECT v FROM dbo.t WHERE id = 2").fetchone()[0] == "new"
     assert snap.execute("SELECT COUNT(*) FROM dbo.t WHERE id = 1").fetchone()[0] == 0
+
+
+def test_deadlock_victim_gets_error_1205_and_the_other_transaction_proceeds(sql_backend: Any) -> None:
+    setup = sql_backend.pyodbc()
+    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
+    setup.execute("INSERT INTO dbo.t VALUES (1, 0), (2, 0)")
+    first = sql_backend.pyodbc(autocommit=False)
+    second = sql_backend.pyodbc(autocommit=False)
+    first.execute("UPDATE dbo.t SET v = 1 WHERE id = 1")
+    second.execute("UPDATE dbo.t SET v = 2 WHERE id = 2")
+    thread, result = _run_in_thread(lambda: first.execute("UPDATE dbo.t SET v = 1 WHERE id = 2").rowcount)
+    time.sleep(0.3)
+    with pytest.raises(pyodbc.Error) as err:
+        second.execute("UPDATE dbo.t SET v = 2 WHERE id = 1")
+    assert "(1205)" in str(err.value)
+    thread.join(10)
+    assert result.get("value") == 1, result.get("error")
+    first.commit()
+    assert [tuple(r) for r in setup.execute("SELECT id, v FROM dbo.t ORDER BY id").fetchall()] == [
+        (1, 1),
+        (2, 1),
+    ]
