@@ -152,8 +152,9 @@ class Connection:
         s = self.session
         s.clear_variables()
         s.in_rpc = False
-        self._send_events(s.execute_batch(sql), rpc=False)
-        self.writer.end_message()
+        _ok, cancelled = self._send_events(s.execute_batch(sql), rpc=False)
+        if not cancelled:  # a cancelled response was already ended with DONE(ATTN)
+            self.writer.end_message()
 
     def _tm(self, payload: bytes) -> None:
         _headers, req = R.parse_tm(payload)
@@ -207,7 +208,7 @@ class Connection:
                 last = i == len(calls) - 1
                 ok, cancelled = self._rpc_call(call)
                 if cancelled:
-                    break
+                    return  # the response was already ended with DONE(ATTN)
                 status = 0 if ok else K.DONE_ERROR
                 if not last:
                     status |= K.DONE_MORE

@@ -303,3 +303,19 @@ def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path
     finally:
         os.kill(proc.pid, signal.SIGINT)
         assert proc.wait(10) == 0
+
+
+def test_cancelling_a_parameterised_stream_keeps_the_protocol_in_step(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    conn.execute("CREATE DATABASE st")
+    conn.execute("USE st")
+    conn.execute("CREATE TABLE dbo.n (i int PRIMARY KEY, pad nvarchar(400))")
+    conn.execute("INSERT INTO dbo.n VALUES (1, REPLICATE(N'x', 400))")
+    for k in range(1, 14):
+        conn.execute(f"INSERT INTO dbo.n SELECT i + {2 ** (k - 1)}, pad FROM dbo.n")
+    for _ in range(3):
+        cur = conn.cursor()
+        cur.execute("SELECT i, pad FROM dbo.n WHERE i > ?", 0)
+        assert cur.fetchone() is not None
+        cur.close()
+        assert conn.execute("SELECT COUNT(*) FROM dbo.n WHERE i > ?", 8000).fetchone()[0] == 2**13 - 8000
