@@ -1,0 +1,127 @@
+"""LsnSensor.poke and LsnTrigger.run against the simulator (server zone UTC+05:30).
+
+Full sensor runs (poke, deferrable, timeout) go through ``dag.test()`` in tests/operators/test_watermark.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.errors import WatermarkMissingError
+from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
+from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
+
+ZONE = "Asia/Kolkata"
+OFFSET = dt.timedelta(hours=5, minutes=30)
+DAY = dt.datetime(2026, 3, 2)
+
+
+def local(hh: int, mm: int) -> dt.datetime:
+    return DAY.replace(hour=hh, minute=mm)
+
+
+def utc(hh: int, mm: int) -> dt.datetime:
+    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def sim(sqlserver_simulator, monkeypatch):
+    s = sqlserver_simulator
+    s.clock.set_timezone(ZONE)
+    s.clock.set(local(10, 0), frozen=True)
+    cur = s.connect().cursor()
+    for sql in (
+        "CREATE DATABASE shop",
+        "USE shop",
+        "EXEC sys.sp_cdc_enable_db",
+        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY)",
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL",
+        "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
+    ):
+        cur.execute(sql)
+    s.clock.set(local(10, 5), frozen=True)
+    cur.execute("INSERT INTO dbo.orders VALUES (1)")
+    s.run_capture_scan("shop")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SIM",
+        json.dumps(
+            {
+                "conn_type": "mssql",
+                "host": s.host,
+                "port": s.port,
+                "login": s.user,
+                "password": s.password,
+                "schema": "shop",
+                "extra": {"driver": "FreeTDS"},
+            }
+        ),
+    )
+    return s
+
+
+def test_poke_waits_until_the_capture_job_reaches_the_interval_end(sim):
+    sensor = LsnSensor(task_id="wait", sqlserver_cdc_conn_id="sim", poke_interval=1)
+    context = {"data_interval_end": utc(10, 10)}
+    assert sensor.poke(context) is False  # max LSN maps to 10:05 server time
+    sim.clock.set(local(10, 9), frozen=True)
+    sim.run_capture_scan("shop")
+    assert sensor.poke(context) is False
+    sim.clock.set(local(10, 10), frozen=True)
+    sim.run_capture_scan("shop")
+    assert sensor.poke(context) is True
+
+
+def test_poke_in_watermark_mode_needs_a_watermark(sim):
+    sensor = LsnSensor(
+        task_id="wait", capture_instance="dbo_orders", sqlserver_cdc_conn_id="sim", window_mode="watermark"
+    )
+    sensor._watermarks = lambda hook: {
+        "dbo_orders": None
+    }  # no Variable outside a task: the edge of this test
+    with pytest.raises(WatermarkMissingError, match="dbo_orders"):
+        sensor.poke({})
+
+
+def test_trigger_fires_once_the_capture_job_catches_up(sim):
+    trigger = LsnTrigger(
+        sqlserver_cdc_conn_id="sim",
+        window_mode="interval",
+        data_interval_end=utc(10, 10).isoformat(),
+        poll_interval=0.2,
+    )
+
+    async def scenario():
+        events = trigger.run()
+        first = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(1.0)
+        assert not first.done()  # still waiting: the max LSN maps to 10:05
+        sim.clock.set(local(10, 12), frozen=True)
+        await asyncio.to_thread(sim.run_capture_scan, "shop")
+        return await asyncio.wait_for(first, timeout=30)
+
+    event = asyncio.run(scenario())
+    assert event.payload["status"] == "success"
+    assert "2026-03-02 10:12:00" in event.payload["message"]
+
+
+def test_trigger_timeout_reports_the_capture_job(sim):
+    sim.clock.set(local(10, 30), frozen=True)
+    trigger = LsnTrigger(
+        sqlserver_cdc_conn_id="sim",
+        window_mode="interval",
+        data_interval_end=utc(10, 10).isoformat(),
+        poll_interval=0.1,
+        timeout_at=(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.5)).isoformat(),
+    )
+
+    async def first_event():
+        async for event in trigger.run():
+            return event
+
+    event = asyncio.run(first_event())
+    assert event.payload["status"] == "timeout"
+    assert "STOPPED" in event.payload["message"] and "1500 s behind" in event.payload["message"]
