@@ -47,6 +47,10 @@ class RetentionGapError(SqlServerCdcError):
         self.min_lsn = min_lsn
 
 
+class UnsupportedTypeError(SqlServerCdcError):
+    """A captured column has a type (or a value) the provider cannot write to Parquet faithfully."""
+
+
 class LsnRangeError(SqlServerCdcError):
     """SQL Server rejected an LSN range (error 313) for a reason other than retention."""
 

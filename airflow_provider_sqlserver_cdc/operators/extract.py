@@ -103,6 +103,7 @@ def extract_window(
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    reader: str = "auto",
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -121,6 +122,7 @@ def extract_window(
     :param dag_id: recorded in the manifest.
     :param run_id: recorded in the manifest.
     :param log: where progress goes.
+    :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
@@ -132,7 +134,7 @@ def extract_window(
     writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
     with writer:
         for batch in hook.stream_changes(
-            instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size
+            instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, reader=reader
         ):
             writer.write_batch(batch)
             rows += batch.num_rows
@@ -207,6 +209,7 @@ class CdcExtractOperator(BaseOperator):
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param require_key_columns: fail when an instance has no key columns (the merge needs them).
     :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    :param reader: ``auto`` (arrow-odbc unless a captured column is a (max)/LOB type), ``arrow-odbc`` or ``pyodbc``.
     """
 
     template_fields: Sequence[str] = (
@@ -231,9 +234,11 @@ class CdcExtractOperator(BaseOperator):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         require_key_columns: bool = True,
         server_time_zone: str | None = None,
+        reader: str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.reader = reader
         self.capture_instance = capture_instance
         self.base_path = base_path
         self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
@@ -312,6 +317,7 @@ class CdcExtractOperator(BaseOperator):
                     dag_id=self.dag_id,
                     run_id=getattr(dag_run, "run_id", None),
                     log=self.log,
+                    reader=self.reader,
                 )
                 to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
                 to_lsn_time = tz.to_utc(to_local).isoformat() if to_local else None

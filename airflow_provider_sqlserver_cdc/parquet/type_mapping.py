@@ -14,17 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
-from airflow_provider_sqlserver_cdc.errors import SqlServerCdcError
+from airflow_provider_sqlserver_cdc.errors import UnsupportedTypeError
 
 _INT_TYPES = {"tinyint": pa.int16(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64()}
 _STRING_TYPES = {"char", "varchar", "nchar", "nvarchar", "text", "ntext", "sysname"}
 _BINARY_TYPES = {"binary", "varbinary", "image", "timestamp", "rowversion"}
 _TS_NS_MIN = "1677-09-21 00:12:43.145224192"
 _TS_NS_MAX = "2262-04-11 23:47:16.854775807"
-
-
-class UnsupportedTypeError(SqlServerCdcError):
-    """A captured column has a type the provider cannot write to Parquet faithfully."""
 
 
 class ReadForm(enum.Enum):
