@@ -19,7 +19,7 @@ instant converts with the offset in force at that instant. See docs/extraction.m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
@@ -122,7 +122,11 @@ class LsnWindow:
     """
     The inclusive LSN range ``[from_lsn, to_lsn]`` of one capture instance for one run.
 
-    The window is empty when ``from_lsn > to_lsn``; it is then not queried.
+    An empty window (no transaction of the instance in the run's range) is not queried. The
+    planner gives it ``from_lsn = to_lsn`` = the last LSN at or before its end, already covered by
+    the window before it, so its manifest keeps ``from_lsn <= to_lsn`` and its ``to_lsn`` is the
+    position a watermark may advance to. Its directory keeps the planned, inverted bounds
+    ``{planned_from}_{to}`` so that it never shares a directory with a real window.
     """
 
     capture_instance: str
@@ -131,16 +135,24 @@ class LsnWindow:
     mode: str
     from_time: datetime | None = None
     to_time: datetime | None = None
+    empty: bool = False
+    planned_from_lsn: Lsn | None = None
 
     @property
     def is_empty(self) -> bool:
         """Whether the window holds no transaction."""
-        return self.from_lsn > self.to_lsn
+        return self.empty or self.from_lsn > self.to_lsn
+
+    def normalized(self) -> LsnWindow:
+        """This window, with ``from_lsn = to_lsn`` and ``empty`` set when it holds no transaction."""
+        if self.from_lsn <= self.to_lsn:
+            return self
+        return replace(self, from_lsn=self.to_lsn, empty=True, planned_from_lsn=self.from_lsn)
 
     @property
     def directory_name(self) -> str:
         """``{from_lsn}_{to_lsn}`` as in the window format."""
-        return f"{self.from_lsn.hex}_{self.to_lsn.hex}"
+        return f"{(self.planned_from_lsn or self.from_lsn).hex}_{self.to_lsn.hex}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
@@ -246,7 +258,7 @@ def plan_interval_window(
         mode="interval",
         from_time=data_interval_start.astimezone(UTC),
         to_time=data_interval_end.astimezone(UTC),
-    )
+    ).normalized()
 
 
 def plan_watermark_window(
@@ -284,7 +296,7 @@ def plan_watermark_window(
         mode="watermark",
         from_time=tz.to_utc(from_local) if from_local else None,
         to_time=tz.to_utc(to_local) if to_local else None,
-    )
+    ).normalized()
 
 
 def plan_windows(

@@ -96,6 +96,9 @@ def test_interval_without_commits_is_empty():
         src, instance(), datetime(2026, 1, 1, 8, 1, tzinfo=UTC), datetime(2026, 1, 1, 8, 5, tzinfo=UTC), PLUS2
     )
     assert w.is_empty
+    # Normalised: from = to = the last LSN before the interval's end (10:00 local, L(10)).
+    assert (w.from_lsn, w.to_lsn) == (L(10), L(10))
+    assert w.directory_name == f"{L(20).hex}_{L(10).hex}"  # planned bounds: never a real window's directory
 
 
 def test_interval_not_yet_captured():
@@ -146,7 +149,7 @@ def test_watermark_mode_starts_after_the_stored_lsn():
     assert (w.from_lsn, w.to_lsn) == (L(121), L(250))
     assert w.to_time == datetime(2026, 1, 1, 12, tzinfo=UTC)
     [empty] = plan_windows(src, [instance()], mode="watermark", tz=PLUS2, watermarks={"dbo_orders": L(250)})
-    assert empty.is_empty
+    assert empty.is_empty and empty.from_lsn == empty.to_lsn == L(250)
 
 
 def test_watermark_mode_without_watermark_says_what_to_do():

@@ -122,6 +122,8 @@ def validate_manifest(data: dict[str, Any]) -> None:
             Lsn.from_hex(data[key])
         except ValueError as err:
             raise ManifestError(f"Manifest {key}: {err}") from err
+    if Lsn.from_hex(data["from_lsn"]) > Lsn.from_hex(data["to_lsn"]):
+        raise ManifestError(f"Manifest from_lsn {data['from_lsn']} is above to_lsn {data['to_lsn']}")
     total = 0
     for f in data["files"]:
         if set(f) != {"path", "rows", "bytes"} or "/" in f["path"] or f["path"].startswith("."):

@@ -130,6 +130,7 @@ def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path
     assert read_ids(base / second.directory_name) == [(2, 3), (1, 2)]
     assert read_ids(base / third.directory_name) == [(2, 4)]
     assert empty.is_empty and r4.manifest.row_count == 0 and r4.manifest.files == []
+    assert r4.manifest.from_lsn == r4.manifest.to_lsn == third.to_lsn.hex  # nothing new since the last window
     # Contiguous and disjoint in LSN space.
     assert hook.increment_lsn(first.to_lsn) <= second.from_lsn and first.to_lsn < second.from_lsn
     assert second.to_lsn < third.from_lsn

@@ -63,6 +63,7 @@ def test_round_trip_and_key_order(tmp_path):
         ({"row_count": 4}, "row_count"),
         ({"from_lsn": "0x12"}, "from_lsn"),
         ({"kind": "delta"}, "kind"),
+        ({"from_lsn": "0x0000002A000001F0000A"}, "above to_lsn"),
         ({"files": [ManifestFile("../x.parquet", 3, 1)]}, "Bad file entry"),
         (
             {"operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0}},
