@@ -191,9 +191,13 @@ def add_replication_tasks(settings: ReplicationSettings, *, dag_id: str, window_
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=tables(), **source)
     to_snapshot = snapshot_list(plan.output["snapshot"])
     to_extract = extract_list(plan.output["extract"])
+    snapshot_settings = settings.raw.get("snapshot") or {}
     snapshot = CdcSnapshotOperator.partial(
         task_id="snapshot",
         base_path=settings["staging_path"],
+        allow_table_lock_fallback=bool(snapshot_settings.get("allow_table_lock_fallback", False)),
+        chunk_rows=int(snapshot_settings.get("chunk_rows", 500_000)),
+        server_time_zone=settings.server_time_zone,
         execution_timeout=dt.timedelta(minutes=float(extract_settings.get("execution_timeout_minutes", 30))),
         **source,
     ).expand(capture_instance=to_snapshot)

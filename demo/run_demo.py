@@ -52,7 +52,7 @@ def iceberg_runtime_jar() -> str:
     spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
     if spec is None or spec.origin is None:
         raise SystemExit("snowpark-connect-deps-iceberg is not installed: run `make venv` (dev extra)")
-    jars = sorted(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_*.jar"))
+    jars = sorted(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_2.12-*.jar"))
     if not jars:
         raise SystemExit("the Iceberg Spark runtime jar is missing from snowpark-connect-deps-iceberg")
     return str(jars[0])

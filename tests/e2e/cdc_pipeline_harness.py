@@ -36,7 +36,7 @@ def iceberg_runtime_jar() -> str:
     assert spec is not None and spec.origin is not None, (
         "install the dev extra (snowpark-connect-deps-iceberg)"
     )
-    return str(next(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_*.jar")))
+    return str(next(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_2.12-*.jar")))
 
 
 @dataclass

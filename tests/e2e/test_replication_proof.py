@@ -42,7 +42,11 @@ def assert_success(result, what: str) -> None:
 
 
 def test_target_equals_source_through_the_example_dag(
-    sqlserver_simulator, airflow_db: Path, target_warehouse: Path, request: pytest.FixtureRequest
+    sqlserver_simulator,
+    airflow_db: Path,
+    shared_fernet_key: str,
+    target_warehouse: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     harness = PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"e2e_{uuid.uuid4().hex[:8]}")
     sqlserver_simulator.clock.set_timezone(SERVER_TIME_ZONE)
@@ -55,6 +59,8 @@ def test_target_equals_source_through_the_example_dag(
     harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     conn = pyodbc.connect(sqlserver_simulator.odbc_connection_string(), autocommit=True)
     SampleDatabase.create(conn, harness.database)
+    # What a DBA does once so that the initial snapshot can read without blocking writers.
+    conn.cursor().execute(f"ALTER DATABASE [{harness.database}] SET ALLOW_SNAPSHOT_ISOLATION ON")
     workload = Workload(seed=SEED)
     for table in SAMPLE_TABLES:
         workload.insert_rows(conn, table.qualified_name, INITIAL_ROWS)
