@@ -208,9 +208,15 @@ class ConsistentSnapshot:
         finally:
             cursor.close()
 
-    def _open(self, *, autocommit: bool) -> pyodbc.Connection:
+    def _open(self, isolation: str, doing: str) -> pyodbc.Connection:
+        """A new connection in a transaction of the given isolation level (set before the transaction begins)."""
         conn = self.hook.new_connection()
-        conn.autocommit = autocommit
+        try:
+            self._execute(conn, isolation, doing)
+            conn.autocommit = False
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _lock_table(self, conn: pyodbc.Connection) -> None:
@@ -239,10 +245,9 @@ class ConsistentSnapshot:
 
     def _establish_snapshot_isolation(self) -> None:
         schema, table = self.instance.source_schema, self.instance.source_table
-        self._locker = self._open(autocommit=False)
+        self._locker = self._open(tsql.SET_READ_COMMITTED, "starting the locking transaction")
         self._lock_table(self._locker)
-        self.reader = self._open(autocommit=False)
-        self._execute(self.reader, tsql.SET_SNAPSHOT_ISOLATION, "starting the SNAPSHOT transaction")
+        self.reader = self._open(tsql.SET_SNAPSHOT_ISOLATION, "starting the SNAPSHOT transaction")
         self._execute(
             self.reader, tsql.fix_snapshot_statement(schema, table), "fixing the snapshot", fetch=True
         )
@@ -250,8 +255,7 @@ class ConsistentSnapshot:
         self._release_lock()
 
     def _establish_table_lock(self) -> None:
-        self.reader = self._open(autocommit=False)
-        self._execute(self.reader, tsql.SET_READ_COMMITTED, "starting the READ COMMITTED transaction")
+        self.reader = self._open(tsql.SET_READ_COMMITTED, "starting the READ COMMITTED transaction")
         self._lock_table(self.reader)
         self.point = self._read_point(self.reader, TABLE_LOCK)
 
