@@ -235,3 +235,44 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
     assert Lsn.from_hex(result.progress.snapshot_lsn) > Lsn.from_hex(old.snapshot_lsn)
     assert not (base / instance.name / old.window_dir).exists()
     assert result.manifest.row_count == len(workload.model["dbo.orders"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="simulator (issue 3): sys.dm_tran_database_transactions is readable without VIEW SERVER STATE; "
+    "SQL Server answers error 300 (VIEW SERVER STATE permission was denied)",
+)
+def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_grant(
+    source, monkeypatch, tmp_path
+):
+    import json
+
+    from snapshot_source import odbc_parts
+
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+    from airflow_provider_sqlserver_cdc.snapshot.errors import SnapshotPermissionError
+
+    seed(source, rows=5)
+    instance = source.hook().get_capture_instance("dbo_orders")
+    source.execute("CREATE LOGIN snap_reader WITH PASSWORD = 'R3ader!pw'")
+    source.execute("CREATE USER snap_reader FOR LOGIN snap_reader")
+    source.execute("ALTER ROLE db_owner ADD MEMBER snap_reader")
+    parts = odbc_parts(source.simulator.odbc_connection_string())
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SNAP_READER",
+        json.dumps(
+            {
+                "conn_type": "mssql",
+                "host": parts["SERVER"],
+                "port": int(parts["PORT"]),
+                "login": "snap_reader",
+                "password": "R3ader!pw",
+                "schema": source.name,
+                "extra": {"driver": "FreeTDS"},
+            }
+        ),
+    )
+    with pytest.raises(SnapshotPermissionError, match="GRANT VIEW SERVER STATE"):
+        snapshot_capture_instance(
+            SqlServerCdcHook("snap_reader"), instance, base_uri=str(tmp_path), database=source.name
+        )
