@@ -24,6 +24,7 @@ table, so writers of the table wait for the whole copy.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -132,7 +133,9 @@ class ConsistentSnapshot:
         self.allow_table_lock_fallback = allow_table_lock_fallback
         self.reader: pyodbc.Connection | None = None
         self.point: SnapshotPoint | None = None
+        self.lock_held_s: float | None = None
         self._locker: pyodbc.Connection | None = None
+        self._locked_at: float | None = None
 
     # --- errors ----------------------------------------------------------------------------
 
@@ -223,6 +226,7 @@ class ConsistentSnapshot:
         schema, table = self.instance.source_schema, self.instance.source_table
         self._execute(conn, tsql.set_lock_timeout(self.lock_timeout_ms), "setting LOCK_TIMEOUT")
         self._execute(conn, tsql.lock_table_statement(schema, table), "locking the table", fetch=True)
+        self._locked_at = time.monotonic()
 
     def _read_point(self, conn: pyodbc.Connection, method: str) -> SnapshotPoint:
         self._execute(conn, tsql.SAVE_SNAPSHOT_SAVEPOINT, "creating the snapshot savepoint")
@@ -267,6 +271,12 @@ class ConsistentSnapshot:
             locker.rollback()
         finally:
             locker.close()
+            self._note_lock_released()
+
+    def _note_lock_released(self) -> None:
+        if self._locked_at is not None:
+            self.lock_held_s = time.monotonic() - self._locked_at
+            self._locked_at = None
 
     def establish(self) -> SnapshotPoint:
         """Open the transaction and return the point it is consistent at."""
@@ -311,6 +321,7 @@ class ConsistentSnapshot:
                 self.hook.log.debug("rollback of the snapshot transaction failed", exc_info=True)
             finally:
                 reader.close()
+                self._note_lock_released()  # table_lock: the reader held the lock
 
     def __enter__(self) -> ConsistentSnapshot:
         self.establish()

@@ -64,6 +64,7 @@ class SnapshotResult:
     progress: SnapshotProgress
     resumed_chunks: int = 0
     chunks_read: int = 0
+    lock_held_s: float | None = None
 
     @property
     def manifest(self) -> WindowManifest:
@@ -80,6 +81,7 @@ class SnapshotResult:
                 "resumed_chunks": self.resumed_chunks,
                 "read_lsns": list(self.progress.read_lsns),
                 "consistent_after_lsn": max(self.progress.read_lsns, key=Lsn.from_hex),
+                "lock_held_ms": None if self.lock_held_s is None else round(self.lock_held_s * 1000, 1),
             }
         )
         return value
@@ -329,11 +331,14 @@ def snapshot_capture_instance(
             write_progress(filesystem, instance_dir, progress)
         if log is not None:
             log.info(
-                "%s: snapshot of %s consistent at %s (%s), chunks of %s rows",
+                "%s: snapshot of %s consistent at %s (%s; table lock held %s), chunks of %s rows",
                 instance.name,
                 instance.source,
                 progress.snapshot_lsn,
                 point.method,
+                "for the whole copy"
+                if snapshot.lock_held_s is None
+                else f"{snapshot.lock_held_s * 1000:.1f} ms",
                 chunk_rows if keys else "all",
             )
         tag = Lsn.from_hex(progress.snapshot_lsn)
@@ -434,4 +439,10 @@ def snapshot_capture_instance(
             manifest_path,
         )
     extract = ExtractResult(manifest, window_uri, join_uri(window_uri, MANIFEST_NAME), seconds)
-    return SnapshotResult(extract, progress, resumed_chunks=resumed_chunks, chunks_read=chunks_read)
+    return SnapshotResult(
+        extract,
+        progress,
+        resumed_chunks=resumed_chunks,
+        chunks_read=chunks_read,
+        lock_held_s=snapshot.lock_held_s,
+    )
