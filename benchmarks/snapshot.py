@@ -1,0 +1,273 @@
+"""Benchmark the initial snapshot (CdcSnapshotOperator's core) against the SQL Server simulator.
+
+Loads a 10-column table of ``--rows`` rows and a second one of a quarter of that into a simulator
+(ALLOW_SNAPSHOT_ISOLATION ON, CDC enabled), then measures, each in a fresh process so CPU time
+and peak RSS belong to that reader alone (the simulator's CPU is not counted):
+
+- ``bare``: ``SELECT`` of the whole big table with the same driver (pyodbc + FreeTDS), rows discarded;
+- ``snapshot``: ``snapshot_capture_instance`` of the big table (consistent point, keyset chunks of
+  ``--chunk-rows``, Parquet + progress file + manifest);
+- ``snapshot`` of the quarter-size table, to show that peak RSS does not grow with the table.
+
+Prints rows/s, CPU seconds per million rows, the snapshot/bare CPU ratio, peak RSS, and how long
+the table lock was held.
+
+    .venv/bin/python benchmarks/snapshot.py                # 400,000 rows
+    .venv/bin/python benchmarks/snapshot.py --rows 40000   # quick run
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+PASSWORD = "Bench-Pa55word!"
+DATABASE = "snap_bench"
+COLUMNS = (
+    "id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, c_nvarchar nvarchar(50) NULL, "
+    "c_varchar varchar(30) NULL, c_datetime2 datetime2(7) NULL, c_date date NULL, c_float float NULL, c_bit bit NULL, "
+    "c_guid uniqueidentifier NULL"
+)
+ROWS_PER_INSERT = 200
+
+
+def start_simulator(data_dir: str) -> tuple[subprocess.Popen, str, int]:
+    """Start the simulator in its own process; return it with host and port."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--password",
+            PASSWORD,
+            "--data",
+            data_dir,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip() if proc.stdout else ""
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"simulator did not start: {line!r}")
+    host, _, port = line.split(" ", 1)[1].rpartition(":")
+    return proc, host, int(port)
+
+
+def odbc(host: str, port: int, database: str | None = None) -> str:
+    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
+    return text + (f"DATABASE={database};" if database else "")
+
+
+def bench_row(i: int) -> tuple:
+    return (
+        i,
+        i * 1_000_003,
+        decimal.Decimal(i % 100_000_000).scaleb(-4),
+        f"name {i} é",
+        f"code-{i % 9973}",
+        dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i, microseconds=i % 1_000_000),
+        dt.date(2020, 1, 1) + dt.timedelta(days=i % 3650),
+        i / 7.0,
+        i % 2 == 0,
+        uuid.UUID(int=i * 2654435761 % (1 << 128)),
+    )
+
+
+def load(host: str, port: int, tables: dict[str, int]) -> None:
+    """Create the tables with CDC enabled and fill them."""
+    import pyodbc
+
+    conn = pyodbc.connect(odbc(host, port), autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {DATABASE}")
+    cur.execute(f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON")
+    cur.execute(f"USE {DATABASE}")
+    cur.execute("EXEC sys.sp_cdc_enable_db")
+    placeholders = "(" + ",".join("?" * 10) + ")"
+    started = time.monotonic()
+    for table, rows in tables.items():
+        cur.execute(f"CREATE TABLE dbo.{table} ({COLUMNS})")
+        cur.execute(
+            "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = ?, @role_name = NULL", table
+        )
+        for start in range(0, rows, ROWS_PER_INSERT):
+            chunk = [bench_row(i) for i in range(start, min(start + ROWS_PER_INSERT, rows))]
+            cur.execute(
+                f"INSERT INTO dbo.{table} VALUES {','.join([placeholders] * len(chunk))}",
+                *[v for row in chunk for v in row],
+            )
+        print(f"  loaded dbo.{table}: {rows} rows ({time.monotonic() - started:.0f} s)", flush=True)
+    conn.close()
+
+
+def child(
+    kind: str, table: str, host: str, port: int, out_dir: str, batch_size: int, chunk_rows: int
+) -> dict:
+    """Run one reader in this (fresh) process; report CPU time of the read and peak RSS."""
+    import pyodbc
+
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+    from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
+
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.monotonic()
+    lock_ms = None
+    if kind == "bare":
+        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+        cur = conn.cursor()
+        cur.execute(f"SELECT * FROM dbo.{table}")
+        rows = 0
+        while True:
+            got = cur.fetchmany(batch_size)
+            if not got:
+                break
+            rows += len(got)
+        conn.close()
+    else:
+        hook = SqlServerCdcHook("bench")
+        instance = hook.get_capture_instance(f"dbo_{table}")
+        result = snapshot_capture_instance(
+            hook,
+            instance,
+            base_uri=out_dir,
+            database=DATABASE,
+            batch_size=batch_size,
+            chunk_rows=chunk_rows,
+        )
+        rows = result.manifest.row_count
+        lock_ms = None if result.lock_held_s is None else result.lock_held_s * 1000
+        hook.close()
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "kind": kind,
+        "table": table,
+        "rows": rows,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "wall_s": time.monotonic() - t0,
+        "peak_rss_mb": after.ru_maxrss / 1024,
+        "lock_ms": lock_ms,
+    }
+
+
+def measure(
+    kind: str, table: str, host: str, port: int, out_dir: str, batch_size: int, chunk_rows: int
+) -> dict:
+    env = os.environ.copy()
+    env["AIRFLOW_CONN_BENCH"] = json.dumps(
+        {
+            "conn_type": "mssql",
+            "host": host,
+            "port": port,
+            "login": "sa",
+            "password": PASSWORD,
+            "schema": DATABASE,
+            "extra": {"driver": "FreeTDS"},
+        }
+    )
+    env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    args = [
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--table",
+        table,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--out",
+        out_dir,
+        "--batch-size",
+        str(batch_size),
+        "--chunk-rows",
+        str(chunk_rows),
+    ]
+    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} of {table} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=400_000, help="rows of the big table")
+    parser.add_argument("--batch-size", type=int, default=50_000)
+    parser.add_argument("--chunk-rows", type=int, default=100_000)
+    parser.add_argument("--child")
+    parser.add_argument("--table")
+    parser.add_argument("--host")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--out")
+    args = parser.parse_args(argv)
+    if args.child:
+        result = child(
+            args.child, args.table, args.host, args.port, args.out, args.batch_size, args.chunk_rows
+        )
+        print(json.dumps(result))
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="snap-bench-") as work:
+        proc, host, port = start_simulator(os.path.join(work, "data"))
+        try:
+            print(f"simulator at {host}:{port}; loading {args.rows} + {args.rows // 4} rows", flush=True)
+            load(host, port, {"big": args.rows, "small": args.rows // 4})
+            results = [
+                measure(
+                    "bare", "big", host, port, os.path.join(work, "bare"), args.batch_size, args.chunk_rows
+                ),
+                measure(
+                    "snapshot", "big", host, port, os.path.join(work, "s1"), args.batch_size, args.chunk_rows
+                ),
+                measure(
+                    "snapshot",
+                    "small",
+                    host,
+                    port,
+                    os.path.join(work, "s2"),
+                    args.batch_size,
+                    args.chunk_rows,
+                ),
+            ]
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    print()
+    print(
+        f"{'reader':<22}{'rows':>10}{'wall s':>9}{'rows/s':>10}{'CPU s/1M rows':>15}{'peak RSS MB':>13}{'lock ms':>9}"
+    )
+    for r in results:
+        label = f"{r['kind']} {r['table']}"
+        per_million = r["cpu_s"] / max(r["rows"], 1) * 1e6
+        lock = "" if r["lock_ms"] is None else f"{r['lock_ms']:.1f}"
+        print(
+            f"{label:<22}{r['rows']:>10}{r['wall_s']:>9.1f}{r['rows'] / max(r['wall_s'], 1e-9):>10.0f}"
+            f"{per_million:>15.2f}{r['peak_rss_mb']:>13.0f}{lock:>9}"
+        )
+    bare, big, small = results
+    ratio = (big["cpu_s"] / big["rows"]) / (bare["cpu_s"] / bare["rows"])
+    print()
+    print(f"snapshot / bare read CPU per row: {ratio:.2f}x")
+    print(
+        f"peak RSS: {big['peak_rss_mb']:.0f} MB for {big['rows']} rows, {small['peak_rss_mb']:.0f} MB for "
+        f"{small['rows']} rows (batch {args.batch_size}, chunk {args.chunk_rows})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
