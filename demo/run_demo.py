@@ -89,6 +89,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
         "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "2",
         "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "180",
         "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "5",
+        "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
         "PYSPARK_PYTHON": sys.executable,
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
     }

@@ -86,7 +86,8 @@ class PipelineHarness:
             "SQLSERVER_CDC_SPARK_JARS": iceberg_runtime_jar(),
             "SQLSERVER_CDC_SENSOR_MODE": "poke",
             "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "1",
-            "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "120",
+            "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "90",
+            "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
             "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "1",
         }
         # The hook of the comparison (in this process) finds the connection the same way.
@@ -112,7 +113,14 @@ class PipelineHarness:
         return pyodbc.connect(self.simulator.odbc_connection_string(database=self.database), autocommit=True)
 
     def capture(self) -> None:
-        """Run the capture job synchronously until every committed transaction is in the change tables."""
+        """
+        Run two cycles of the capture job synchronously, as the Agent's job would on its own.
+
+        The first reads every committed transaction into the change tables; the second finds the
+        log quiet and writes the ``cdc.lsn_time_mapping`` row that carries the high-water mark's
+        time up to the server clock (without it the sensor cannot tell that an interval is complete).
+        """
+        self.simulator.run_capture_scan(self.database)
         self.simulator.run_capture_scan(self.database)
 
     def set_capture_job(self, running: bool) -> None:

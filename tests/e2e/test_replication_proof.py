@@ -10,7 +10,8 @@ provider's job into Iceberg tables. The test controls only what it must: the ser
 Along the way: the first run snapshots every table; the capture job is stopped while an
 interval closes and comes back while the sensor waits; an extract process is killed with
 SIGKILL in the middle of writing its Parquet file and the interval is run again; the last
-interval's merge is run again; past intervals are backfilled out of order. Neither the re-runs
+interval is run again (extract rewrites its window, the merge finds it applied); then an older
+interval is backfilled after it (out of order). Neither the re-runs
 nor the backfill change a target (no new Iceberg snapshot) or move a watermark.
 """
 
@@ -137,9 +138,8 @@ def test_target_equals_source_through_the_example_dag(
     assert harness.watermarks() == marks
     assert harness.target_snapshot_ids() == snapshots
 
-    # Backfill of past intervals, newest first: the target stays as it is, watermarks stay put.
-    for k in (3, 2):
-        assert_success(harness.run(start(k)), f"backfill of interval {k - 1}")
+    # Backfill of an older interval after the newest one: the target stays as it is, watermarks stay put.
+    assert_success(harness.run(start(3)), "backfill of interval 2")
     assert harness.watermarks() == marks
     assert harness.target_snapshot_ids() == snapshots
     comparisons = harness.compare(spark)
