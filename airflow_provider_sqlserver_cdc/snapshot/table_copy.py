@@ -288,7 +288,8 @@ def snapshot_capture_instance(
         resumed_chunks = 0
         if previous is not None and problem is None:
             progress = previous
-            progress.read_lsns.append(point.lsn.hex)
+            if not progress.finished:
+                progress.read_lsns.append(point.lsn.hex)
             resumed_chunks = len(progress.chunks)
             window_dir = f"{instance_dir}/{progress.window_dir}"
             _remove_strays(filesystem, window_dir, {f.path for f in progress.files})

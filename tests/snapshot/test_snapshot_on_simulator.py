@@ -276,3 +276,56 @@ def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_gr
         snapshot_capture_instance(
             SqlServerCdcHook("snap_reader"), instance, base_uri=str(tmp_path), database=source.name
         )
+
+
+def test_keyset_chunks_over_text_datetime2_and_guid_keys_read_every_row_once(source, tmp_path):
+    """Chunk boundaries on a case-insensitive nvarchar, a datetime2(7) read as text and a uniqueidentifier."""
+    import datetime as dt
+    import uuid
+
+    source.execute(f"USE [{source.name}]")
+    source.execute(
+        "CREATE TABLE dbo.odd_keys (name nvarchar(20) NOT NULL, at datetime2(7) NOT NULL, "
+        "tag uniqueidentifier NOT NULL, payload int NULL, CONSTRAINT pk_odd_keys PRIMARY KEY (name, at, tag))"
+    )
+    source.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'odd_keys', @role_name = NULL"
+    )
+    names = ["a", "B", "b ", "Ä", "z", "Zz", "ß"]
+    rows = []
+    for i in range(60):
+        at = dt.datetime(2024, 1, 1, 0, 0, 0) + dt.timedelta(microseconds=(i % 4) * 7, seconds=i % 3)
+        rows.append(
+            (
+                names[i % len(names)],
+                f"{at:%Y-%m-%d %H:%M:%S}.{at.microsecond:06d}1",
+                str(uuid.UUID(int=(i * 7919) << 64 | i)),
+                i,
+            )
+        )
+    conn = source.connect()
+    cursor = conn.cursor()
+    for row in rows:
+        cursor.execute(
+            "INSERT INTO dbo.odd_keys VALUES (?, CAST(? AS datetime2(7)), CAST(? AS uniqueidentifier), ?)",
+            *row,
+        )
+    conn.close()
+    source.capture()
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_odd_keys")
+    chunked = snapshot_capture_instance(
+        hook, instance, base_uri=str(tmp_path / "a"), database=source.name, chunk_rows=7, batch_size=3
+    )
+    assert chunked.chunks_read >= 9
+    _, chunked_rows = read_window(chunked.extract.window_uri)
+    keys = [(r["name"], r["at"], r["tag"]) for r in chunked_rows]
+    assert len(keys) == len(set(keys)) == len(rows)
+    assert sorted(r["payload"] for r in chunked_rows) == list(range(60))
+    whole = snapshot_capture_instance(
+        hook, instance, base_uri=str(tmp_path / "b"), database=source.name, chunk_rows=1000
+    )
+    _, whole_rows = read_window(whole.extract.window_uri)
+    assert [r["payload"] for r in chunked_rows] == [r["payload"] for r in whole_rows], (
+        "same order as ORDER BY"
+    )
