@@ -7,7 +7,7 @@ import struct
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -338,17 +338,18 @@ class SqlServerCdcHook(BaseHook):
         With a ``server_time_zone`` (argument or connection extra), that IANA zone is used and
         checked against the server's current offset.
         """
-        offset = self.get_server_now().utcoffset() or timedelta(0)
+        server_now = self.get_server_now()
+        offset = server_now.utcoffset() or timedelta(0)
         zone = self._server_time_zone or self.extras.get("server_time_zone")
         if not zone:
             return ServerTimeZone(offset=offset)
         tz = ServerTimeZone(offset=offset, zone=str(zone))
-        expected = datetime.now(UTC).astimezone(tz.tzinfo).utcoffset()
+        expected = server_now.astimezone(tz.tzinfo).utcoffset()
         if expected != offset:
             raise SqlServerCdcError(
-                f"server_time_zone {zone!r} has UTC offset {expected} now, but the server ({self.server}) reports "
-                f"{offset}. Set server_time_zone to the server's time zone, or remove it to use the offset the "
-                "server reports."
+                f"server_time_zone {zone!r} has UTC offset {expected} at the server's current time "
+                f"{server_now.isoformat()}, but the server ({self.server}) reports {offset}. Set "
+                "server_time_zone to the server's time zone, or remove it to use the offset the server reports."
             )
         return tz
 
