@@ -53,6 +53,7 @@ METHODS = (SNAPSHOT_ISOLATION, TABLE_LOCK)
 SNAPSHOT_ISOLATION_ON = 1
 
 _LOCK_TIMEOUT = 1222
+_INVALID_COLUMN = 207
 _SNAPSHOT_NOT_ALLOWED = (3952, 3951)
 _PERMISSION_DENIED = (229, 230, 262, 297, 300)
 
@@ -163,6 +164,13 @@ class ConsistentSnapshot:
                 f"Permission denied while {doing} for {where}: {text}. The snapshot reads its transaction's "
                 "begin LSN from sys.dm_tran_database_transactions, which needs VIEW SERVER STATE (SQL Server "
                 "2022: VIEW SERVER PERFORMANCE STATE): GRANT VIEW SERVER STATE TO [<login>]."
+            )
+        if number == _INVALID_COLUMN:
+            return SnapshotError(
+                f"{where}: {text} while {doing}. A column the capture instance still captures was dropped from "
+                "the source table, so the table cannot be copied with the instance's columns. Create a new "
+                "capture instance for the table's current shape (sys.sp_cdc_enable_table with a new "
+                "@capture_instance) and snapshot that one."
             )
         if number in _PERMISSION_DENIED:
             return SnapshotPermissionError(

@@ -76,10 +76,16 @@ def test_missing_view_server_state_is_a_permission_error(snapshot):
     assert "GRANT VIEW SERVER STATE" in str(err)
 
 
-def test_other_errors_keep_the_server_text_without_secrets(snapshot):
-    err = snapshot.translate_error(_driver_error(207, "Invalid column name 'x'."), "reading chunk 3")
+def test_a_dropped_captured_column_points_to_a_new_capture_instance(snapshot):
+    err = snapshot.translate_error(_driver_error(207, "Invalid column name 'x'."), "reading chunk 1")
     assert type(err) is SnapshotError
-    assert "Invalid column name 'x'." in str(err) and "reading chunk 3" in str(err)
+    assert "Invalid column name 'x'." in str(err) and "@capture_instance" in str(err)
+
+
+def test_other_errors_keep_the_server_text_without_secrets(snapshot):
+    err = snapshot.translate_error(_driver_error(8115, "Arithmetic overflow error."), "reading chunk 3")
+    assert type(err) is SnapshotError
+    assert "Arithmetic overflow error." in str(err) and "reading chunk 3" in str(err)
     assert "S3cr3t-pw" not in str(err)
 
 

@@ -329,3 +329,17 @@ def test_keyset_chunks_over_text_datetime2_and_guid_keys_read_every_row_once(sou
     assert [r["payload"] for r in chunked_rows] == [r["payload"] for r in whole_rows], (
         "same order as ORDER BY"
     )
+
+
+def test_a_captured_column_dropped_from_the_table_gives_an_actionable_error(source, tmp_path):
+    from airflow_provider_sqlserver_cdc.snapshot.errors import SnapshotError
+
+    seed(source, rows=5)
+    source.execute(f"USE [{source.name}]")
+    source.execute("ALTER TABLE dbo.orders DROP COLUMN discount")
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    assert "discount" in [c.name for c in instance.columns]  # CDC keeps the column in the instance
+    with pytest.raises(SnapshotError, match=r"discount.*new capture instance|new capture instance") as caught:
+        snapshot_capture_instance(hook, instance, base_uri=str(tmp_path), database=source.name)
+    assert "dbo.orders" in str(caught.value) and "sys.sp_cdc_enable_table" in str(caught.value)
