@@ -260,9 +260,11 @@ def snapshot_capture_instance(
     converters = [column_converter(c) for c in instance.columns]
     mask = update_mask_all(instance.columns)
 
-    previous = read_progress(filesystem, instance_dir) if resume else None
+    previous = read_progress(filesystem, instance_dir)
     problem = None
-    if previous is not None:
+    if previous is not None and not resume:
+        problem = "resume=False"
+    elif previous is not None:
         problem = resume_problem(
             previous,
             instance=instance,
@@ -311,7 +313,7 @@ def snapshot_capture_instance(
                         "%s: the unfinished snapshot at %s cannot be resumed (%s); starting a new one",
                         instance.name,
                         previous.snapshot_lsn,
-                        problem or "resume=False",
+                        problem,
                     )
                 _discard(filesystem, instance_dir, previous)
             progress = SnapshotProgress(

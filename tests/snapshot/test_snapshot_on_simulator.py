@@ -343,3 +343,24 @@ def test_a_captured_column_dropped_from_the_table_gives_an_actionable_error(sour
     with pytest.raises(SnapshotError, match=r"discount.*new capture instance|new capture instance") as caught:
         snapshot_capture_instance(hook, instance, base_uri=str(tmp_path), database=source.name)
     assert "dbo.orders" in str(caught.value) and "sys.sp_cdc_enable_table" in str(caught.value)
+
+
+def test_resume_false_discards_the_unfinished_snapshot(source, tmp_path):
+    seed(source, rows=50)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    base = tmp_path / "staging"
+
+    def fail(progress):
+        raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError):
+        snapshot_capture_instance(
+            hook, instance, base_uri=str(base), database=source.name, chunk_rows=10, on_chunk=fail
+        )
+    old = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    assert (base / instance.name / old.window_dir / "part-00000.parquet").is_file()
+    result = snapshot_capture_instance(hook, instance, base_uri=str(base), database=source.name, resume=False)
+    assert result.resumed_chunks == 0 and result.progress.snapshot_lsn != old.snapshot_lsn
+    assert not (base / instance.name / old.window_dir).exists()
+    assert sorted(p.name for p in (base / instance.name).iterdir()) == [result.progress.window_dir]
