@@ -51,12 +51,20 @@ class CaptureJob:
             pollinginterval=settings.pollinginterval,
         )
         self._stop.clear()
+        self.state.capture_running = True
         name = f"cdc.{self.state.database.name}_capture"
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop the job and wait for its current scan to finish."""
+    def stop(self, timeout: float = 5.0, *, disable: bool = False) -> None:
+        """
+        Stop the job and wait for its current scan to finish.
+
+        :param disable: also record that the job is stopped (``sp_cdc_stop_job``), so it does not start
+            again after a restart of the simulator.
+        """
+        if disable:
+            self.state.capture_running = False
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -40,6 +40,13 @@ class ChangeTable:
             self._starts.extend(row[0] for row in rows)
             self._command_ids.extend(command_ids)
 
+    def append_rows(self, rows: Sequence[tuple[Any, ...]], command_ids: Sequence[int]) -> None:
+        """Append rows of several transactions at once (restoring a saved change table), in order."""
+        with self._lock:
+            self._rows.extend(rows)
+            self._starts.extend(row[0] for row in rows)
+            self._command_ids.extend(command_ids)
+
     def window(
         self, from_lsn: bytes, to_lsn: bytes, include_update_old: bool = True
     ) -> list[tuple[Any, ...]]:

@@ -120,6 +120,7 @@ class CdcDatabase:
         self.ddl_history: list[DdlHistoryRow] = []
         self.capture_job: CaptureJobSettings | None = None
         self.cleanup_job: CleanupJobSettings | None = None
+        #: whether the capture job should run (SQL Server Agent job enabled): false after sp_cdc_stop_job.
         self.capture_running = False
         #: commit LSN of the last transaction the capture process has read.
         self.processed_lsn: bytes = ZERO_LSN
@@ -128,6 +129,9 @@ class CdcDatabase:
         self._empty_scans = 0
         self._aggregate_start: dt.datetime | None = None
         self._builders: dict[str, ChangeRowBuilder] = {}
+        #: set after a restart: starts the capture job at the first CDC access (see :mod:`.persistence`).
+        self.pending_job_start: Any = None
+        self.start_job_on_first_use = False
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ instances
@@ -356,10 +360,16 @@ class CdcDatabase:
             return
         # The row claims "processed up to this LSN": allocate it while no commit can be in flight,
         # and only if every transaction committed so far has been read.
-        with self.commit_lock:
+        # Never wait for the commit lock while holding this state's lock (a checkpoint holds the
+        # commit lock and then reads this state): without it now, the next scan writes the row.
+        if not self.commit_lock.acquire(blocking=False):
+            return
+        try:
             if next(iter(log.scan(after_lsn=self.processed_lsn)), None) is not None:
                 return
             lsn = log.allocate_lsn()
+        finally:
+            self.commit_lock.release()
         self.mapping.append(
             LsnTimeMappingRow(
                 start_lsn=lsn,

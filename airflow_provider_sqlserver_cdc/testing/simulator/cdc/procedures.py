@@ -580,7 +580,7 @@ class CdcProcedures:
     def _stop_job(self, database: Any) -> None:
         job = capture_job_of(database)
         if job is not None:
-            job.stop()
+            job.stop(disable=True)
 
     def help_jobs(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_help_jobs``."""

@@ -5,15 +5,24 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from airflow_provider_sqlserver_cdc.testing.simulator.cdc import catalog, functions
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc import catalog, functions, persistence
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_job import CaptureJob
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.procedures import CdcProcedures, ddl_hook
-from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import capture_job_of, cdc_state
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import (
+    capture_job_of,
+    cdc_state,
+    set_capture_job,
+)
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ExtensionRegistry
 
 
-def register_cdc(registry: ExtensionRegistry) -> None:
-    """Add the CDC procedures, functions, tables, views and DDL rules to ``registry``."""
+def register_cdc(registry: ExtensionRegistry, engine: Any = None) -> None:
+    """
+    Add the CDC procedures, functions, tables, views and DDL rules to ``registry``.
+
+    :param registry: the engine's extension registry.
+    :param engine: the engine; with it, CDC state is kept across restarts (``--data``).
+    """
     jobs: weakref.WeakSet[CaptureJob] = weakref.WeakSet()
 
     def stop_all_jobs(engine: Any = None) -> None:
@@ -36,6 +45,23 @@ def register_cdc(registry: ExtensionRegistry) -> None:
         registry.reset_hooks = hooks  # type: ignore[attr-defined]
     hooks.append(stop_all_jobs)
     registry.stop_cdc_jobs = stop_all_jobs  # type: ignore[attr-defined]
+
+    if engine is not None and hasattr(registry, "state_hook"):
+
+        def load(database: Any, value: Any) -> None:
+            persistence.load_state(database, value, engine)
+            state = cdc_state(database)
+            if state is not None and state.start_job_on_first_use:
+
+                def start() -> None:
+                    job = CaptureJob(state)
+                    set_capture_job(database, job)
+                    jobs.add(job)
+                    job.start()
+
+                state.pending_job_start = start
+
+        registry.state_hook(persistence.STATE_NAME, persistence.dump_state, load)
 
 
 def run_capture_scan(engine: Any, database: str) -> None:

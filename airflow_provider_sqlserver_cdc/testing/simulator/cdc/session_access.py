@@ -48,7 +48,11 @@ def databases_of(server: Any) -> list[Any]:
 
 def cdc_state(database: Any) -> CdcDatabase | None:
     """The CDC state of a database, or None when CDC is not enabled on it."""
-    return database.flags.get(_STATE_KEY)
+    state = database.flags.get(_STATE_KEY)
+    if state is not None and state.pending_job_start is not None:
+        start, state.pending_job_start = state.pending_job_start, None
+        start()
+    return state
 
 
 def set_cdc_state(database: Any, state: CdcDatabase | None) -> None:
