@@ -7,7 +7,9 @@ before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read ta
 * merge:   ``merge_job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
 
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
-dev extra; one small untimed merge and rewrite run first (JVM warm-up). Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
+dev extra; one small untimed merge and rewrite run first (JVM warm-up), then every mode is measured
+--rounds times (default 2; rewrite and merge of a round run back to back) and the best of each is
+reported, since the machine is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
 """
 
 from __future__ import annotations
@@ -263,6 +265,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
     parser.add_argument("--modes", default="copy-on-write,merge-on-read")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2, help="measure each mode this many times")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     size, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
@@ -285,22 +288,37 @@ def main() -> None:
         spark = spark_session(work / "warehouse", args.shuffle_partitions)
         print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
         warm_up(spark, work, rng)
-        print(f"{'mode':<15} {'rewrite s':>10} {'merge s':>10} {'merge/rewrite':>14} {'rows after':>12}")
-        for mode in args.modes.split(","):
-            table = f"lake.bench.orders_{mode.replace('-', '_')}"
-            load_baseline(spark, snapshot, table, mode)
-            rewrite = timed(
-                lambda table=table: spark.sql(
-                    f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
+        print(
+            f"{'mode':<15} {'round':>5} {'rewrite s':>10} {'merge s':>10} {'merge/rewrite':>14} {'rows after':>12}"
+        )
+        best: dict[str, tuple[float, float]] = {}
+        for round_number in range(1, args.rounds + 1):
+            for mode in args.modes.split(","):
+                table = f"lake.bench.orders_{mode.replace('-', '_')}_{round_number}"
+                load_baseline(spark, snapshot, table, mode)
+                rewrite = timed(
+                    lambda table=table: spark.sql(
+                        f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
+                    )
                 )
+                settings = merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table})
+                merge = timed(lambda settings=settings: merge_job.run(spark, settings))
+                total = spark.table(table).count()
+                live = spark.table(table).where(f"NOT {merge_job.DELETED}").count()
+                expected_live = size + mix["inserts"] - mix["deletes"]
+                assert live == expected_live, (live, expected_live)
+                print(
+                    f"{mode:<15} {round_number:>5} {rewrite:>10.1f} {merge:>10.1f} {merge / rewrite:>13.2f}x "
+                    f"{total:>12,}",
+                    flush=True,
+                )
+                previous = best.get(mode, (float("inf"), float("inf")))
+                best[mode] = (min(previous[0], rewrite), min(previous[1], merge))
+                spark.sql(f"DROP TABLE {table}_rewrite PURGE")
+        for mode, (rewrite, merge) in best.items():
+            print(
+                f"best of {args.rounds}: {mode:<15} rewrite {rewrite:.1f} s, merge {merge:.1f} s, {merge / rewrite:.2f}x"
             )
-            settings = merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table})
-            merge = timed(lambda settings=settings: merge_job.run(spark, settings))
-            total = spark.table(table).count()
-            live = spark.table(table).where(f"NOT {merge_job.DELETED}").count()
-            expected_live = size + mix["inserts"] - mix["deletes"]
-            assert live == expected_live, (live, expected_live)
-            print(f"{mode:<15} {rewrite:>10.1f} {merge:>10.1f} {merge / rewrite:>13.2f}x {total:>12,}")
         spark.stop()
     finally:
         if not args.keep:

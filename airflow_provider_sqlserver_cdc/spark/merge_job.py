@@ -597,21 +597,23 @@ def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFram
     """Apply the net-effect rule (see ``net_effect.py``) to a DataFrame of changes.
 
     One row per key: the change with the highest ``(_cdc_start_lsn, _cdc_seqval, _cdc_operation)``,
-    with ``_cdc_deleted`` true when that change is a delete or an update before-image.
+    with ``_cdc_deleted`` true when that change is a delete or an update before-image. A window
+    function (one shuffle by key, one sort) rather than ``max(struct(...))``, which Spark can only
+    run as a sort-based aggregate with a partial and a final sort; its output stays partitioned
+    and sorted by key, which the MERGE join reuses.
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = {k.lower() for k in key_columns}
-    payload = [c for c in changes.columns if c.lower() not in keys and c not in POSITION_COLUMNS]
-    ordered = F.struct(*[F.col(quote(c)) for c in (*POSITION_COLUMNS, *payload)])
-    winners = changes.groupBy(*[F.col(quote(k)) for k in key_columns]).agg(
-        F.max(ordered).alias("_cdc_winner")
+    latest_first = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
+        *[F.col(c).desc() for c in POSITION_COLUMNS]
     )
-    return winners.select(
-        *[F.col(quote(k)) for k in key_columns],
-        *[F.col("_cdc_winner." + quote(c)).alias(c) for c in payload],
-        *[F.col("_cdc_winner." + quote(c)).alias(c) for c in POSITION_COLUMNS],
-        F.col("_cdc_winner." + OPERATION).isin(*DELETING_OPERATIONS).alias(DELETED),
+    rank = "_cdc_rank"
+    return (
+        changes.withColumn(rank, F.row_number().over(latest_first))
+        .where(F.col(rank) == 1)
+        .drop(rank)
+        .withColumn(DELETED, F.col(OPERATION).isin(*DELETING_OPERATIONS))
     )
 
 
@@ -626,25 +628,26 @@ def table_exists(spark: SparkSession, table: str) -> bool:
         return False
 
 
+def iceberg_table(spark: SparkSession, table: str) -> Any:
+    """Return the Iceberg ``Table`` (Java API, through py4j) behind a dotted Spark table name."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, quote_table(table))
+
+
 def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
-    """Return the job's snapshot-summary entries of the newest snapshot, in the main branch's history, holding them."""
-    name = quote_table(table)
-    current = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").collect()
-    if not current:
-        return {}
-    snapshots = {
-        row.snapshot_id: (row.parent_id, row.state)
-        for row in spark.sql(
-            f"SELECT snapshot_id, parent_id, map_filter(summary, (k, v) -> startswith(k, '{SUMMARY_PREFIX}')) "
-            f"AS state FROM {name}.snapshots"
-        ).collect()
-    }
-    snapshot_id = current[0].snapshot_id
-    while snapshot_id in snapshots:
-        parent_id, state = snapshots[snapshot_id]
+    """Return the job's snapshot-summary entries of the newest snapshot, in the main branch's history, holding them.
+
+    Reads table metadata only (no Spark job).
+    """
+    iceberg = iceberg_table(spark, table)
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        summary = snapshot.summary()
+        state = {str(k): str(summary.get(k)) for k in summary.keySet() if str(k).startswith(SUMMARY_PREFIX)}
         if state:
-            return dict(state)
-        snapshot_id = parent_id
+            return state
+        parent_id = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
     return {}
 
 
@@ -756,8 +759,10 @@ def plan_schema(spark: SparkSession | None, plan: TargetPlan, table_schema: dict
     plan.key_columns = keys
     if table_schema is None:
         return
-    identifier = [k.lower() for k in _identifier_fields(spark, plan.table)] if spark is not None else None
-    if identifier is not None and identifier and identifier != [k.lower() for k in keys]:
+    identifier = (
+        sorted(k.lower() for k in _identifier_fields(spark, plan.table)) if spark is not None else None
+    )
+    if identifier and identifier != sorted(k.lower() for k in keys):
         raise SchemaEvolutionError(
             f"target table {plan.table}: its identifier fields are {identifier} but the windows' key columns are "
             f"{list(keys)}; a changed key needs a new target table (--target) or a new snapshot into a new table"
@@ -780,11 +785,7 @@ def plan_schema(spark: SparkSession | None, plan: TargetPlan, table_schema: dict
 
 
 def _identifier_fields(spark: SparkSession, table: str) -> list[str]:
-    rows = spark.sql(f"SHOW TBLPROPERTIES {quote_table(table)}").collect()
-    for row in rows:
-        if row.key == "identifier-fields":
-            return [part.strip() for part in row.value.strip("[]").split(",") if part.strip()]
-    return []
+    return [str(name) for name in iceberg_table(spark, table).schema().identifierFieldNames()]
 
 
 def _table_schema(spark: SparkSession, table: str) -> dict[str, str]:

@@ -668,3 +668,40 @@ def test_window_written_by_the_extraction_writer_merges(spark: Any, tmp_path: Pa
         decimal.Decimal("4.0000"),
         4,
     )
+
+
+@pytest.mark.spark
+def test_composite_key_and_a_changed_key_is_refused(spark: Any, base: Path, namespace: str) -> None:
+    region = Column("region", "char", pa.string(), nullable=False, max_length=2)
+    columns = (region, INT_KEY, NAME)
+    log = ChangeLog()
+    first = flatten([log.insert(region="EU", id=1, name="a"), log.insert(region="US", id=1, name="b")])
+    w1 = write_window(
+        base, WindowSpec("dbo_orders", 0x100, 0x1FF, first, columns=columns, key_columns=("region", "id"))
+    )
+    log.lsn = 0x200
+    second = log.update({"region": "US", "id": 1, "name": "b"}, name="bb")
+    w2 = write_window(
+        base, WindowSpec("dbo_orders", 0x200, 0x2FF, second, columns=columns, key_columns=("region", "id"))
+    )
+    run(spark, namespace, w1)
+    run(spark, namespace, w2)
+    table = f"{namespace}.dbo_orders"
+    assert sorted((r.region, r.id, r.name) for r in spark.table(table).collect()) == [
+        ("EU", 1, "a"),
+        ("US", 1, "bb"),
+    ]
+    log.lsn = 0x300
+    w3 = write_window(
+        base,
+        WindowSpec(
+            "dbo_orders",
+            0x300,
+            0x3FF,
+            log.insert(region="EU", id=2, name="c"),
+            columns=columns,
+            key_columns=("id",),
+        ),
+    )
+    with pytest.raises(SchemaEvolutionError, match=f"target table {table}: its identifier fields are"):
+        run(spark, namespace, w3)
