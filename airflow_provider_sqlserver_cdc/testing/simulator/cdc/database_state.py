@@ -131,6 +131,8 @@ class CdcDatabase:
         self._builders: dict[str, ChangeRowBuilder] = {}
         #: set after a restart: starts the capture job at the first CDC access (see :mod:`.persistence`).
         self.pending_job_start: Any = None
+        #: (lsn, mapping version, datetime ticks) of the last sys.fn_cdc_map_lsn_to_time call.
+        self.lsn_time_cache: tuple[bytes, int, int | None] | None = None
         self.start_job_on_first_use = False
         self.lock = threading.RLock()
 

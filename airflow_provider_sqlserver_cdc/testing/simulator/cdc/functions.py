@@ -150,7 +150,18 @@ def fn_cdc_map_time_to_lsn(session: Any, args: list[TypedValue]) -> bytes | None
 def fn_cdc_map_lsn_to_time(session: Any, args: list[TypedValue]) -> int | None:
     """``sys.fn_cdc_map_lsn_to_time(lsn)``: returns ``datetime``."""
     _, state = _require_state(session, "cdc.lsn_time_mapping")
-    return datetime_ticks(state.mapping.map_lsn_to_time(_lsn_arg(args, 0)))
+    value = args[0].value if args else None
+    if value is None:
+        return None
+    lsn = value if type(value) is bytes and len(value) == 10 else _lsn_arg(args, 0)
+    # Called once per change row with the row's __$start_lsn: consecutive rows share it.
+    cached = state.lsn_time_cache
+    version = state.mapping.version
+    if cached is not None and cached[0] == lsn and cached[1] == version:
+        return cached[2]
+    ticks = datetime_ticks(state.mapping.map_lsn_to_time(lsn))
+    state.lsn_time_cache = (lsn, version, ticks)
+    return ticks
 
 
 def fn_cdc_get_column_ordinal(session: Any, args: list[TypedValue]) -> int | None:

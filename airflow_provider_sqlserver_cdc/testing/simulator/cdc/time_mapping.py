@@ -49,6 +49,11 @@ class LsnTimeMapping:
     def __len__(self) -> int:
         return len(self._rows)
 
+    @property
+    def version(self) -> int:
+        """A counter that changes whenever rows are added or removed (for caches)."""
+        return self._version
+
     def rows(self) -> list[LsnTimeMappingRow]:
         """A snapshot of all rows in ``start_lsn`` order."""
         with self._lock:
