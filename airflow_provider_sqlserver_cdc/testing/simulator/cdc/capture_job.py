@@ -74,6 +74,8 @@ class CaptureJob:
     def _run(self) -> None:
         settings = self._settings
         while not self._stop.is_set():
+            if not self.state.database_exists():
+                return  # the database was dropped: its capture job goes with it
             try:
                 for _ in range(max(1, settings.maxscans)):
                     if self._stop.is_set():

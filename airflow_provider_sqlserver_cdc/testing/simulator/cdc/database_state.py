@@ -109,10 +109,12 @@ class CdcDatabase:
     :param database: the engine's database object (``log``, ``table_by_id``, ``name``, ``database_id``).
     :param clock: the server clock (``local_ticks()``).
     :param commit_lock: the lock under which the engine assigns commit LSNs and appends to the log.
+    :param engine: the engine, to notice when the database is dropped (optional).
     """
 
-    def __init__(self, database: Any, clock: Any, commit_lock: Any = None) -> None:
+    def __init__(self, database: Any, clock: Any, commit_lock: Any = None, engine: Any = None) -> None:
         self.database = database
+        self.engine = engine
         self.clock = clock
         self.commit_lock = commit_lock if commit_lock is not None else threading.RLock()
         self.instances: dict[str, CaptureInstance] = {}
@@ -137,6 +139,12 @@ class CdcDatabase:
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------------ instances
+
+    def database_exists(self) -> bool:
+        """Whether the database is still the engine's (false once dropped, or after a reset)."""
+        if self.engine is None:
+            return True
+        return self.engine.databases.get(self.database.name.lower()) is self.database
 
     def now(self) -> dt.datetime:
         """Server local time as a ``datetime`` value."""

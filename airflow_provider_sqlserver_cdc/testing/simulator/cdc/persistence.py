@@ -70,7 +70,7 @@ def load_state(database: Any, value: dict[str, Any] | None, engine: Any) -> None
     """Rebuild a database's CDC state from :func:`dump_state`'s value."""
     if not value or value.get("format_version") != FORMAT_VERSION:
         return
-    state = CdcDatabase(database, engine.clock, engine.mutex)
+    state = CdcDatabase(database, engine.clock, engine.mutex, engine)
     for saved in value["instances"]:
         fields = dict(saved["fields"])
         fields["captured_columns"] = [CapturedColumn(**c) for c in fields["captured_columns"]]

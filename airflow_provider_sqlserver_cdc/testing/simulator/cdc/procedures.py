@@ -148,7 +148,7 @@ class CdcProcedures:
             raise errors.cdc_schema_exists(database.name)
         ensure_cdc_schema(database)
         engine = server_of(session)
-        set_cdc_state(database, CdcDatabase(database, clock_of(session), commit_lock_of(engine)))
+        set_cdc_state(database, CdcDatabase(database, clock_of(session), commit_lock_of(engine), engine))
         return ProcedureResult()
 
     def disable_db(self, session: Any, args: ProcedureArgs) -> ProcedureResult:

@@ -170,3 +170,30 @@ def test_log_scan_sessions_report_scans(items):
     rows = items.rows("SELECT session_id, scan_phase, tran_count FROM sys.dm_cdc_log_scan_sessions")
     assert any(r[0] == 0 and r[1] == "Aggregate" for r in rows)
     assert sum(r[2] for r in rows if r[0] != 0) >= 1
+
+
+def test_dropping_the_database_ends_its_capture_job(backend):
+    if not backend.simulated:
+        pytest.skip("inspects the simulator's capture job")
+    from airflow_provider_sqlserver_cdc.testing.simulator.cdc.registration import capture_job_running
+
+    admin = backend.connect()
+    cursor = admin.cursor()
+    cursor.execute("CREATE DATABASE cdc_dropped")
+    cursor.execute("USE cdc_dropped")
+    cursor.execute("CREATE TABLE dbo.t (id int NOT NULL PRIMARY KEY)")
+    cursor.execute("EXEC sys.sp_cdc_enable_db")
+    cursor.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't', @role_name = NULL"
+    )
+    cursor.execute("EXEC sys.sp_cdc_change_job @pollinginterval = 1")
+    cursor.execute("EXEC sys.sp_cdc_stop_job")
+    cursor.execute("EXEC sys.sp_cdc_start_job")
+    engine = backend.simulator.engine
+    database = engine.database("cdc_dropped")
+    job = database.flags["cdc_capture_job"]
+    assert capture_job_running(engine, "cdc_dropped")
+    cursor.execute("USE master")
+    cursor.execute("DROP DATABASE cdc_dropped")
+    admin.close()
+    assert _wait_for(lambda: not job.running, timeout=5)
