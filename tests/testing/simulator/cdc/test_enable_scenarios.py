@@ -201,8 +201,11 @@ def test_role_gating_denies_change_data_to_a_user_outside_the_role(cdc_db):
                     "sys.fn_cdc_get_max_lsn(), N'all')"
                 ).fetchall()
             assert error_number(excinfo) == 229
-            # once in the gating role, the same user reads the changes
+            # once in the gating role, the same user reads the changes (new connection: new token)
             cdc_db.execute(f"ALTER ROLE [cdc_reader] ADD MEMBER [{login}]").close()
+            outsider.close()
+            outsider = cdc_db.connect(UID=login, PWD=password)
+            cursor = outsider.cursor()
             rows = cursor.execute(
                 "DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn('dbo_orders'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
                 "SELECT order_id FROM cdc.fn_cdc_get_all_changes_dbo_orders(@f, @t, N'all')"
