@@ -368,8 +368,6 @@ class CdcDatabase:
         clock_moved = last is None or now > last.tran_end_time
         if not (log_moved or clock_moved):
             return
-        if last is not None and now < last.tran_end_time:
-            now = last.tran_end_time  # a test clock set backwards must not make mapped times go back
         # The row claims "processed up to this LSN": allocate it while no commit can be in flight,
         # and only if every transaction committed so far has been read.
         # Never wait for the commit lock while holding this state's lock (a checkpoint holds the
