@@ -211,3 +211,24 @@ class PipelineHarness:
     def window_dirs(self, capture_instance: str) -> list[Path]:
         """The window directories written for one capture instance."""
         return sorted(p for p in (self.staging / capture_instance).iterdir() if p.is_dir())
+
+
+def create_sample_source(harness: PipelineHarness, workload: Any, initial_rows: int) -> Any:
+    """
+    Create the sample database with CDC on its four tables, ``initial_rows`` rows each, and
+    snapshot isolation allowed; stop the capture job (the test runs it). Return an autocommit
+    pyodbc connection to it for the workload.
+    """
+    import pyodbc
+
+    from airflow_provider_sqlserver_cdc.testing.workload import SAMPLE_TABLES, SampleDatabase
+
+    conn = pyodbc.connect(harness.simulator.odbc_connection_string(), autocommit=True)
+    SampleDatabase.create(conn, harness.database)
+    # What a DBA does once so that the initial snapshot can read without blocking writers.
+    conn.cursor().execute(f"ALTER DATABASE [{harness.database}] SET ALLOW_SNAPSHOT_ISOLATION ON")
+    for table in SAMPLE_TABLES:
+        workload.insert_rows(conn, table.qualified_name, initial_rows)
+    harness.set_capture_job(running=False)
+    harness.capture()
+    return conn
