@@ -22,7 +22,7 @@ import itertools
 import logging
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import types as T
@@ -53,6 +53,15 @@ class Login:
     is_sysadmin: bool = False
     disabled: bool = False
     sid: bytes = b""
+    server_permissions: set[str] = field(default_factory=set)  # e.g. {"VIEW SERVER STATE"}
+
+    def has_server_permission(self, permission: str) -> bool:
+        """sysadmin has every server permission; others need a GRANT."""
+        if self.is_sysadmin:
+            return True
+        if permission == "VIEW SERVER STATE" and "VIEW SERVER PERFORMANCE STATE" in self.server_permissions:
+            return True
+        return permission in self.server_permissions
 
 
 class Engine:

@@ -469,8 +469,11 @@ class Session:
             yield Message(0, 1, 0, text)
             yield StatementDone(None)
             return
-        if w0 in ("GRANT", "REVOKE", "DENY", "CHECKPOINT"):
-            # permissions are not enforced by the simulator (see docs/simulator.md)
+        if w0 in ("GRANT", "REVOKE", "DENY"):
+            self._grant(raw)
+            yield StatementDone(None)
+            return
+        if w0 == "CHECKPOINT":
             yield StatementDone(None)
             return
         if w0 in (
@@ -568,6 +571,38 @@ class Session:
                 1,
                 f"Snapshot isolation transaction failed accessing database '{self.database}' because snapshot isolation is "
                 "not allowed in this database. Use ALTER DATABASE to allow snapshot isolation.",
+            )
+
+    def _grant(self, raw: RawStatement) -> None:
+        """GRANT / REVOKE / DENY: server permissions VIEW SERVER [PERFORMANCE] STATE are kept; others are ignored."""
+        text = " ".join(raw.text.split()).upper()
+        m = re.match(
+            r"(GRANT|REVOKE|DENY) (VIEW SERVER (?:PERFORMANCE )?STATE) (?:TO|FROM) \[?([^\];]+)\]?", text
+        )
+        if not m:
+            return  # database object permissions are not enforced (see docs/simulator.md)
+        verb, permission, grantee = m.group(1), m.group(2), m.group(3).strip()
+        login = self.engine.logins.get(grantee.lower())
+        if login is None:
+            raise SqlError(
+                15151,
+                16,
+                1,
+                f"Cannot find the login '{grantee}', because it does not exist or you do not have permission.",
+            )
+        if verb == "GRANT":
+            login.server_permissions.add(permission)
+        else:
+            login.server_permissions.discard(permission)
+
+    def require_server_permission(self, permission: str) -> None:
+        """Error 300 unless the login holds *permission* (sysadmin holds all)."""
+        if not self.login.has_server_permission(permission):
+            raise SqlError(
+                300,
+                14,
+                1,
+                f"{permission} permission was denied on object 'server', database 'master'.",
             )
 
     # ---------------------------------------------------------------- statement-scope locks

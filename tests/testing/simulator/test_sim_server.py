@@ -319,3 +319,26 @@ def test_cancelling_a_parameterised_stream_keeps_the_protocol_in_step(sqlserver_
         assert cur.fetchone() is not None
         cur.close()
         assert conn.execute("SELECT COUNT(*) FROM dbo.n WHERE i > ?", 8000).fetchone()[0] == 2**13 - 8000
+
+
+def test_dm_views_need_view_server_state_for_logins_that_are_not_sysadmin(sqlserver_simulator: Any) -> None:
+    admin = sqlserver_simulator.connect()
+    admin.execute("CREATE LOGIN watcher WITH PASSWORD = 'W4tcher!pw'")
+    conn = pyodbc.connect(
+        f"DRIVER=FreeTDS;SERVER={sqlserver_simulator.host};PORT={sqlserver_simulator.port};UID=watcher;PWD=W4tcher!pw;TDS_Version=7.4",
+        autocommit=True,
+    )
+    query = "SELECT COUNT(*) FROM sys.dm_tran_database_transactions"
+    with pytest.raises(pyodbc.Error) as err:
+        conn.execute(query)
+    assert "VIEW SERVER STATE permission was denied on object 'server', database 'master'. (300)" in str(
+        err.value
+    )
+    assert (
+        conn.execute("SELECT COUNT(*) FROM sys.dm_exec_sessions").fetchone()[0] == 1
+    )  # its own session only
+    admin.execute("GRANT VIEW SERVER PERFORMANCE STATE TO [watcher]")
+    assert conn.execute(query).fetchone()[0] == 0
+    admin.execute("REVOKE VIEW SERVER PERFORMANCE STATE FROM watcher")
+    with pytest.raises(pyodbc.Error):
+        conn.execute(query)

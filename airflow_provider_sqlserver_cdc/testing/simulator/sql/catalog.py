@@ -722,6 +722,7 @@ def v_server_principals(s: Session, db: Database) -> Rowset:
 
 
 def v_dm_tran_database_transactions(s: Session, db: Database) -> Rowset:
+    s.require_server_permission("VIEW SERVER STATE")
     cols = [
         _col("transaction_id", T.BIGINT, False),
         _col("database_id", INT, False),
@@ -761,6 +762,7 @@ def v_dm_tran_database_transactions(s: Session, db: Database) -> Rowset:
 
 
 def v_dm_tran_session_transactions(s: Session, db: Database) -> Rowset:
+    s.require_server_permission("VIEW SERVER STATE")
     cols = [
         _col("session_id", INT, False),
         _col("transaction_id", T.BIGINT, False),
@@ -789,7 +791,10 @@ def v_dm_exec_sessions(s: Session, db: Database) -> Rowset:
     ]
     iso = {"READ COMMITTED": 2, "SNAPSHOT": 5}
     rows = []
+    all_sessions = s.login.has_server_permission("VIEW SERVER STATE")
     for sess in list(s.engine.sessions.values()):
+        if not all_sessions and sess is not s:
+            continue  # without VIEW SERVER STATE a login sees its own session only
         d = s.engine.databases.get(sess.database.lower())
         rows.append(
             (
