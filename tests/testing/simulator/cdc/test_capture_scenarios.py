@@ -81,15 +81,32 @@ def test_update_of_the_primary_key_is_a_delete_and_an_insert(items):
     assert lsn(rows[1][0]) == lsn(rows[2][0])
 
 
-def test_lsn_time_mapping_records_commit_time_in_server_local_time(items):
+@pytest.fixture
+def kolkata_clock(items):
+    """On the simulator, a server clock in UTC+05:30, so local time differs from UTC (restored after)."""
+    if not items.backend.simulated:
+        yield
+        return
+    clock = items.backend.simulator.clock
+    previous = clock.timezone_name
+    clock.set_timezone("Asia/Kolkata")
+    yield
+    clock.set_timezone(previous)
+
+
+def test_lsn_time_mapping_records_commit_time_in_server_local_time(items, kolkata_clock):
     items.execute("INSERT INTO dbo.items (id) VALUES (1)").close()
     now_local = items.scalar("SELECT GETDATE()")
+    now_utc = items.scalar("SELECT SYSUTCDATETIME()")
+    utc_offset = round((now_local - now_utc).total_seconds() / 60)
     items.capture()
     start = items.scalar("SELECT TOP 1 __$start_lsn FROM cdc.dbo_items_CT")
     end_time = items.scalar("SELECT tran_end_time FROM cdc.lsn_time_mapping WHERE start_lsn = ?", start)
     begin_lsn = items.scalar("SELECT tran_begin_lsn FROM cdc.lsn_time_mapping WHERE start_lsn = ?", start)
     assert isinstance(end_time, dt.datetime)
     assert abs((end_time - now_local).total_seconds()) < 30
+    if items.backend.simulated:
+        assert utc_offset == 330 and abs((end_time - now_utc).total_seconds() - 330 * 60) < 30
     assert lsn(begin_lsn) < lsn(start)
     assert items.scalar("SELECT sys.fn_cdc_map_lsn_to_time(?)", start) == end_time
 
