@@ -158,7 +158,8 @@ class CdcProcedures:
             raise errors.not_authorized("sysadmin")
         state = cdc_state(database)
         if state is None:
-            return ProcedureResult()
+            # SQL Server 2022 raises 22901 with severity 10 here: a message, and the call succeeds.
+            return ProcedureResult(messages=[errors.database_not_enabled(database.name).message])
         self._stop_job(database)
         for instance in list(state.instances.values()):
             self._drop_instance(database, state, instance)
