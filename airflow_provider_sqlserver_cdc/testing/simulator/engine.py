@@ -454,7 +454,26 @@ class Engine:
             if not replaying:
                 for db, rec in records:
                     db.log.append(rec)
+                    self._trim_log(db)
         self._end_transaction(xact)
+
+    #: a database without CDC keeps at most this much of its committed-transaction log
+    LOG_RETENTION_TRANSACTIONS = 10_000
+    LOG_RETENTION_OPERATIONS = 200_000
+
+    def _trim_log(self, db: Database) -> None:
+        if db.flags.get("is_cdc_enabled"):
+            return  # the CDC capture job truncates what it has read
+        log = db.log
+        if len(log) > self.LOG_RETENTION_TRANSACTIONS or (
+            log.transactions and len(log.transactions[-1].operations) > 0 and self._log_ops_estimate(log)
+        ):
+            log.trim(self.LOG_RETENTION_TRANSACTIONS, self.LOG_RETENTION_OPERATIONS)
+
+    def _log_ops_estimate(self, log: Any) -> bool:
+        # cheap check: only count when the newest transaction is large or every 256 commits
+        newest = len(log.transactions[-1].operations)
+        return newest > 10_000 or len(log) % 256 == 0
 
     def _end_transaction(self, xact: Transaction) -> None:
         if xact.isolation == "SNAPSHOT" and xact.snapshot is not None:

@@ -214,6 +214,28 @@ class TransactionLog:
     def __len__(self) -> int:
         return len(self.transactions)
 
+    def trim(self, max_transactions: int, max_operations: int) -> int:
+        """Forget the oldest transactions until at most half of each limit is kept, once a limit is passed.
+
+        The engine calls this for databases without CDC, whose log nobody reads (SQL Server truncates
+        such a log at checkpoints). Returns how many transactions were dropped.
+        """
+        with self._lock:
+            ops = sum(len(x.operations) for x in self.transactions)
+            if len(self.transactions) <= max_transactions and ops <= max_operations:
+                return 0
+            n = 0
+            while self.transactions and (
+                len(self.transactions) - n > max_transactions // 2 or ops > max_operations // 2
+            ):
+                ops -= len(self.transactions[n].operations)
+                n += 1
+                if n >= len(self.transactions):
+                    break
+            del self.transactions[:n]
+            del self._commit_lsns[:n]
+            return n
+
     def truncate_before(self, lsn: bytes) -> int:
         """Forget committed transactions with commit LSN < *lsn*; returns how many were dropped."""
         with self._lock:
