@@ -58,6 +58,15 @@ def _rows(cur: Any, sql: str) -> list[tuple[Any, ...]]:
         ("SELECT x.id FROM (SELECT id, g FROM dbo.a WHERE g = 'x') AS x ORDER BY x.id DESC", [(3,), (1,)]),
         ("SELECT MAX(id), MIN(g), AVG(id), SUM(id) FROM dbo.a WHERE 1 = 0", [(None, None, None, None)]),
         ("SELECT AVG(v), AVG(CAST(v AS decimal(5,2))) FROM dbo.b", [(6, Decimal("6.000000"))]),
+        (
+            "SELECT id, ROW_NUMBER() OVER (PARTITION BY g ORDER BY id DESC) AS rn, RANK() OVER (ORDER BY g), "
+            "DENSE_RANK() OVER (ORDER BY g) FROM dbo.a ORDER BY id",
+            [(1, 2, 1, 1), (2, 1, 3, 2), (3, 1, 1, 1)],
+        ),
+        (
+            "SELECT id, SUM(v) OVER (PARTITION BY a_id), COUNT(*) OVER (), SUM(v) OVER (ORDER BY id) FROM dbo.b ORDER BY id",
+            [(10, 11, 3, 5), (11, 11, 3, 11), (12, 7, 3, 18)],
+        ),
     ],
 )
 def test_query_forms(cur: Any, sql: str, expected: list[tuple[Any, ...]]) -> None:

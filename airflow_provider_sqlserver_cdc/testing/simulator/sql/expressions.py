@@ -1103,7 +1103,12 @@ class Compiler:
         raise not_supported("* in this position")
 
     def c_Window(self, node: exp.Window) -> Expr:
-        raise not_supported("window functions (OVER)")
+        for w, slot, t in (
+            getattr(self, "window_slots", None) or getattr(self.source_compiler, "window_slots", None) or []
+        ):
+            if w == node:
+                return Expr(operator.itemgetter(slot), t, True, "")
+        raise not_supported("window functions (OVER) in this position")
 
     def c_Select(self, node: exp.Select) -> Expr:
         return self.c_Subquery(exp.Subquery(this=node))

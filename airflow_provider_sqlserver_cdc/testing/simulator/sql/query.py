@@ -257,19 +257,21 @@ def _join(
 
 
 def _has_aggregate(node: exp.Expression) -> bool:
+    """True if *node* calls an aggregate of this query level (not inside a subquery or an OVER clause)."""
     for n in node.walk():
         if isinstance(n, exp.GroupConcat) or (isinstance(n, exp.Anonymous) and n.name.upper() in AGGREGATES):
             if n is node:
                 return True
-            # not inside a subquery
             p = n.parent
-            inside_sub = False
-            while p is not None and p is not node:
-                if isinstance(p, (exp.Subquery, exp.Select)):
-                    inside_sub = True
+            inside = False
+            while p is not None:
+                if isinstance(p, exp.Window) or (p is not node and isinstance(p, (exp.Subquery, exp.Select))):
+                    inside = True
+                    break
+                if p is node:
                     break
                 p = p.parent
-            if not inside_sub:
+            if not inside:
                 return True
     return False
 
@@ -348,6 +350,15 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         out_compiler = Compiler(session, agg_scope, agg=agg, source_compiler=compiler)
     else:
         out_compiler = compiler
+    windows = _window_nodes(select)
+    window_specs: list[_WindowSpec] = []
+    if windows:
+        if is_agg:
+            raise not_supported("window functions in a query with GROUP BY or aggregates")
+        window_specs = [_compile_window(compiler, w, scope.width + k) for k, w in enumerate(windows)]
+        compiler.window_slots = [
+            (w, spec.slot, spec.type) for w, spec in zip(windows, window_specs, strict=True)
+        ]
     for item in sel_items:
         stars = _expand_star(item, scope)
         if stars is not None:
@@ -443,7 +454,14 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
 
     # -- fast path: plain column projection of one source
     simple_cols = None
-    plain = not is_agg and where_fn is None and not order_keys and not distinct and len(items) == 1
+    plain = (
+        not is_agg
+        and where_fn is None
+        and not order_keys
+        and not distinct
+        and len(items) == 1
+        and not windows
+    )
     if plain and all(e.index >= 0 for e in out_exprs):
         simple_cols = [e.index for e in out_exprs]
 
@@ -465,8 +483,8 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         rows: Iterable[tuple[Any, ...]] = producer()
         if where_fn is not None:
             rows = (r for r in rows if where_fn(r) is True)
-        if outer is not None and correlated:
-            pass
+        if window_specs:
+            rows = _apply_windows(list(rows), window_specs)
         if is_agg:
             rows = _aggregate(rows, agg)
             if having_fn is not None:
@@ -604,6 +622,151 @@ def key_lookup(
 
         return lookup
     return None
+
+
+@dataclass
+class _WindowSpec:
+    kind: str
+    partition: list[Callable[[Any], Any]]
+    order: list[tuple[Callable[[Any], Any], bool]]
+    arg: Callable[[Any], Any] | None
+    type: T.SqlType
+    slot: int
+
+
+_RANKING = {"ROW_NUMBER", "RANK", "DENSE_RANK"}
+_WINDOW_AGGREGATES = {"SUM", "COUNT", "COUNT_BIG", "MIN", "MAX", "AVG"}
+
+
+def _window_nodes(select: exp.Select) -> list[exp.Window]:
+    found: list[exp.Window] = []
+    for item in list(select.expressions) + (
+        list(select.args["order"].expressions) if select.args.get("order") else []
+    ):
+        for w in item.find_all(exp.Window):
+            p = w.parent if w is not item else None
+            nested = False
+            while p is not None and p is not item:
+                if isinstance(p, (exp.Select, exp.Subquery)):
+                    nested = True
+                    break
+                p = p.parent
+            if not nested and not any(w == f for f in found):
+                found.append(w)
+    return found
+
+
+def _compile_window(compiler: Compiler, node: exp.Window, slot: int) -> _WindowSpec:
+    fn = node.this
+    name = fn.name.upper() if isinstance(fn, exp.Anonymous) else type(fn).__name__.upper()
+    if node.args.get("spec") is not None:
+        raise not_supported("window frames (ROWS / RANGE)")
+    partition = [compiler.compile(p).fn for p in node.args.get("partition_by") or []]
+    order_node = node.args.get("order")
+    order = [
+        (compiler.compile(o.this).fn, bool(o.args.get("desc")))
+        for o in (order_node.expressions if order_node else [])
+    ]
+    arg = None
+    if name in _RANKING:
+        if not order:
+            raise SqlError(4112, 16, 1, f"The function '{name}' must have an OVER clause with ORDER BY.")
+        t = T.BIGINT
+    elif name in _WINDOW_AGGREGATES:
+        args = list(fn.expressions)
+        if args and isinstance(args[0], exp.Distinct):
+            raise not_supported("DISTINCT in windowed aggregates")
+        if args and not isinstance(args[0], exp.Star):
+            e = compiler.compile(args[0])
+            arg = e.fn
+            at = e.type
+        else:
+            at = T.INT
+        if name in ("COUNT", "COUNT_BIG"):
+            t = T.INT if name == "COUNT" else T.BIGINT
+        elif name in ("MIN", "MAX"):
+            t = at
+        elif at.name in ("decimal", "numeric"):
+            t = T.SqlType("decimal", precision=38, scale=at.scale if name == "SUM" else max(6, at.scale))
+        elif at.name in T.INTEGER_TYPES:
+            t = T.BIGINT if at.name == "bigint" else T.INT
+        elif at.name in ("money", "smallmoney"):
+            t = T.MONEY
+        else:
+            t = T.FLOAT
+    else:
+        raise not_supported(f"the window function {name}")
+    return _WindowSpec(name, partition, order, arg, t, slot)
+
+
+def _apply_windows(rows: list[tuple[Any, ...]], specs: list[_WindowSpec]) -> list[tuple[Any, ...]]:
+    from .. import values as V
+
+    columns: list[list[Any]] = []
+    for spec in specs:
+        values: list[Any] = [None] * len(rows)
+        groups: dict[Any, list[int]] = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(tuple(ci_key(f(r)) for f in spec.partition), []).append(i)
+        order_specs = [(0, k, desc) for k, (_f, desc) in enumerate(spec.order)]
+        cmp = functools.cmp_to_key(_make_cmp(order_specs)) if order_specs else None
+        for idxs in groups.values():
+            keyed = [((tuple(f(rows[i]) for f, _d in spec.order),), i) for i in idxs]
+            if cmp is not None:
+                keyed.sort(key=lambda p: cmp(p[0]))
+            if spec.kind in _RANKING:
+                rank = dense = 0
+                prev = object()
+                for n, (key, i) in enumerate(keyed, start=1):
+                    k = tuple(ci_key(v) for v in key[0])
+                    if k != prev:
+                        rank = n
+                        dense += 1
+                        prev = k
+                    values[i] = n if spec.kind == "ROW_NUMBER" else (rank if spec.kind == "RANK" else dense)
+                continue
+            # aggregates: whole partition without ORDER BY, running (peers together) with it
+            peers: list[list[int]] = []
+            prev = object()
+            for key, i in keyed:
+                k = tuple(ci_key(v) for v in key[0]) if spec.order else None
+                if not peers or k != prev or not spec.order:
+                    if spec.order or not peers:
+                        peers.append([])
+                    prev = k
+                peers[-1].append(i)
+            acc: list[Any] = []
+            for group in peers:
+                for i in group:
+                    v = spec.arg(rows[i]) if spec.arg is not None else 1
+                    if v is not None:
+                        acc.append(v)
+                result = _window_value(spec, acc, V)
+                for i in group:
+                    values[i] = result
+        columns.append(values)
+    return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
+
+
+def _window_value(spec: _WindowSpec, acc: list[Any], V: Any) -> Any:
+    kind = spec.kind
+    if kind in ("COUNT", "COUNT_BIG"):
+        return len(acc)
+    if not acc:
+        return None
+    if kind == "MIN":
+        return min(acc, key=ci_key)
+    if kind == "MAX":
+        return max(acc, key=ci_key)
+    total = sum(acc[1:], acc[0])
+    if kind == "SUM":
+        return V.quantize(total, spec.type.scale) if spec.type.name == "decimal" else total
+    if spec.type.name in T.INTEGER_TYPES:
+        q = abs(total) // len(acc)
+        return q if total >= 0 else -q
+    if spec.type.name == "float":
+        return float(total) / len(acc)
+    return V.quantize(V.DECIMAL_CONTEXT.divide(total, len(acc)), spec.type.scale)
 
 
 def _make_cmp(specs: list[tuple[int, int, bool]]) -> Callable[[Any, Any], int]:
