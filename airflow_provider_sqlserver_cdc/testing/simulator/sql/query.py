@@ -700,7 +700,7 @@ def _compile_window(compiler: Compiler, node: exp.Window, slot: int) -> _WindowS
 
 
 def _apply_windows(rows: list[tuple[Any, ...]], specs: list[_WindowSpec]) -> list[tuple[Any, ...]]:
-    from .. import values as V
+    from airflow_provider_sqlserver_cdc.testing.simulator import values as V
 
     columns: list[list[Any]] = []
     for spec in specs:
