@@ -237,11 +237,6 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
     assert result.manifest.row_count == len(workload.model["dbo.orders"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulator (issue 3): sys.dm_tran_database_transactions is readable without VIEW SERVER STATE; "
-    "SQL Server answers error 300 (VIEW SERVER STATE permission was denied)",
-)
 def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_grant(
     source, monkeypatch, tmp_path
 ):
@@ -364,3 +359,40 @@ def test_resume_false_discards_the_unfinished_snapshot(source, tmp_path):
     assert result.resumed_chunks == 0 and result.progress.snapshot_lsn != old.snapshot_lsn
     assert not (base / instance.name / old.window_dir).exists()
     assert sorted(p.name for p in (base / instance.name).iterdir()) == [result.progress.window_dir]
+
+
+def test_the_table_lock_method_makes_writers_wait_for_the_whole_copy(source, tmp_path):
+    import pyodbc
+
+    seed(source, rows=30)
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    some_id = source.connect().cursor().execute("SELECT MAX(order_id) FROM dbo.orders").fetchone()[0]
+    blocked = []
+
+    def try_to_write(progress):
+        writer = source.connect()
+        cursor = writer.cursor()
+        cursor.execute("SET LOCK_TIMEOUT 200")
+        try:
+            cursor.execute("UPDATE dbo.orders SET status = N'late' WHERE order_id = ?", some_id)
+            blocked.append(False)
+        except pyodbc.Error as err:
+            blocked.append("1222" in str(err))
+        finally:
+            writer.close()
+
+    result = snapshot_capture_instance(
+        hook,
+        instance,
+        base_uri=str(tmp_path),
+        database=source.name,
+        method="table_lock",
+        chunk_rows=10,
+        on_chunk=try_to_write,
+    )
+    assert result.progress.method == "table_lock" and result.lock_held_s is not None
+    assert blocked == [True] * result.chunks_read
+    after = source.connect()
+    after.cursor().execute("UPDATE dbo.orders SET status = N'late' WHERE order_id = ?", some_id)
+    after.close()
