@@ -17,7 +17,6 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.functions import (
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import lsn_to_dmv_text
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import (
-    capture_job_of,
     cdc_state,
     database_object,
     databases_of,
@@ -267,12 +266,6 @@ def dm_cdc_log_scan_sessions(session: Any, database: Any) -> Rowset:
                 )
             )
     return Rowset(columns, rows)
-
-
-def capture_job_running(database: Any) -> bool:
-    """Whether the database's capture job thread is running."""
-    job = capture_job_of(database)
-    return job is not None and job.running
 
 
 STATIC_VIEWS = {

@@ -75,8 +75,3 @@ class ChangeTable:
             rows = list(zip(self._rows, self._command_ids, strict=True))
         for row, command_id in rows:
             yield (row[0], None, row[1], row[2], row[3], *row[4:], command_id)
-
-    def max_start_lsn(self) -> bytes | None:
-        """The largest ``__$start_lsn`` present."""
-        with self._lock:
-            return self._starts[-1] if self._starts else None
