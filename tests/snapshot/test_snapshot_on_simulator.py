@@ -396,3 +396,15 @@ def test_the_table_lock_method_makes_writers_wait_for_the_whole_copy(source, tmp
     after = source.connect()
     after.cursor().execute("UPDATE dbo.orders SET status = N'late' WHERE order_id = ?", some_id)
     after.close()
+
+
+def test_an_empty_table_gives_an_empty_snapshot_window(source, tmp_path):
+    hook = source.hook()
+    instance = hook.get_capture_instance("dbo_orders")
+    result = snapshot_capture_instance(
+        hook, instance, base_uri=str(tmp_path), database=source.name, chunk_rows=10
+    )
+    manifest, rows = read_window(result.extract.window_uri)
+    assert rows == [] and manifest["files"] == [] and manifest["row_count"] == 0
+    assert manifest["kind"] == "snapshot" and manifest["to_lsn"] == result.progress.snapshot_lsn
+    assert result.chunks_read == 1
