@@ -361,10 +361,47 @@ class Session:
         except SqlError as e:
             yield ErrorEvent(e)
             return
-        for i, raw in enumerate(statements):
-            ok = yield from self._run_statement(raw, first=(i == 0))
+        try:
+            nodes = _control_flow(list(statements))
+        except SqlError as e:
+            yield ErrorEvent(e)
+            return
+        yield from self._run_nodes(nodes, top=True)
+
+    def _run_nodes(self, nodes: list[Any], top: bool = False) -> Iterator[Any]:
+        """Run statements and IF / BEGIN ... END blocks; returns False when the batch must stop."""
+        for i, node in enumerate(nodes):
+            kind = node[0]
+            if kind == "stmt":
+                ok = yield from self._run_statement(node[1], first=top and i == 0)
+            elif kind == "block":
+                ok = yield from self._run_nodes(node[1])
+            else:  # ("if", condition statement, then node, else node or None)
+                try:
+                    chosen = node[2] if self._condition(node[1]) else node[3]
+                except SqlError as e:
+                    self.last_error = e.number
+                    yield ErrorEvent(e)
+                    return False
+                ok = True if chosen is None else (yield from self._run_nodes([chosen]))
             if not ok:
-                return
+                return False
+        return True
+
+    def _condition(self, raw: RawStatement) -> bool:
+        """Evaluate the condition of an IF statement."""
+        base = raw.tokens[0].start
+        if len(raw.tokens) < 2:
+            raise SqlError(102, 15, 1, "Incorrect syntax near 'IF'.")
+        node = parse_expression(raw.text[raw.tokens[1].start - base :])
+        with self.statement_locks() as owner:
+            self.lock_owner = owner
+            snap = self.engine.begin_read(self.read_xact())
+            self.current_snapshot = snap
+            try:
+                return Compiler(self, Scope()).compile(node).fn(()) is True
+            finally:
+                self.engine.end_read(snap)
 
     def _run_statement(self, raw: RawStatement, first: bool) -> Iterator[Any]:
         x = self.xact
@@ -408,7 +445,9 @@ class Session:
                 return
             if w1 == "DISTRIBUTED":
                 raise not_supported("distributed transactions")
-            raise not_supported("BEGIN ... END blocks")
+            raise not_supported(
+                f"BEGIN {w1} (TRY ... CATCH)" if w1 in ("TRY", "CATCH") else "this BEGIN form"
+            )
         if w0 in ("COMMIT", "ROLLBACK"):
             name = ""
             if len(words) > 2 and w1 in ("TRAN", "TRANSACTION", "WORK"):
@@ -1009,6 +1048,50 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+def _control_flow(statements: list[RawStatement]) -> list[Any]:
+    """Group a batch's statements into IF / ELSE and BEGIN ... END nodes."""
+    for raw in statements:
+        if raw.words[:2] in (["BEGIN", "TRY"], ["BEGIN", "CATCH"]):
+            raise not_supported("TRY ... CATCH blocks")
+    pos = 0
+
+    def keyword(raw: RawStatement) -> str:
+        return raw.words[0] if len(raw.tokens) == 1 or raw.words[0] == "IF" else ""
+
+    def one() -> Any:
+        nonlocal pos
+        if pos >= len(statements):
+            raise SqlError(102, 15, 1, "Incorrect syntax near the end of the batch: a statement is missing.")
+        raw = statements[pos]
+        kw = keyword(raw)
+        if kw == "BEGIN":
+            pos += 1
+            body = []
+            while pos < len(statements) and keyword(statements[pos]) != "END":
+                body.append(one())
+            if pos >= len(statements):
+                raise SqlError(102, 15, 1, "Incorrect syntax near 'BEGIN': END is missing.")
+            pos += 1
+            return ("block", body)
+        if kw == "IF":
+            pos += 1
+            then = one()
+            other = None
+            if pos < len(statements) and keyword(statements[pos]) == "ELSE":
+                pos += 1
+                other = one()
+            return ("if", raw, then, other)
+        if kw in ("END", "ELSE"):
+            raise SqlError(156, 15, 1, f"Incorrect syntax near the keyword '{kw}'.")
+        pos += 1
+        return ("stmt", raw)
+
+    nodes = []
+    while pos < len(statements):
+        nodes.append(one())
+    return nodes
 
 
 def _internal_error(exc: Exception, statement: str) -> SqlError:

@@ -245,3 +245,21 @@ def test_drop_table_schema_and_database(connect: Any, sql_backend: Any) -> None:
     cur.execute("USE master")
     cur.execute("DROP DATABASE scratch_sim_db")
     assert _rows(cur, "SELECT COUNT(*) FROM sys.databases WHERE name = 'scratch_sim_db'") == [(0,)]
+
+
+def test_if_else_and_begin_end_blocks(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("IF OBJECT_ID('dbo.u') IS NOT NULL DROP TABLE dbo.u")
+    cur.execute(
+        "IF NOT EXISTS (SELECT 1 FROM sys.tables WHERE name = 'u')\n"
+        "BEGIN\n    CREATE TABLE dbo.u (id int)\n    INSERT INTO dbo.u VALUES (1)\nEND\n"
+        "ELSE\nBEGIN\n    INSERT INTO dbo.u VALUES (2)\nEND"
+    )
+    cur.execute(
+        "IF EXISTS (SELECT 1 FROM sys.tables WHERE name = 'u') INSERT INTO dbo.u VALUES (3) ELSE INSERT INTO dbo.u VALUES (4)"
+    )
+    assert _rows(cur, "SELECT id, CASE WHEN id = 1 THEN 'one' ELSE 'other' END FROM dbo.u ORDER BY id") == [
+        (1, "one"),
+        (3, "other"),
+    ]
+    assert _rows(cur, "DECLARE @n int = 5; IF @n > 3 SELECT 'big' ELSE SELECT 'small'") == [("big",)]

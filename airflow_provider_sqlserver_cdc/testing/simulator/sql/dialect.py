@@ -105,8 +105,29 @@ def split_batch(sql: str) -> tuple[RawStatement, ...]:
     first = ""
     seen_select = False
     seen_set = False
-    for tok in tokens:
+    case_depth = 0
+    for k, tok in enumerate(tokens):
         text = tok.text.upper()
+        quoted_tok = tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.NATIONAL_STRING)
+        if not quoted_tok and depth == 0:
+            if text == "CASE":
+                case_depth += 1
+            elif text == "END" and case_depth > 0:
+                case_depth -= 1
+            elif (text in ("END", "ELSE") and case_depth == 0) or (
+                text == "BEGIN"
+                and (
+                    k + 1 >= len(tokens)
+                    or tokens[k + 1].text.upper()
+                    not in ("TRAN", "TRANSACTION", "DISTRIBUTED", "TRY", "CATCH")
+                )
+            ):
+                # control-of-flow words are statements of their own (BEGIN ... END blocks, IF ... ELSE)
+                if cur:
+                    statements.append(cur)
+                statements.append([tok])
+                cur, first, seen_select, seen_set = [], "", False, False
+                continue
         if tok.token_type == TokenType.SEMICOLON and depth == 0:
             if cur:
                 statements.append(cur)
