@@ -464,11 +464,18 @@ class Workload:
         self.model: dict[str, dict[Key, Row]] = {t.qualified_name: {} for t in self.tables}
         self._counters: dict[str, int] = {}
         self._key_index: dict[str, _KeyedRows] = {}
+        self._model_loaded = False
 
     # ----------------------------------------------------------------- public API
 
     def load_model(self, conn: Any) -> None:
-        """Read the current rows of every table into the model (when starting on existing data)."""
+        """
+        Read the current rows of every table into the model.
+
+        :meth:`run` and :meth:`insert_rows` do this on their first call, so a workload can start on
+        tables that already hold rows (keys continue after the largest existing ones).
+        """
+        self._model_loaded = True
         cursor = conn.cursor()
         for table in self.tables:
             names = [c.name for c in table.writable_columns]
@@ -512,6 +519,8 @@ class Workload:
         """
         if transactions is None and duration is None:
             raise ValueError("give transactions=, duration= or both")
+        if not self._model_loaded:
+            self.load_model(conn)
         stats = WorkloadStats()
         autocommit = conn.autocommit
         conn.autocommit = False
@@ -542,6 +551,8 @@ class Workload:
     def insert_rows(self, conn: Any, table_name: str, count: int, *, batch: int = 100) -> int:
         """Insert ``count`` new rows into one table in multi-row INSERTs (committed); return the count."""
         table = self._table(table_name)
+        if not self._model_loaded:
+            self.load_model(conn)
         # SQL Server accepts at most 2100 parameters per request.
         batch = max(1, min(batch, 2000 // len(table.writable_columns)))
         autocommit = conn.autocommit

@@ -135,3 +135,11 @@ def test_command_line_creates_and_runs(sqlserver_simulator, capsys):
     with pyodbc.connect(odbc, autocommit=True) as check:
         count = check.cursor().execute("SELECT COUNT(*) FROM wl_cli.dbo.orders").fetchone()[0]
     assert count >= 1
+
+
+def test_rate_paces_the_transactions(conn, sample):
+    stats = Workload(seed=2).run(conn, transactions=10, rate=20)
+    assert stats.transactions + stats.rolled_back == 10
+    assert stats.seconds >= 9 / 20  # the tenth transaction starts 0.45 s after the first
+    timed = Workload(seed=2).run(conn, duration=0.3)
+    assert 0.3 <= timed.seconds < 5 and timed.transactions + timed.rolled_back >= 1
