@@ -46,6 +46,7 @@ with DAG(
         window_mode=cfg["mode"],
         server_time_zone=cfg.get("server_time_zone"),
         deferrable=cfg.get("deferrable", False),
+        mode=cfg.get("sensor_mode", "poke"),
         poke_interval=1,
         timeout=cfg.get("sensor_timeout", 60),
     )
