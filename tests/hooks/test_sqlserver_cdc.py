@@ -258,3 +258,27 @@ def test_arrow_odbc_and_pyodbc_readers_give_identical_batches(hook, sqlserver_si
         name for name in rows.column_names if not columnar.column(name).equals(rows.column(name))
     ]
     assert columnar.column("c_varchar_max")[3].as_py() == "z" * 5000
+
+
+def test_arrow_odbc_reads_wide_text_and_binary_columns_within_its_buffer_limit(hook, sqlserver_simulator):
+    cur = sqlserver_simulator.connect("shop").cursor()
+    cur.execute(
+        "CREATE TABLE dbo.wide (id int NOT NULL PRIMARY KEY, a nvarchar(4000) NULL, b varchar(8000) NULL, "
+        "c varbinary(8000) NULL)"
+    )
+    cur.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'wide', @role_name = NULL"
+    )
+    for i in range(30):
+        cur.execute(
+            "INSERT INTO dbo.wide VALUES (?, ?, ?, ?)", i, "é😀" * 1333, "x" * 8000, bytes([i]) * 8000
+        )
+    sqlserver_simulator.run_capture_scan("shop")
+    wide = hook.get_capture_instance("dbo_wide")
+    window = LsnWindow("dbo_wide", hook.get_min_lsn("dbo_wide"), hook.get_max_lsn(), "watermark")
+    # 20,000 rows of these columns would need far more than the 64 MiB buffer: arrow-odbc lowers the rows per batch.
+    table = pa.Table.from_batches(list(hook.stream_changes(wide, window, tz=hook.get_server_time_zone())))
+    assert table.num_rows == 30
+    assert table.column("a")[29].as_py() == "é😀" * 1333
+    assert table.column("b")[0].as_py() == "x" * 8000
+    assert table.column("c")[29].as_py() == bytes([29]) * 8000
