@@ -33,6 +33,8 @@ class CapturedColumn:
     :param sql_type: the column's type in the change table (``timestamp`` becomes ``binary(8)``).
     :param ordinal: 1-based position among the captured columns (its bit in the update mask).
     :param is_computed: whether the source column is computed (its captured value is always NULL).
+    :param source_type_name: the source column's type name when the change table uses another
+        (``timestamp``, captured as ``binary(8)``).
     """
 
     name: str
@@ -40,11 +42,12 @@ class CapturedColumn:
     sql_type: SqlType
     ordinal: int
     is_computed: bool = False
+    source_type_name: str | None = None
 
     @property
     def column_type(self) -> str:
-        """``cdc.captured_columns.column_type``: the bare type name."""
-        return self.sql_type.name
+        """``cdc.captured_columns.column_type``: the source column's bare type name."""
+        return self.source_type_name or self.sql_type.name
 
     @property
     def is_max_lob(self) -> bool:

@@ -265,6 +265,7 @@ class CdcProcedures:
                     sql_type=T.binary(8) if c.type.name == "timestamp" else c.type,
                     ordinal=i,
                     is_computed=bool(getattr(c, "computed", False)),
+                    source_type_name="timestamp" if c.type.name == "timestamp" else None,
                 )
                 for i, c in enumerate(columns, start=1)
             ]
@@ -443,7 +444,7 @@ class CdcProcedures:
                 c.name,
                 c.column_id,
                 c.ordinal,
-                c.sql_type.name,
+                c.column_type,
                 *_information_schema_numbers(c.sql_type),
             )
             for c in instance.captured_columns

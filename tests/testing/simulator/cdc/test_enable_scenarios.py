@@ -217,3 +217,19 @@ def test_role_gating_denies_change_data_to_a_user_outside_the_role(cdc_db):
         with contextlib.suppress(pyodbc.Error):
             cdc_db.execute(f"DROP USER [{login}]").close()
         cdc_db.execute(f"DROP LOGIN [{login}]").close()
+
+
+def test_rowversion_is_captured_as_binary_8(cdc_db):
+    cdc_db.execute("CREATE TABLE dbo.versioned (id int NOT NULL PRIMARY KEY, rv rowversion)").close()
+    cdc_db.enable_table("versioned")
+    assert cdc_db.rows(
+        "SELECT column_name, column_type FROM cdc.captured_columns ORDER BY column_ordinal"
+    ) == [
+        ("id", "int"),
+        ("rv", "timestamp"),
+    ]
+    (row,) = cdc_db.rows(
+        "SELECT ty.name, c.max_length FROM sys.columns c JOIN sys.types ty ON ty.user_type_id = c.user_type_id "
+        "WHERE c.object_id = OBJECT_ID('cdc.dbo_versioned_CT') AND c.name = 'rv'"
+    )
+    assert row == ("binary", 8)
