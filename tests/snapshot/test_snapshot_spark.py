@@ -103,6 +103,23 @@ def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark,
     snapshots = {}
     with ConcurrentWriter(source, workload) as writer:
         writer.wait_for_commits(2)
+
+        def fail_after_two(progress):
+            writer.wait_for_commits(2)
+            if len(progress.chunks) == 2:
+                raise RuntimeError("worker lost")
+
+        # dbo.order_lines: a snapshot that fails after two chunks and is resumed (same LSN, later reads)
+        lines = next(i for i in instances if i.name == "dbo_order_lines")
+        with pytest.raises(RuntimeError, match="worker lost"):
+            snapshot_capture_instance(
+                hook,
+                lines,
+                base_uri=str(staging),
+                database=source.name,
+                chunk_rows=30,
+                on_chunk=fail_after_two,
+            )
         for instance in instances:
             snapshots[instance.name] = snapshot_capture_instance(
                 hook,
@@ -113,6 +130,7 @@ def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark,
                 on_chunk=lambda progress: writer.wait_for_commits(2),
             )
     assert writer.error is None, writer.error
+    assert snapshots["dbo_order_lines"].resumed_chunks == 2
     source.capture()
     manifests = []
     for instance in instances:
