@@ -225,6 +225,12 @@ class Engine:
         if session.xact is not None:
             self.rollback(session.xact)
             session.xact = None
+        tempdb = self.databases.get("tempdb")
+        if tempdb is not None:
+            with self.mutex:
+                for name in session.temp_tables:  # a session's #temp tables end with it
+                    if not name.startswith("##"):
+                        tempdb.schemas["dbo"].tables.pop(name.lower(), None)
         self.sessions.pop(session.spid, None)
 
     def execute(self, sql: str, database: str | None = None) -> list[list[tuple[Any, ...]]]:
@@ -425,18 +431,22 @@ class Engine:
             min_active = min(self.active_snapshots) if self.active_snapshots else None
             for entry in xact.undo:
                 if entry[0] == "ddl":
-                    durable_actions.append(
-                        (
-                            "ddl",
-                            entry[2].name,
-                            entry[3],
-                            xact.session.default_schema() if xact.session else "dbo",
+                    if entry[2].name != "tempdb":  # tempdb starts empty after a restart, as in SQL Server
+                        durable_actions.append(
+                            (
+                                "ddl",
+                                entry[2].name,
+                                entry[3],
+                                xact.session.default_schema() if xact.session else "dbo",
+                            )
                         )
-                    )
                     continue
                 table, rowid, _prev, version, db, _op = entry
                 version.cts = cts
-                durable_actions.append(("row", db.name, table.schema.name, table.name, rowid, version.values))
+                if db.name != "tempdb":  # tempdb starts empty after a restart, as in SQL Server
+                    durable_actions.append(
+                        ("row", db.name, table.schema.name, table.name, rowid, version.values)
+                    )
             # publish
             self.commit_seq = cts
             # prune old versions nobody can see any more

@@ -138,6 +138,7 @@ class Session:
         self._next_handle = 1
         self._pending_error: SqlError | None = None
         self.in_rpc = False
+        self.temp_tables: set[str] = set()
 
     # ---------------------------------------------------------------- helpers
     def current_db(self) -> Any:
@@ -190,6 +191,8 @@ class Session:
 
     def lookup_table_by_text(self, name: str) -> Table | None:
         parts = _split_name(name)
+        if parts and parts[-1].startswith("#"):
+            return self.engine.database("tempdb").table("dbo", self.temp_table_name(parts[-1]))
         try:
             db, schema, obj = self._name_parts(parts)
         except SqlError:
@@ -211,11 +214,20 @@ class Session:
             f"The object name '{'.'.join(parts)}' contains more than the maximum number of prefixes. The maximum is 2.",
         )
 
+    def temp_table_name(self, name: str) -> str:
+        """The tempdb name of temporary table ``#name`` (private to this session); ``##name`` is shared."""
+        if name.startswith("##"):
+            return name
+        return f"{name}{'_' * 8}{self.spid:012X}"
+
     def resolve_table(self, node: exp.Table, must_exist: bool = True) -> tuple[Any, Table | None, str, str]:
         """(database, table or None, schema name, table name) of a table reference."""
-        name = node.name
+        name = table_name(node)
         schema = node.args.get("db").name if node.args.get("db") else None
         catalog = node.args.get("catalog").name if node.args.get("catalog") else None
+        if name.startswith("#"):
+            tempdb = self.engine.database("tempdb")
+            return tempdb, tempdb.table("dbo", self.temp_table_name(name)), "dbo", self.temp_table_name(name)
         dbname = catalog or self.database
         db = self.engine.databases.get(dbname.lower())
         if db is None:
@@ -1048,6 +1060,17 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+def table_name(node: exp.Table) -> str:
+    """The name of a table reference, with ``#`` for temporary tables (sqlglot flags them)."""
+    ident = node.this
+    if isinstance(ident, exp.Identifier):
+        if ident.args.get("global_") or ident.args.get("global"):
+            return "##" + ident.name
+        if ident.args.get("temporary"):
+            return "#" + ident.name
+    return node.name
 
 
 def _control_flow(statements: list[RawStatement]) -> list[Any]:

@@ -263,3 +263,19 @@ def test_if_else_and_begin_end_blocks(connect: Any) -> None:
         (3, "other"),
     ]
     assert _rows(cur, "DECLARE @n int = 5; IF @n > 3 SELECT 'big' ELSE SELECT 'small'") == [("big",)]
+
+
+def test_temporary_tables_are_private_to_the_connection(connect: Any) -> None:
+    first = connect()
+    cur = first.cursor()
+    cur.execute("CREATE TABLE #work (id int PRIMARY KEY, v nvarchar(10))")
+    cur.execute("INSERT INTO #work VALUES (1, N'a'), (2, N'b')")
+    cur.execute("UPDATE #work SET v = N'z' WHERE id = 2")
+    assert _rows(cur, "SELECT id, v FROM #work ORDER BY id") == [(1, "a"), (2, "z")]
+    assert _rows(cur, "SELECT CASE WHEN OBJECT_ID('tempdb..#work') IS NULL THEN 0 ELSE 1 END") == [(1,)]
+    other = connect().cursor()
+    with pytest.raises(DRIVER_ERRORS) as err:
+        other.execute("SELECT * FROM #work")
+    assert _number(err.value) == 208
+    cur.execute("DROP TABLE #work")
+    first.close()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
-from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object, not_supported
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset, TypedValue
 from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
@@ -54,7 +54,9 @@ def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]
     catalog = node.args.get("catalog").name if node.args.get("catalog") else None
     if isinstance(this, exp.Anonymous):
         return _table_function(session, node, this, schema, catalog, alias)
-    name = node.name
+    from airflow_provider_sqlserver_cdc.testing.simulator.session import table_name
+
+    name = table_name(node)
     if schema is None and catalog is None:
         from .query import cte_item
 
@@ -62,6 +64,8 @@ def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]
         if item is not None:
             return item
     written = ".".join(p for p in (catalog, schema, name) if p)
+    if name.startswith("#"):
+        catalog, schema, name = "tempdb", "dbo", session.temp_table_name(name)
     dbname = catalog or session.database
     db = session.engine.databases.get(dbname.lower())
     if db is None:
@@ -72,8 +76,6 @@ def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]
         table = db.table(session.default_schema(), name) or db.table("dbo", name)
     else:
         table = db.table(schema, name)
-    if name.startswith("#"):
-        raise not_supported("temporary tables (#name)")
     if table is not None:
         return _FromItem(_table_src(table, alias, name), _table_rows(session, db, table, hints), table)
     # registered views

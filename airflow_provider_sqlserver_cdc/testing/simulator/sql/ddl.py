@@ -72,6 +72,8 @@ class _Cursor:
         t = self.take()
         if t.token_type in (TokenType.L_PAREN, TokenType.R_PAREN, TokenType.COMMA):
             raise syntax_error(t.text)
+        if t.text in ("#", "##"):  # temporary table: '#' is a token of its own
+            return t.text + self.take().text
         return t.text
 
     def dotted(self) -> list[str]:
@@ -454,7 +456,8 @@ def create_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
     parts = c.dotted()
     db, schema_name, name = _target_db(session, parts)
     if name.startswith("#"):
-        raise not_supported("temporary tables (#name)")
+        db, schema_name, name = session.engine.database("tempdb"), "dbo", session.temp_table_name(name)
+        session.temp_tables.add(name)
     schema = db.schema(schema_name)
     if schema is None:
         raise SqlError(
