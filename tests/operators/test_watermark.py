@@ -157,7 +157,8 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
     assert windows["dbo_orders"]["from_lsn"] > marks["dbo_orders"]
 
 
-def test_sensor_timeout_says_the_capture_job_is_stopped(source, tmp_path):
+@pytest.mark.parametrize("deferrable", [True, False], ids=["deferrable", "poke"])
+def test_sensor_timeout_says_the_capture_job_is_stopped(source, tmp_path, deferrable):
     source.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (1, N'a')",))
     source.scan(until=local(10, 5))
     source.clock.set(local(10, 45), frozen=True)  # the job is stopped: the max LSN stays at 10:05
@@ -169,7 +170,7 @@ def test_sensor_timeout_says_the_capture_job_is_stopped(source, tmp_path):
         mode="interval",
         base_path=str(tmp_path / "lake"),
         dag_id="cdc_timeout",
-        deferrable=True,
+        deferrable=deferrable,
         sensor_timeout=3,
     )
     assert run["state"] == "failed"
