@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dag_runner import FERNET_KEY
 
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
 
@@ -23,6 +22,9 @@ sys.path.insert(0, str(SNAPSHOT_TESTS))
 
 from snapshot_replay import ReplayTarget  # noqa: E402
 from snapshot_source import SourceDb, fresh_copy  # noqa: E402
+
+# The DAG runs in subprocesses; each must decrypt the Variables (watermarks) the previous one wrote.
+FERNET_KEY = "Q-5UBMbAzhctoK4GJx0dtCug1-_CwK3_laqkZI6l9BY="
 
 DAG_FILE = """
 from __future__ import annotations
