@@ -200,6 +200,14 @@ def _plp(data: bytes) -> bytes:
 
 def _decimal_bytes(size: int, scale: int) -> Callable[[Any], bytes]:
     mag_len = size - 1
+    if size in (5, 9):
+        pack = struct.Struct("<BBI" if size == 5 else "<BBQ").pack
+
+        def enc_small(v: Any) -> bytes:
+            n = int(v.scaleb(scale))  # at most 19 digits: the default 28-digit context is exact
+            return pack(size, 0, -n) if n < 0 else pack(size, 1, n)
+
+        return enc_small
 
     def enc(v: Any) -> bytes:
         n = int(v.scaleb(scale, DECIMAL_CONTEXT))
@@ -221,6 +229,14 @@ def _money4(v: Any) -> bytes:
 
 def _time_bytes(scale: int) -> tuple[int, int]:
     return (3, 3, 3, 4, 4, 5, 5, 5)[scale], 10 ** (7 - scale)
+
+
+_PACK_BQ = struct.Struct("<BQ").pack
+
+
+def _datetime2_7(v: int) -> bytes:
+    days, rest = divmod(v, TICKS_PER_DAY)
+    return _PACK_BQ(8, rest | days << 40)
 
 
 def _datetime8(v: int) -> bytes:
@@ -269,6 +285,9 @@ def value_encoder(t: SqlType) -> tuple[bytes, str, dict[str, Any]]:
             return bytes([size]) + (v // div).to_bytes(size, "little")
 
         return b"\x00", f"{key}({{v}})", {key: enc_time}
+    if n == "datetime2" and t.scale == 7:
+        # 5 bytes of 100 ns ticks in the day, then 3 bytes of days: one 8-byte little-endian integer
+        return b"\x00", f"{key}({{v}})", {key: _datetime2_7}
     if n == "datetime2":
         size, div = _time_bytes(t.scale)
 
@@ -298,20 +317,20 @@ def value_encoder(t: SqlType) -> tuple[bytes, str, dict[str, Any]]:
         if t.length == T.MAX:
             return _PLP_NULL, "_plp({v}.encode('cp1252', 'replace'))", {"_plp": _plp}
 
-        def enc_vc(v: str) -> bytes:
-            b = v.encode("cp1252", "replace")
-            return _u16(len(b)) + b
-
-        return b"\xff\xff", f"{key}({{v}})", {key: enc_vc}
+        return (
+            b"\xff\xff",
+            "(_u16(len({b} := ({v}.encode('ascii') if {v}.isascii() else {v}.encode('cp1252', 'replace')))) + {b})",
+            {"_u16": _u16},
+        )
     if n in ("nvarchar", "nchar"):
         if t.length == T.MAX:
             return _PLP_NULL, "_plp({v}.encode('utf-16-le', 'surrogatepass'))", {"_plp": _plp}
 
-        def enc_nvc(v: str) -> bytes:
-            b = v.encode("utf-16-le", "surrogatepass")
-            return _u16(len(b)) + b
-
-        return b"\xff\xff", f"{key}({{v}})", {key: enc_nvc}
+        return (
+            b"\xff\xff",
+            "(_u16(len({b} := {v}.encode('utf-16-le', 'surrogatepass'))) + {b})",
+            {"_u16": _u16},
+        )
     if n in ("varbinary", "binary", "timestamp"):
         if t.length == T.MAX:
             return _PLP_NULL, "_plp({v})", {"_plp": _plp}
@@ -327,7 +346,7 @@ def compile_row_encoder(types: Sequence[SqlType]) -> Callable[[Sequence[Any]], b
         null, tmpl, helpers = value_encoder(t)
         env.update(helpers)
         env[f"_null{i}"] = null
-        parts.append(f"(_null{i} if v{i} is None else {tmpl.format(v=f'v{i}')})")
+        parts.append(f"(_null{i} if v{i} is None else {tmpl.format(v=f'v{i}', b=f'_b{i}')})")
     names = ", ".join(f"v{i}" for i in range(len(types)))
     if len(types) == 1:
         names += ","
@@ -343,7 +362,7 @@ def encode_value(t: SqlType, value: Any) -> bytes:
         return null
     env = dict(helpers)
     env["v"] = value
-    return eval(tmpl.format(v="v"), env)
+    return eval(tmpl.format(v="v", b="_b"), env)
 
 
 def returnvalue(ordinal: int, name: str, t: SqlType, value: Any) -> bytes:
