@@ -36,7 +36,11 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     join_uri,
     resolve_filesystem,
 )
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.snapshot.consistent_point import (
+    SNAPSHOT_ISOLATION,
+    ConsistentSnapshot,
+    SnapshotPoint,
+)
 from airflow_provider_sqlserver_cdc.snapshot.progress import (
     ChunkRecord,
     SnapshotProgress,
@@ -197,6 +201,84 @@ def _discard(filesystem: pafs.FileSystem, instance_dir: str, progress: SnapshotP
     remove_progress(filesystem, instance_dir)
 
 
+def _resume(
+    filesystem: pafs.FileSystem,
+    instance_dir: str,
+    progress: SnapshotProgress,
+    point: SnapshotPoint,
+    schema: pa.Schema,
+    max_file_bytes: int,
+) -> tuple[SnapshotProgress, ParquetWindowWriter]:
+    """Continue an unfinished snapshot: drop what the failed chunk left, append to its part files."""
+    if not progress.finished:
+        progress.read_lsns.append(point.lsn.hex)
+    window_dir = f"{instance_dir}/{progress.window_dir}"
+    _remove_strays(filesystem, window_dir, {f.path for f in progress.files})
+    writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+    writer.files = list(progress.files)
+    return progress, writer
+
+
+def _read_chunk(
+    reader: Any,
+    sql: str,
+    params: Sequence[Any],
+    writer: ParquetWindowWriter,
+    to_batch: Callable[[Sequence[Sequence[Any]]], pa.RecordBatch],
+    batch_size: int,
+) -> tuple[int, Any]:
+    """Stream one chunk query into the writer, ``batch_size`` rows at a time; return its row count and last row."""
+    rows_in_chunk = 0
+    last_row = None
+    cursor = reader.cursor()
+    try:
+        cursor.execute(sql, *params)
+        while True:
+            rows = cursor.fetchmany(batch_size)
+            if not rows:
+                break
+            writer.write_batch(to_batch(rows))
+            rows_in_chunk += len(rows)
+            last_row = rows[-1]
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        cursor.close()
+    return rows_in_chunk, last_row
+
+
+def snapshot_manifest(
+    progress: SnapshotProgress,
+    *,
+    key_columns: Sequence[str],
+    dag_id: str | None = None,
+    run_id: str | None = None,
+) -> WindowManifest:
+    """The manifest of a completed snapshot: kind and mode ``snapshot``, ``0x0…0`` .. snapshot LSN, all inserts."""
+    counts = {name: 0 for name in OPERATION_NAMES.values()}
+    counts["insert"] = progress.rows
+    return WindowManifest(
+        kind="snapshot",
+        capture_instance=progress.capture_instance,
+        source=dict(progress.source),
+        from_lsn=Lsn.zero().hex,
+        to_lsn=progress.snapshot_lsn,
+        from_time=None,
+        to_time=progress.snapshot_time,
+        mode="snapshot",
+        row_filter_option="all",
+        key_columns=list(key_columns),
+        columns=progress.columns,
+        files=progress.files,
+        row_count=progress.rows,
+        operation_counts=counts,
+        created_at=datetime.now(UTC).isoformat(),
+        dag_id=dag_id,
+        run_id=run_id,
+    )
+
+
 def snapshot_capture_instance(
     hook: SqlServerCdcHook,
     instance: CaptureInstance,
@@ -287,16 +369,9 @@ def snapshot_capture_instance(
         point = snapshot.point
         reader = snapshot.reader
         assert point is not None and reader is not None
-        resumed_chunks = 0
         if previous is not None and problem is None:
-            progress = previous
-            if not progress.finished:
-                progress.read_lsns.append(point.lsn.hex)
+            progress, writer = _resume(filesystem, instance_dir, previous, point, schema, max_file_bytes)
             resumed_chunks = len(progress.chunks)
-            window_dir = f"{instance_dir}/{progress.window_dir}"
-            _remove_strays(filesystem, window_dir, {f.path for f in progress.files})
-            writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
-            writer.files = list(progress.files)
             if log is not None:
                 log.info(
                     "%s: resuming the snapshot at %s after %d chunk(s), %d rows; this transaction reads at %s",
@@ -332,6 +407,7 @@ def snapshot_capture_instance(
             window_dir = f"{instance_dir}/{progress.window_dir}"
             writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes).open()
             write_progress(filesystem, instance_dir, progress)
+            resumed_chunks = 0
         if log is not None:
             log.info(
                 "%s: snapshot of %s consistent at %s (%s; table lock held %s), chunks of %s rows",
@@ -346,6 +422,12 @@ def snapshot_capture_instance(
             )
         tag = Lsn.from_hex(progress.snapshot_lsn)
         commit_time = datetime.fromisoformat(progress.snapshot_time)
+
+        def to_batch(rows: Sequence[Sequence[Any]]) -> pa.RecordBatch:
+            return rows_to_snapshot_batch(
+                rows, schema, converters, lsn=tag, mask=mask, commit_time=commit_time
+            )
+
         last_key = progress.chunks[-1].last_key_values() if progress.chunks else None
         chunks_read = 0
         while not progress.finished:
@@ -357,30 +439,10 @@ def snapshot_capture_instance(
             if after:
                 params += tsql.keyset_parameters(last_key)
             files_before = len(writer.files)
-            rows_in_chunk = 0
-            last_row = None
-            cursor = reader.cursor()
             try:
-                cursor.execute(sql, *params)
-                while True:
-                    rows = cursor.fetchmany(batch_size)
-                    if not rows:
-                        break
-                    writer.write_batch(
-                        rows_to_snapshot_batch(
-                            rows, schema, converters, lsn=tag, mask=mask, commit_time=commit_time
-                        )
-                    )
-                    rows_in_chunk += len(rows)
-                    last_row = rows[-1]
+                rows_in_chunk, last_row = _read_chunk(reader, sql, params, writer, to_batch, batch_size)
             except pyodbc.Error as err:
-                writer.abort()
                 raise snapshot.translate_error(err, f"reading chunk {len(progress.chunks) + 1}") from None
-            except BaseException:
-                writer.abort()
-                raise
-            finally:
-                cursor.close()
             writer.close()
             done = not keys or rows_in_chunk < chunk_rows or last_row is None
             last_key = None if done else [last_row[i] for i in key_index]
@@ -405,28 +467,8 @@ def snapshot_capture_instance(
                     progress.rows / max(time.monotonic() - started, 1e-9),
                 )
 
-    counts = {name: 0 for name in OPERATION_NAMES.values()}
-    counts["insert"] = progress.rows
-    manifest = WindowManifest(
-        kind="snapshot",
-        capture_instance=instance.name,
-        source=source,
-        from_lsn=Lsn.zero().hex,
-        to_lsn=progress.snapshot_lsn,
-        from_time=None,
-        to_time=progress.snapshot_time,
-        mode="snapshot",
-        row_filter_option="all",
-        key_columns=list(instance.key_columns),
-        columns=columns,
-        files=progress.files,
-        row_count=progress.rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
-        dag_id=dag_id,
-        run_id=run_id,
-    )
-    manifest_path = write_manifest(filesystem, window_dir, manifest)
+    manifest = snapshot_manifest(progress, key_columns=instance.key_columns, dag_id=dag_id, run_id=run_id)
+    manifest_path = write_manifest(filesystem, writer.window_dir, manifest)
     remove_progress(filesystem, instance_dir)
     seconds = time.monotonic() - started
     window_uri = join_uri(base_uri, instance.name, progress.window_dir)
