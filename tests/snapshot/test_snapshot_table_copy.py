@@ -135,3 +135,22 @@ def test_resume_is_refused_when_table_instance_or_files_changed(tmp_path):
     other = _progress(inst)
     other.source["database"] = "elsewhere"
     assert "another source" in _problem(other, inst, tmp_path)
+
+
+def test_snapshot_manifest_is_a_valid_window_manifest_of_inserts(tmp_path):
+    from airflow_provider_sqlserver_cdc.parquet.manifest import WindowManifest, validate_manifest
+    from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_manifest
+
+    inst = instance([col("id", 1), col("v", 2)], ["id"])
+    progress = _progress(inst, ManifestFile("part-00000.parquet", 3, 10))
+    manifest = snapshot_manifest(progress, key_columns=["id"], dag_id="d", run_id="r")
+    data = manifest.to_dict()
+    validate_manifest(data)
+    assert WindowManifest.from_dict(data) == manifest
+    assert (data["kind"], data["mode"]) == ("snapshot", "snapshot")
+    assert (data["from_lsn"], data["to_lsn"]) == (Lsn.zero().hex, SNAP.hex)
+    assert data["operation_counts"] == {"delete": 0, "insert": 3, "update_before": 0, "update_after": 0}
+    assert data["key_columns"] == ["id"] and data["files"] == [
+        {"path": "part-00000.parquet", "rows": 3, "bytes": 10}
+    ]
+    assert data["to_time"] == progress.snapshot_time and data["source"] == SOURCE
