@@ -504,6 +504,9 @@ class Session:
             yield Message(5701, 2, 0, f"Changed database context to '{db.name}'.")
             yield StatementDone(None)
             return
+        if w0 in ("RAISERROR", "THROW"):
+            yield from self._raise(raw)
+            return
         if w0 in ("EXEC", "EXECUTE") or (
             first
             and raw.tokens[0].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
@@ -527,12 +530,11 @@ class Session:
         if w0 == "CHECKPOINT":
             yield StatementDone(None)
             return
+
         if w0 in (
             "IF",
             "WHILE",
             "MERGE",
-            "RAISERROR",
-            "THROW",
             "RETURN",
             "WAITFOR",
             "DBCC",
@@ -623,6 +625,34 @@ class Session:
                 f"Snapshot isolation transaction failed accessing database '{self.database}' because snapshot isolation is "
                 "not allowed in this database. Use ALTER DATABASE to allow snapshot isolation.",
             )
+
+    def _raise(self, raw: RawStatement) -> Iterator[Any]:
+        """RAISERROR (msg, severity, state) and THROW number, message, state."""
+        base = raw.tokens[0].start
+        rest = raw.text[raw.tokens[1].start - base :].strip() if len(raw.tokens) > 1 else ""
+        if raw.words[0] == "THROW":
+            if not rest:
+                raise not_supported("THROW without arguments (re-throw outside CATCH)")
+            args = [self._eval_arg(t).value for _n, t, _o in self._exec_args(raw, 1)]
+            number, message, state = int(args[0]), str(args[1]), int(args[2])
+            raise SqlError(number, 16, state, message)
+        if rest.startswith("(") and rest.endswith(")"):
+            inner = RawStatement(rest[1:-1], [t for t in raw.tokens[2:-1]])
+            args = [self._eval_arg(t).value for _n, t, _o in self._exec_args(inner, 0)]
+        else:
+            args = [self._eval_arg(t).value for _n, t, _o in self._exec_args(raw, 1)]
+        message, severity, state = args[0], int(args[1]), int(args[2])
+        number = 50000
+        if isinstance(message, int):
+            number, message = message, f"Error {message}"
+        text = str(message)
+        for value in args[3:]:  # printf-style substitution of %s / %d
+            text = re.sub(r"%[-+ 0#]*\d*(?:\.\d+)?[sdiuxXo]", lambda m, v=value: str(v), text, count=1)
+        if severity <= 10:
+            yield Message(number, state, severity, text)
+            yield StatementDone(None)
+            return
+        raise SqlError(number, severity, state, text)
 
     def _grant(self, raw: RawStatement) -> None:
         """GRANT / REVOKE / DENY: server permissions VIEW SERVER [PERFORMANCE] STATE are kept; others are ignored."""
@@ -947,6 +977,14 @@ class Session:
             else:
                 args.positional.append(tv)
         yield from self.run_procedure(proc, args, ret_var)
+        # OUTPUT arguments: @param = @variable OUTPUT receives the procedure's value
+        outputs = getattr(self, "last_outputs", None) or {}
+        for name, text, output in raw_args:
+            if output and name and text.startswith("@"):
+                var = self.variables.get(text.lower())
+                key = name.lstrip("@").lower()
+                if var is not None and key in outputs:
+                    var.value = outputs[key]
         del procedures
 
     def run_procedure(self, proc: str, args: ProcedureArgs, ret_var: str | None = None) -> Iterator[Any]:

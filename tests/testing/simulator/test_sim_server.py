@@ -214,6 +214,9 @@ def test_extension_registry_procedures_functions_and_views(sqlserver_simulator: 
         return ProcedureResult([Rowset([ResultColumn("echo", T.nvarchar(20))], [(args.get("name", 0),)])])
 
     reg.procedure("sys.sp_test_echo", proc)
+    reg.procedure(
+        "sys.sp_test_out", lambda session, args: ProcedureResult(outputs={"doubled": args.get("v") * 2})
+    )
     reg.scalar_function("sys.fn_test_double", lambda session, args: args[0].value * 2, T.INT)
     reg.table_function_prefix(
         "cdc.fn_test_rows_",
@@ -230,12 +233,17 @@ def test_extension_registry_procedures_functions_and_views(sqlserver_simulator: 
             conn.execute("EXEC sys.sp_test_echo @name = N'x', @n = 0")
         assert "(22832)" in str(err.value)
         assert conn.execute("SELECT sys.fn_test_double(?)", 21).fetchone()[0] == 42
+        out = conn.execute(
+            "DECLARE @d int; EXEC sys.sp_test_out @v = 5, @doubled = @d OUTPUT; SELECT @d"
+        ).fetchone()
+        assert out[0] == 10
         assert tuple(conn.execute("SELECT s, n FROM cdc.fn_test_rows_dbo_Orders(7)").fetchone()) == (
             "dbo_Orders",
             7,
         )
     finally:
         del reg.procedures["sys.sp_test_echo"]
+        del reg.procedures["sys.sp_test_out"]
         del reg.scalar_functions["sys.fn_test_double"]
         reg.table_prefixes[:] = [p for p in reg.table_prefixes if p[0] != "cdc.fn_test_rows_"]
 

@@ -279,3 +279,14 @@ def test_temporary_tables_are_private_to_the_connection(connect: Any) -> None:
     assert _number(err.value) == 208
     cur.execute("DROP TABLE #work")
     first.close()
+
+
+def test_raiserror_and_throw_report_their_numbers_and_messages(connect: Any) -> None:
+    cur = connect().cursor()
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute("RAISERROR('bad %s value %d', 16, 1, 'x', 5)")
+    assert _number(err.value) == 50000 and "bad x value 5" in str(err.value)
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute("THROW 51000, 'custom failure', 1")
+    assert _number(err.value) == 51000 and "custom failure" in str(err.value)
+    assert _rows(cur, "SELECT 1") == [(1,)]
