@@ -290,3 +290,19 @@ def test_raiserror_and_throw_report_their_numbers_and_messages(connect: Any) -> 
         cur.execute("THROW 51000, 'custom failure', 1")
     assert _number(err.value) == 51000 and "custom failure" in str(err.value)
     assert _rows(cur, "SELECT 1") == [(1,)]
+
+
+def test_update_and_delete_with_joins(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
+    cur.execute("CREATE TABLE dbo.s (id int PRIMARY KEY, v int)")
+    cur.execute("INSERT INTO dbo.t VALUES (1, 0), (2, 0), (3, 0)")
+    cur.execute("INSERT INTO dbo.s VALUES (1, 10), (2, 20)")
+    cur.execute("UPDATE t SET v = s.v FROM dbo.t AS t JOIN dbo.s AS s ON s.id = t.id WHERE s.v > 10")
+    assert cur.rowcount == 1
+    cur.execute("UPDATE dbo.t SET v = s.v + 1 FROM dbo.s WHERE s.id = t.id")
+    assert cur.rowcount == 2
+    assert _rows(cur, "SELECT id, v FROM dbo.t ORDER BY id") == [(1, 11), (2, 21), (3, 0)]
+    cur.execute("DELETE t FROM dbo.t AS t JOIN dbo.s AS s ON s.id = t.id WHERE s.v = 10")
+    assert cur.rowcount == 1
+    assert _rows(cur, "SELECT id, v FROM dbo.t ORDER BY id") == [(2, 21), (3, 0)]

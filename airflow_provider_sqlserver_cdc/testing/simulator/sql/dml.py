@@ -372,9 +372,137 @@ def _candidates(
     ]
 
 
+def _joined_rows(
+    session: Session, target: exp.Table, frm: exp.Expression, extra_joins: list[Any], where: Any, xact: Any
+) -> tuple[Any, Table, Any, int, Any, dict[int, tuple[Any, ...]]]:
+    """For UPDATE/DELETE ... FROM: (db, table, scope, target offset, where_fn, rowid -> first matching joined row)."""
+    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
+
+    from .query import _build_from, _FromItem
+
+    base = frm.copy()
+    joins = list(base.args.get("joins") or []) + list(extra_joins)
+    base.set("joins", None)
+    target_name = target.name.lower()
+    target_db, target_table, _, _ = session.resolve_table(target, must_exist=False)
+    found: list[_FromItem] = []
+
+    def adjust(item: _FromItem) -> _FromItem:
+        t = item.table
+        if t is None or found:
+            return item
+        if item.source.alias == target_name or (t is target_table and item.source.alias == t.name.lower()):
+            cols = item.source.columns + [ResultColumn("__$rowid", T.BIGINT, False)]
+
+            def rows(t: Table = t) -> Any:
+                return ((*vals, rid) for rid, vals in t.scan_with_ids(session.xact, session.current_snapshot))
+
+            found.append(item)
+            return _FromItem(Source(item.source.alias, item.source.name, cols), rows, t)
+        return item
+
+    select = exp.Select(**{"from_": exp.From(this=base), "joins": joins or None})
+    scope, producer, items = _build_from(session, select, None, adjust)
+    if not found:
+        # UPDATE dbo.t SET ... FROM dbo.s WHERE s.id = t.id: the target joins the FROM list
+        select = exp.Select(**{"from_": exp.From(this=target.copy()), "joins": [exp.Join(this=base)] + joins})
+        scope, producer, items = _build_from(session, select, None, adjust)
+    item = found[0]
+    table = item.table
+    db = session.engine.database_by_id(_database_id_of(session, table))
+    offset = next(
+        src.offset
+        for src in scope.sources
+        if src.alias == item.source.alias and src.columns[-1].name == "__$rowid"
+    )
+    compiler = Compiler(session, scope)
+    where_fn = compiler.predicate(where.this) if where is not None else None
+    width = len(table.columns)
+    matches: dict[int, tuple[Any, ...]] = {}
+    for row in producer():
+        if where_fn is None or where_fn(row) is True:
+            matches.setdefault(row[offset + width], row)
+    return db, table, (scope, compiler), offset, where_fn, matches
+
+
+def _database_id_of(session: Session, table: Table) -> int:
+    for db in session.engine.databases.values():
+        if any(t is table for t in db.all_tables()):
+            return db.database_id
+    raise invalid_object(table.name)
+
+
+def _joined_write(
+    session: Session,
+    node: exp.Expression,
+    text: str,
+    target: exp.Table,
+    frm: Any,
+    joins: list[Any],
+    sets: list[Any] | None,
+) -> int:
+    """UPDATE (sets given) or DELETE (sets None) with a FROM clause joining other tables."""
+    xact = session.write_xact()
+    engine = session.engine
+    snap = engine.begin_read(xact)
+    session.current_snapshot = snap
+    try:
+        db, table, (scope, compiler), offset, where_fn, matches = _joined_rows(
+            session, target, frm, joins, node.args.get("where"), xact
+        )
+        session.acquire_table_lock(table, "IX", True)
+        width = len(table.columns)
+        assignments = []
+        for eq in sets or []:
+            ci = table.column_index(eq.this.name)
+            if ci is None:
+                raise invalid_column(eq.this.name)
+            col = table.columns[ci]
+            if col.identity is not None:
+                raise SqlError(8102, 16, 1, f"Cannot update identity column '{col.name}'.")
+            e = compiler.compile(eq.expression)
+            assignments.append((ci, col, e.fn, _assign_converter(e.type, col)))
+    finally:
+        engine.end_read(snap)
+    rv_cols = [i for i, c in enumerate(table.columns) if c.type.name == "timestamp"]
+    count = 0
+    for rowid, row in matches.items():
+
+        def compute(current: Any, row: tuple[Any, ...] = row, rowid: int = rowid) -> Any:
+            joined = row[:offset] + tuple(current) + (rowid,) + row[offset + width + 1 :]
+            if where_fn is not None and where_fn(joined) is not True:
+                return ...
+            if sets is None:
+                return None
+            values = list(current)
+            for ci, col, fn, conv in assignments:
+                v = fn(joined)
+                if conv is not None and v is not None:
+                    v = conv(v)
+                values[ci] = _check_value(table, db, col, v, "UPDATE")
+            for i in rv_cols:
+                values[i] = engine.next_rowversion(db)
+            return tuple(values)
+
+        if _write(session, xact, db, table, rowid, compute, text) == "done":
+            count += 1
+    return count
+
+
 def _update(session: Session, node: exp.Update, text: str) -> int:
-    if node.args.get("from_") or node.args.get("from"):
-        raise not_supported("UPDATE ... FROM")
+    frm = node.args.get("from_") or node.args.get("from")
+    if frm is not None:
+        if node.args.get("returning"):
+            raise not_supported("the OUTPUT clause")
+        return _joined_write(
+            session,
+            node,
+            text,
+            node.this,
+            frm.this,
+            list(frm.args.get("joins") or []),
+            list(node.expressions),
+        )
     if node.args.get("returning"):
         raise not_supported("the OUTPUT clause")
     xact = session.write_xact()
@@ -455,7 +583,10 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
     elif tables and tnode is None:
         tnode = tables[0]
     elif tables:
-        raise not_supported("DELETE ... FROM with joins")
+        # DELETE t FROM dbo.t AS t JOIN ... : the target is named first, the FROM clause follows
+        if node.args.get("returning"):
+            raise not_supported("the OUTPUT clause")
+        return _joined_write(session, node, text, tables[0], tnode, [], None)
     if node.args.get("returning"):
         raise not_supported("the OUTPUT clause")
     if node.args.get("using"):

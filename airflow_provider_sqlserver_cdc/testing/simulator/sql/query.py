@@ -127,17 +127,25 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
 
 
 def _build_from(
-    session: Session, select: exp.Select, outer: Scope | None
+    session: Session,
+    select: exp.Select,
+    outer: Scope | None,
+    adjust: Callable[[_FromItem], _FromItem] | None = None,
 ) -> tuple[Scope, Callable[[], Iterable[tuple[Any, ...]]], list[_FromItem]]:
     frm = _from_clause(select)
     scope = Scope(outer=outer)
     if frm is None:
         return scope, lambda: ((),), []
-    items = [_from_item(session, frm.this, outer)]
+    if adjust is None:
+
+        def adjust(item: _FromItem) -> _FromItem:
+            return item
+
+    items = [adjust(_from_item(session, frm.this, outer))]
     scope.add(items[0].source)
     producer: Callable[[], Iterable[tuple[Any, ...]]] = items[0].rows
     for join in select.args.get("joins") or []:
-        item = _from_item(session, join.this, outer)
+        item = adjust(_from_item(session, join.this, outer))
         left_width = scope.width
         scope.add(item.source)
         items.append(item)
