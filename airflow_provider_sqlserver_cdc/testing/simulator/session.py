@@ -600,8 +600,10 @@ class Session:
         if isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
             with self.statement_locks() as lock_owner:
                 self.lock_owner = lock_owner
-                n = dml.execute(self, node, raw.text)
+                n, output = dml.execute(self, node, raw.text)
             self.last_rowcount = n
+            if output is not None:
+                yield ResultSet(output.columns, output.rows)
             yield StatementDone(n)
             return
         if isinstance(node, exp.Declare):

@@ -306,3 +306,17 @@ def test_update_and_delete_with_joins(connect: Any) -> None:
     cur.execute("DELETE t FROM dbo.t AS t JOIN dbo.s AS s ON s.id = t.id WHERE s.v = 10")
     assert cur.rowcount == 1
     assert _rows(cur, "SELECT id, v FROM dbo.t ORDER BY id") == [(2, 21), (3, 0)]
+
+
+def test_output_clause_returns_inserted_and_deleted_rows(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE TABLE dbo.t (id int IDENTITY PRIMARY KEY, v nvarchar(5))")
+    assert _rows(cur, "INSERT INTO dbo.t (v) OUTPUT inserted.id, inserted.v VALUES (N'a'), (N'b')") == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    assert _rows(
+        cur, "UPDATE dbo.t SET v = N'z' OUTPUT deleted.v AS old, inserted.v AS new WHERE id = 2"
+    ) == [("b", "z")]
+    assert _rows(cur, "DELETE dbo.t OUTPUT deleted.* WHERE id = 1") == [(1, "a")]
+    assert _rows(cur, "SELECT id, v FROM dbo.t") == [(2, "z")]

@@ -106,14 +106,64 @@ def _assign_converter(src: T.SqlType, col: Column) -> Any:
     return converter(src, dst)
 
 
-def execute(session: Session, node: exp.Expression, text: str) -> int:
+def execute(session: Session, node: exp.Expression, text: str) -> tuple[int, Any]:
+    """Run INSERT / UPDATE / DELETE: (row count, OUTPUT rowset or None)."""
+    returning = node.args.get("returning")
+    if returning is not None:
+        if returning.args.get("into"):
+            raise not_supported("OUTPUT ... INTO")
+        node = node.copy()
+        node.set("returning", None)
+    xact = session.write_xact()
+    mark = len(xact.undo)
     if isinstance(node, exp.Insert):
-        return _insert(session, node, text)
-    if isinstance(node, exp.Update):
-        return _update(session, node, text)
-    if isinstance(node, exp.Delete):
-        return _delete(session, node, text)
-    raise not_supported(type(node).__name__)
+        n = _insert(session, node, text)
+    elif isinstance(node, exp.Update):
+        n = _update(session, node, text)
+    elif isinstance(node, exp.Delete):
+        n = _delete(session, node, text)
+    else:
+        raise not_supported(type(node).__name__)
+    if returning is None:
+        return n, None
+    return n, _output_rows(session, returning, xact.undo[mark:])
+
+
+def _output_rows(session: Session, returning: exp.Expression, entries: list[Any]) -> Any:
+    """The OUTPUT clause's rows from the statement's row changes (``inserted.*`` / ``deleted.*``)."""
+    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
+
+    from .query import _expand_star, _output_name
+
+    changes = [e for e in entries if e[0] != "ddl"]
+    table = changes[0][0] if changes else None
+    if table is None:
+        target = returning.parent.this if returning.parent is not None else None
+        del target
+        return Rowset([], [])
+    cols = [ResultColumn(c.name, c.type, True) for c in table.columns]
+    scope = Scope([Source("inserted", "inserted", list(cols)), Source("deleted", "deleted", list(cols))])
+    compiler = Compiler(session, scope)
+    exprs: list[Any] = []
+    names: list[str] = []
+    for item in returning.expressions:
+        stars = _expand_star(item, scope)
+        if stars is not None:
+            for name, e in stars:
+                names.append(name)
+                exprs.append(e)
+            continue
+        e = compiler.compile(item)
+        exprs.append(e)
+        names.append(_output_name(item, e))
+    width = len(cols)
+    nulls = (None,) * width
+    rows = []
+    for e in changes:
+        op = e[5]
+        row = (op.after or nulls) + (op.before or nulls)
+        rows.append(tuple(x.fn(row) for x in exprs))
+    return Rowset([ResultColumn(n, x.type, True) for n, x in zip(names, exprs, strict=True)], rows)
 
 
 def _target(session: Session, tnode: exp.Expression) -> tuple[Any, Table]:
@@ -131,8 +181,6 @@ def _target(session: Session, tnode: exp.Expression) -> tuple[Any, Table]:
 
 
 def _insert(session: Session, node: exp.Insert, text: str) -> int:
-    if node.args.get("returning"):
-        raise not_supported("the OUTPUT clause")
     target = node.this
     columns_given = None
     if isinstance(target, exp.Schema):
@@ -492,8 +540,6 @@ def _joined_write(
 def _update(session: Session, node: exp.Update, text: str) -> int:
     frm = node.args.get("from_") or node.args.get("from")
     if frm is not None:
-        if node.args.get("returning"):
-            raise not_supported("the OUTPUT clause")
         return _joined_write(
             session,
             node,
@@ -503,8 +549,6 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
             list(frm.args.get("joins") or []),
             list(node.expressions),
         )
-    if node.args.get("returning"):
-        raise not_supported("the OUTPUT clause")
     xact = session.write_xact()
     tnode = node.this
     db, table = _target(session, tnode)
@@ -580,15 +624,11 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
     if tables and isinstance(tables[0], exp.Table) and tables[0].name.upper() == "TOP":
         alias = tables[0].args.get("alias")
         limit = int(alias.columns[0].name) if alias is not None and alias.columns else None
-    elif tables and tnode is None:
+    elif tables and not isinstance(tnode, exp.Expression):
         tnode = tables[0]
     elif tables:
         # DELETE t FROM dbo.t AS t JOIN ... : the target is named first, the FROM clause follows
-        if node.args.get("returning"):
-            raise not_supported("the OUTPUT clause")
         return _joined_write(session, node, text, tables[0], tnode, [], None)
-    if node.args.get("returning"):
-        raise not_supported("the OUTPUT clause")
     if node.args.get("using"):
         raise not_supported("DELETE ... FROM with joins")
     xact = session.write_xact()
