@@ -126,21 +126,26 @@ def execute(session: Session, node: exp.Expression, text: str) -> tuple[int, Any
         raise not_supported(type(node).__name__)
     if returning is None:
         return n, None
-    return n, _output_rows(session, returning, xact.undo[mark:])
+    target = node.this
+    if isinstance(target, exp.Schema):
+        target = target.this
+    if not isinstance(target, exp.Table) and node.args.get("tables"):
+        target = node.args["tables"][0]
+    table = session.resolve_table(target, must_exist=False)[1] if isinstance(target, exp.Table) else None
+    return n, _output_rows(session, returning, xact.undo[mark:], table)
 
 
-def _output_rows(session: Session, returning: exp.Expression, entries: list[Any]) -> Any:
+def _output_rows(session: Session, returning: exp.Expression, entries: list[Any], table: Table | None) -> Any:
     """The OUTPUT clause's rows from the statement's row changes (``inserted.*`` / ``deleted.*``)."""
     from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
 
     from .query import _expand_star, _output_name
 
     changes = [e for e in entries if e[0] != "ddl"]
-    table = changes[0][0] if changes else None
+    if changes:
+        table = changes[0][0]
     if table is None:
-        target = returning.parent.this if returning.parent is not None else None
-        del target
-        return Rowset([], [])
+        raise not_supported("OUTPUT on this target")
     cols = [ResultColumn(c.name, c.type, True) for c in table.columns]
     scope = Scope([Source("inserted", "inserted", list(cols)), Source("deleted", "deleted", list(cols))])
     compiler = Compiler(session, scope)
