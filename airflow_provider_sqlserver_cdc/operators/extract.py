@@ -49,10 +49,11 @@ class ExtractResult:
     manifest_uri: str
     seconds: float
 
-    def to_xcom(self, state_key: str, to_lsn_time: str | None) -> dict[str, Any]:
+    def to_xcom(self, state_key: str, to_lsn_time: str | None, *, empty: bool = False) -> dict[str, Any]:
         """Small JSON description of the window; never row data."""
         m = self.manifest
         return {
+            "empty": empty,
             "capture_instance": m.capture_instance,
             "source": m.source,
             "kind": m.kind,
@@ -321,7 +322,7 @@ class CdcExtractOperator(BaseOperator):
                 )
                 to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
                 to_lsn_time = tz.to_utc(to_local).isoformat() if to_local else None
-                results.append(result.to_xcom(keys[instance.name], to_lsn_time))
+                results.append(result.to_xcom(keys[instance.name], to_lsn_time, empty=window.is_empty))
         finally:
             hook.close()
         return results[0] if isinstance(self.capture_instance, str) else results

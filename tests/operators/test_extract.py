@@ -223,7 +223,7 @@ def test_operator_returns_a_small_xcom_and_refuses_keyless_tables(source, tmp_pa
     )
     xcom = op.execute(context)
     assert json.loads(json.dumps(xcom)) == xcom
-    assert xcom["row_count"] == 1 and xcom["capture_instance"] == "dbo_orders"
+    assert xcom["row_count"] == 1 and xcom["capture_instance"] == "dbo_orders" and xcom["empty"] is False
     assert xcom["state_key"] == "sqlserver_cdc__sim__shop__dbo_orders"
     assert xcom["manifest_uri"].endswith(f"/dbo_orders/{xcom['from_lsn']}_{xcom['to_lsn']}/_manifest.json")
     assert xcom["to_lsn_time"].startswith("2026-03-02T04:31")
