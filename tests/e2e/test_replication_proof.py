@@ -22,50 +22,23 @@ import json
 import threading
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cdc_pipeline_harness import CAPTURE_INSTANCES, SERVER_TIME_ZONE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import (
+    CAPTURE_INSTANCES,
+    KNOWN_DATETIME2_DEFECT,
+    SERVER_TIME_ZONE,
+    MergeJobDatetime2Defect,
+    PipelineHarness,
+    create_sample_source,
+    split_known_defect,
+)
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-
-class MergeJobDatetime2Defect(AssertionError):
-    """The only differences found are datetime2(7) values one microsecond early in the target."""
-
-
-def split_known_defect(comparisons: list[Any]) -> list[Any]:
-    """
-    Remove from ``comparisons`` the differences of the known merge-job defect; return them.
-
-    ``merge_job.read_window`` turns datetime2(7) nanoseconds into microseconds with Spark's ``/``,
-    which divides in double precision: nanosecond counts since 1970 (~1.6e18) do not fit a
-    double's 53 bits, so some values land one microsecond early. Anything else stays a failure.
-    """
-    known = []
-    for comparison in comparisons:
-        scale7 = {
-            c.name for c in comparison_columns(comparison) if c.sql_type == "datetime2" and c.scale == 7
-        }
-        for diff in list(comparison.value_differences):
-            if (
-                diff.column in scale7
-                and isinstance(diff.source, dt.datetime)
-                and diff.target == diff.source - dt.timedelta(microseconds=1)
-            ):
-                comparison.value_differences.remove(diff)
-                known.append(diff)
-    return known
-
-
-def comparison_columns(comparison: Any) -> list[Any]:
-    return COLUMNS_BY_INSTANCE[comparison.capture_instance]
-
-
-COLUMNS_BY_INSTANCE: dict[str, list[Any]] = {}
 
 SEED = 20261122
 INITIAL_ROWS = 40
@@ -77,12 +50,7 @@ def assert_success(result, what: str) -> None:
     assert result.state == "success", f"{what}: DAG run {result.state}\n{result.output[-6000:]}"
 
 
-@pytest.mark.xfail(
-    raises=MergeJobDatetime2Defect,
-    strict=True,
-    reason="issue 6: merge_job.read_window converts datetime2(7) nanoseconds to microseconds through a "
-    "double ('/'); some values end up 1 microsecond early. Use integer division (e.g. F.expr('div(x, 1000)')).",
-)
+@KNOWN_DATETIME2_DEFECT
 def test_target_equals_source_through_the_example_dag(
     sqlserver_simulator,
     airflow_db: Path,
@@ -161,7 +129,6 @@ def test_target_equals_source_through_the_example_dag(
     assert_success(harness.run(start(4)), "last interval")
 
     spark = request.getfixturevalue("spark_reader")
-    remember_columns(harness)
     comparisons = harness.compare(spark)
     known = split_known_defect(comparisons)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
@@ -184,15 +151,3 @@ def test_target_equals_source_through_the_example_dag(
     conn.close()
     if known:
         raise MergeJobDatetime2Defect(f"{len(known)} datetime2(7) value(s) 1 us early, e.g. {known[:3]}")
-
-
-def remember_columns(harness: PipelineHarness) -> None:
-    """Load the captured columns of every instance (to recognise datetime2(7) columns)."""
-    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-
-    hook = SqlServerCdcHook(harness.conn_id)
-    try:
-        for name in CAPTURE_INSTANCES:
-            COLUMNS_BY_INSTANCE[name] = list(hook.get_capture_instance(name).columns)
-    finally:
-        hook.close()
