@@ -10,7 +10,8 @@
    source-versus-target comparison (MATCH or the differences);
 4. stops everything it started.
 
-Everything it writes lives in ``.demo/`` (Airflow home, staging, warehouse, simulator data, logs).
+Everything it writes lives in ``.demo/`` (Airflow home, staging, warehouse, logs); the simulator keeps
+its databases in memory.
 Exit status 0 only when every table matches.
 """
 
@@ -128,8 +129,6 @@ class Processes:
 
 def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
     """Start the simulator on a free port; return (host, port) from its ``READY host:port`` line."""
-    data = DEMO_DIR / "simulator"
-    data.mkdir(parents=True, exist_ok=True)
     stderr = open(DEMO_DIR / "logs" / "simulator.log", "w")  # noqa: SIM115 - lives as long as the process
     process = processes.add(
         "simulator",
@@ -140,15 +139,14 @@ def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
                 "airflow_provider_sqlserver_cdc.testing.simulator",
                 "--port",
                 "0",
-                "--data",
-                str(data),
+                "--password",  # a throwaway password made up for this demo run
+                password,
                 "--timezone",
                 SERVER_TIME_ZONE,
             ],
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
-            env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password, "SQLSERVER_CDC_PASSWORD": password},
         ),
     )
     assert process.stdout is not None
