@@ -925,6 +925,13 @@ def _merge_windows(
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
     with_commit_properties(spark, new_state, lambda: spark.sql(statement))
     spark.catalog.dropTempView(view)
+    recorded = applied_state(spark, plan.table)
+    if any(recorded.get(key) != value for key, value in new_state.items()):
+        raise MergeJobError(
+            f"target table {plan.table}: the MERGE of {', '.join(w.label for w in windows)} committed but its "
+            f"snapshot does not carry the applied LSN ranges (found {recorded}). Re-running is safe (changes "
+            "only apply when newer); check that nothing else commits to the table at the same time"
+        )
     return new_state
 
 
@@ -949,6 +956,13 @@ def configure_session(spark: SparkSession) -> None:
     # Windows hold proleptic Gregorian dates, as SQL Server does (date/datetime2 start at year 1).
     spark.conf.set("spark.sql.parquet.datetimeRebaseModeInRead", "CORRECTED")
     spark.conf.set("spark.sql.parquet.int96RebaseModeInRead", "CORRECTED")
+    from py4j.clientserver import ClientServer
+
+    if not isinstance(spark.sparkContext._gateway, ClientServer):
+        raise MergeJobError(
+            "PySpark runs without pinned threads (PYSPARK_PIN_THREAD=false); the job needs them to record the "
+            "applied LSN ranges in the same Iceberg commit as the data. Unset PYSPARK_PIN_THREAD"
+        )
     extensions = spark.conf.get("spark.sql.extensions", "") or ""
     if "IcebergSparkSessionExtensions" not in extensions:
         raise MergeJobError(

@@ -57,6 +57,7 @@ def test_merge_job_imports_only_stdlib_and_pyspark() -> None:
         "dataclasses",
         "typing",
         "pyspark",
+        "py4j",  # ships with pyspark
     }
 
 
