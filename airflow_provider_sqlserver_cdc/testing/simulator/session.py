@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 # errors after which SQL Server continues with the next statement of the batch
 STATEMENT_LEVEL_ERRORS = {
+    220,
+    3623,
     2627,
     2601,
     515,

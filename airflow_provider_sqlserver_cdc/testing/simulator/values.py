@@ -409,7 +409,7 @@ _MONEY_RANGE = {
 def _check_int(v: int, name: str) -> int:
     lo, hi = _INT_RANGES[name]
     if v < lo or v > hi:
-        raise arithmetic_overflow(name)
+        raise SqlError(220, 16, 2, f"Arithmetic overflow error for data type {name}, value = {v}.")
     return v
 
 
@@ -559,8 +559,15 @@ def convert(value: Any, src: SqlType, dst: SqlType, style: int | None = None) ->
             v = (value - DAYS_TO_1900 * TICKS_PER_DAY) / TICKS_PER_DAY
         else:
             raise _explicit_not_allowed(src, dst)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {d}.")
         if d == "real":
-            return struct.unpack("<f", struct.pack("<f", v))[0]
+            try:
+                return struct.unpack("<f", struct.pack("<f", v))[0]
+            except OverflowError:
+                raise SqlError(
+                    8115, 16, 2, "Arithmetic overflow error converting expression to data type real."
+                ) from None
         return v
     # ---- to uniqueidentifier
     if d == "uniqueidentifier":

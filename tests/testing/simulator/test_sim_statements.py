@@ -206,6 +206,12 @@ def test_use_and_three_part_names(connect: Any, sql_backend: Any) -> None:
         ("UPDATE sales.customers SET customer_id = 5", 8102),
         ("INSERT INTO sales.orders VALUES (9, 1, 1, 1, 'a-very-long-status')", 2628),
         ("SELECT 1 / 0", 8134),
+        ("SELECT SQRT(-1)", 3623),
+        ("SELECT POWER(-1.0, 0.5)", 3623),
+        ("SELECT CAST(1e308 AS float) * 10", 8115),
+        ("SELECT ROUND(1.5)", 174),
+        ("SELECT CAST('abc' AS int)", 245),
+        ("SELECT CAST(300 AS tinyint)", 220),
     ],
 )
 def test_errors_have_sql_server_numbers_and_keep_the_connection(shop: Any, sql: str, number: int) -> None:

@@ -543,6 +543,8 @@ def _joined_write(
 
 
 def _update(session: Session, node: exp.Update, text: str) -> int:
+    if not node.expressions:
+        raise SqlError(102, 15, 1, f"Incorrect syntax near '{node.this.name if node.this else 'UPDATE'}'.")
     frm = node.args.get("from_") or node.args.get("from")
     if frm is not None:
         return _joined_write(

@@ -913,7 +913,7 @@ class Compiler:
                 y = fb(row)
                 if y is None:
                     return None
-                return pyop(float(x), float(y))
+                return check_float(pyop(float(x), float(y)))
 
             return Expr(fop, rt)
         # exact numerics
@@ -1124,6 +1124,15 @@ def _literal_decimal(e: Expr, t: SqlType, other: SqlType) -> SqlType:
 
 
 _OPNAMES = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "%": "modulo"}
+
+
+def check_float(v: Any) -> float:
+    """SQL Server's errors for float results that are not finite real numbers."""
+    if isinstance(v, complex) or v != v:
+        raise SqlError(3623, 16, 1, "An invalid floating point operation occurred.")
+    if v in (float("inf"), float("-inf")):
+        raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type float.")
+    return v
 
 
 def _fdiv(a: float, b: float) -> float:

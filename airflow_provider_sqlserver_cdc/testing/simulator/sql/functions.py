@@ -19,7 +19,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, no
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import TypedValue
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 
-from .expressions import AGGREGATES, AggSpec, Expr, _apply, converter, result_type
+from .expressions import AGGREGATES, AggSpec, Expr, _apply, check_float, converter, result_type
 
 if TYPE_CHECKING:
     from .expressions import Compiler
@@ -284,6 +284,13 @@ def call_function(c: Compiler, name: str, args: list[exp.Expression], node: exp.
     if short in AGGREGATES:
         return _aggregate(c, short, args, node)
     impl = _BUILTINS.get(short)
+    if impl is not None:
+        try:
+            return impl(c, args)
+        except IndexError:
+            raise SqlError(
+                174, 15, 1, f"The {short.lower()} function requires more arguments than were supplied."
+            ) from None
     if impl is None:
         if "." in upper:
             raise SqlError(
@@ -425,6 +432,15 @@ def _datepart(c: Compiler, args: list[exp.Expression]) -> Expr:
 @builtin("YEAR", "MONTH", "DAY")
 def _ymd(c: Compiler, args: list[exp.Expression]) -> Expr:
     raise AssertionError  # replaced below
+
+
+def _safe_pow(a: float, b: float) -> float:
+    try:
+        return a**b
+    except OverflowError:
+        return float("inf")
+    except ZeroDivisionError:
+        return float("nan")
 
 
 def _ymd_factory(unit: str) -> Callable[[Compiler, list[exp.Expression]], Expr]:
@@ -907,21 +923,21 @@ def _power(c: Compiler, args: list[exp.Expression]) -> Expr:
     p = c.compile(args[1])
     fe = _apply(converter(e.type, T.FLOAT), e.fn)
     fp = _apply(converter(p.type, T.FLOAT), p.fn)
-    return Expr(_nullsafe([fe, fp], lambda a, b: a**b), T.FLOAT)
+    return Expr(_nullsafe([fe, fp], lambda a, b: check_float(_safe_pow(a, b))), T.FLOAT)
 
 
 @builtin("SQUARE")
 def _square(c: Compiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     fe = _apply(converter(e.type, T.FLOAT), e.fn)
-    return Expr(_nullsafe([fe], lambda a: a * a), T.FLOAT)
+    return Expr(_nullsafe([fe], lambda a: check_float(a * a)), T.FLOAT)
 
 
 @builtin("SQRT")
 def _sqrt(c: Compiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     fe = _apply(converter(e.type, T.FLOAT), e.fn)
-    return Expr(_nullsafe([fe], math.sqrt), T.FLOAT)
+    return Expr(_nullsafe([fe], lambda a: check_float(math.sqrt(a) if a >= 0 else float("nan"))), T.FLOAT)
 
 
 # -- system

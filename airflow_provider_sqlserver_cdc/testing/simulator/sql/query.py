@@ -333,6 +333,8 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         return _with_ctes(session, select, with_, outer)
     if select.args.get("into"):
         raise not_supported("SELECT ... INTO")
+    if not select.expressions:
+        raise SqlError(102, 15, 1, "Incorrect syntax near 'SELECT'.")
     scope, producer, items = _build_from(session, select, outer)
     compiler = Compiler(session, scope)
     where = select.args.get("where")
