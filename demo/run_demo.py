@@ -173,6 +173,18 @@ def run_workload_command(env: dict[str, str], *args: str, log_name: str, wait: b
     return (DEMO_DIR / "logs" / log_name).read_text().strip()
 
 
+def allow_snapshot_isolation(connection_string: str) -> None:
+    """What a DBA does once so that the initial snapshot can read without blocking writers."""
+    import pyodbc
+
+    conn = pyodbc.connect(connection_string, autocommit=True)
+    try:
+        conn.cursor().execute(f"ALTER DATABASE [{DATABASE}] SET ALLOW_SNAPSHOT_ISOLATION ON")
+    finally:
+        conn.close()
+    log(f"allowed snapshot isolation in {DATABASE} (the initial snapshot reads under it)")
+
+
 def run_interval(env: dict[str, str], interval_end: dt.datetime, number: int) -> tuple[str, float]:
     """Run the DAG for the minute ending at ``interval_end`` in its own process; return (state, seconds)."""
     started = time.monotonic()
@@ -348,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             str(args.initial_rows),
             log_name="workload-create.log",
         )
+
+        allow_snapshot_isolation(source_env["SQLSERVER_CDC_ODBC"])
 
         first_end = next_boundary(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=20))
         last_end = first_end + dt.timedelta(minutes=args.intervals)
