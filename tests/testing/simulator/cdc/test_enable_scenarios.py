@@ -233,3 +233,14 @@ def test_rowversion_is_captured_as_binary_8(cdc_db):
         "WHERE c.object_id = OBJECT_ID('cdc.dbo_versioned_CT') AND c.name = 'rv'"
     )
     assert row == ("binary", 8)
+
+
+def test_role_name_must_be_given(cdc_db):
+    cdc_db.execute(ORDERS).close()
+    with pytest.raises(pyodbc.Error) as excinfo:
+        cdc_db.execute("EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders'")
+    assert error_number(excinfo) == 201
+    assert "expects parameter '@role_name', which was not supplied" in str(excinfo.value)
+    with pytest.raises(pyodbc.Error) as excinfo:
+        cdc_db.enable_table("orders", role_name="")
+    assert error_number(excinfo) == 22907
