@@ -578,8 +578,11 @@ def read_window(spark: SparkSession, window: Window, table: str, check_count: bo
         ):
             # datetime2(7): nanoseconds since the epoch (spark.sql.legacy.parquet.nanosAsLong);
             # floor to microseconds (exact integer arithmetic, also before 1970).
-            micros = (source - F.pmod(source, F.lit(1000))).cast("long") / F.lit(1000)
-            source = F.timestamp_micros(micros.cast("long")).cast("timestamp_ntz")
+            # Divide as decimal: "/" on longs is a double division, which is off by a
+            # microsecond for present-day values.
+            whole = (source - F.pmod(source, F.lit(1000))).cast("decimal(38,0)")
+            micros = (whole / F.lit(1000)).cast("long")
+            source = F.timestamp_micros(micros).cast("timestamp_ntz")
         selected.append(source.cast(target_type.replace("TIMESTAMP_NTZ", "timestamp_ntz")).alias(name))
     for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
         if meta not in present:
