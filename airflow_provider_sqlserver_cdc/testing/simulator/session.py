@@ -383,13 +383,39 @@ class Session:
         yield from self._run_nodes(nodes, top=True)
 
     def _run_nodes(self, nodes: list[Any], top: bool = False) -> Iterator[Any]:
-        """Run statements and IF / BEGIN ... END blocks; returns False when the batch must stop."""
+        """Run statements, IF / WHILE and BEGIN ... END blocks.
+
+        Returns True to go on, False when the batch must stop, or ``"break"`` / ``"continue"``
+        from inside a WHILE loop.
+        """
         for i, node in enumerate(nodes):
             kind = node[0]
             if kind == "stmt":
+                words = node[1].words
+                if words[0] in ("BREAK", "CONTINUE") and len(words) == 1:
+                    return words[0].lower()
                 ok = yield from self._run_statement(node[1], first=top and i == 0)
             elif kind == "block":
                 ok = yield from self._run_nodes(node[1])
+            elif kind == "while":
+                ok = True
+                while True:
+                    try:
+                        go = self._condition(node[1])
+                    except SqlError as e:
+                        self.last_error = e.number
+                        yield ErrorEvent(e)
+                        return False
+                    if not go:
+                        break
+                    ok = yield from self._run_nodes([node[2]])
+                    if ok == "break":
+                        ok = True
+                        break
+                    if ok == "continue":
+                        ok = True
+                    if not ok:
+                        return False
             else:  # ("if", condition statement, then node, else node or None)
                 try:
                     chosen = node[2] if self._condition(node[1]) else node[3]
@@ -398,8 +424,8 @@ class Session:
                     yield ErrorEvent(e)
                     return False
                 ok = True if chosen is None else (yield from self._run_nodes([chosen]))
-            if not ok:
-                return False
+            if ok is not True:
+                return ok
         return True
 
     def _condition(self, raw: RawStatement) -> bool:
@@ -535,7 +561,6 @@ class Session:
 
         if w0 in (
             "IF",
-            "WHILE",
             "MERGE",
             "RETURN",
             "WAITFOR",
@@ -1123,7 +1148,7 @@ def _control_flow(statements: list[RawStatement]) -> list[Any]:
     pos = 0
 
     def keyword(raw: RawStatement) -> str:
-        return raw.words[0] if len(raw.tokens) == 1 or raw.words[0] == "IF" else ""
+        return raw.words[0] if len(raw.tokens) == 1 or raw.words[0] in ("IF", "WHILE") else ""
 
     def one() -> Any:
         nonlocal pos
@@ -1140,6 +1165,9 @@ def _control_flow(statements: list[RawStatement]) -> list[Any]:
                 raise SqlError(102, 15, 1, "Incorrect syntax near 'BEGIN': END is missing.")
             pos += 1
             return ("block", body)
+        if kw == "WHILE":
+            pos += 1
+            return ("while", raw, one())
         if kw == "IF":
             pos += 1
             then = one()

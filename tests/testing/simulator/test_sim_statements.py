@@ -326,3 +326,13 @@ def test_output_clause_returns_inserted_and_deleted_rows(connect: Any) -> None:
     ) == [("b", "z")]
     assert _rows(cur, "DELETE dbo.t OUTPUT deleted.* WHERE id = 1") == [(1, "a")]
     assert _rows(cur, "SELECT id, v FROM dbo.t") == [(2, "z")]
+
+
+def test_while_loops_with_break_and_continue(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    cur.execute(
+        "DECLARE @i int = 0\nWHILE @i < 10\nBEGIN\n    SET @i += 1\n    IF @i = 3 CONTINUE\n    IF @i > 6 BREAK\n"
+        "    INSERT INTO dbo.t VALUES (@i)\nEND"
+    )
+    assert _rows(cur, "SELECT id FROM dbo.t ORDER BY id") == [(1,), (2,), (4,), (5,), (6,)]

@@ -61,6 +61,8 @@ STARTERS = {
     "TRUNCATE",
     "IF",
     "WHILE",
+    "BREAK",
+    "CONTINUE",
     "MERGE",
     "RAISERROR",
     "THROW",
