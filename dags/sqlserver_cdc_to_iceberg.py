@@ -31,12 +31,14 @@ Why these settings are safe:
   (``commit_watermarks``); a backfill never moves them back.
 
 Hourly by default; set ``SQLSERVER_CDC_SCHEDULE`` (or ``schedule`` in the YAML) to any cron,
-e.g. ``* * * * *`` for minutely runs, which the test suite runs.
+e.g. ``* * * * *`` for minutely runs, which the test suite runs. The schedule is a
+``CronDataIntervalTimetable`` whatever ``[scheduler] create_cron_data_intervals`` says: a run
+of the interval ending at 10:00 covers [09:00, 10:00), which is what the windows are cut from.
 """
 
 from __future__ import annotations
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, CronDataIntervalTimetable
 from sqlserver_cdc_pipeline import ReplicationSettings, add_replication_tasks
 
 DAG_ID = "sqlserver_cdc_to_iceberg"
@@ -45,7 +47,10 @@ settings = ReplicationSettings.load()
 with DAG(
     DAG_ID,
     description="SQL Server CDC -> Parquet windows -> Spark MERGE into Iceberg, one data interval per run",
-    schedule=settings["schedule"],
+    # Explicitly a data-interval timetable: with Airflow 3's default
+    # ([scheduler] create_cron_data_intervals = False) a cron string gives runs an empty data
+    # interval, and interval-mode windows would be empty.
+    schedule=CronDataIntervalTimetable(settings["schedule"], timezone="UTC"),
     start_date=settings.start_date,
     catchup=False,
     max_active_runs=int(settings.raw.get("max_active_runs", 1)),

@@ -71,6 +71,27 @@ def test_interval_dag_is_hourly_by_default(monkeypatch: pytest.MonkeyPatch) -> N
     assert settings["schedule"] == "@hourly"
 
 
+def test_interval_dag_runs_cover_a_whole_interval(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Airflow 3's default (create_cron_data_intervals = False) gives cron-string schedules empty
+    # data intervals; the suite's unit-test config turns it on, so parse with the default here.
+    import pendulum
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    monkeypatch.setenv("AIRFLOW__SCHEDULER__CREATE_CRON_DATA_INTERVALS", "False")
+    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
+    timetable = bag.dags["sqlserver_cdc_to_iceberg"].timetable
+    assert type(timetable).__name__ == "CronDataIntervalTimetable"
+    from airflow.serialization.encoders import coerce_to_core_timetable
+
+    interval = coerce_to_core_timetable(timetable).infer_manual_data_interval(
+        run_after=pendulum.datetime(2026, 3, 1, 10, 0, tz="UTC")
+    )
+    assert (interval.start, interval.end) == (
+        pendulum.datetime(2026, 3, 1, 9, 0, tz="UTC"),
+        pendulum.datetime(2026, 3, 1, 10, 0, tz="UTC"),
+    )
+
+
 def test_merge_gets_spark_settings_but_no_secret() -> None:
     pipeline = load_pipeline_module()
     settings = pipeline.ReplicationSettings.load()
