@@ -136,17 +136,27 @@ def validate_manifest(data: dict[str, Any]) -> None:
 
 
 def write_manifest(filesystem: pafs.FileSystem, window_dir: str, manifest: WindowManifest) -> str:
-    """
-    Write ``_manifest.json`` atomically and return its path on ``filesystem``.
-
-    On a local filesystem the JSON goes to a temporary name and is renamed into place; object
-    stores make a single upload visible atomically when the stream closes.
-    """
+    """Write ``_manifest.json`` atomically (:func:`write_atomically`); return its path on ``filesystem``."""
     validate_manifest(manifest.to_dict())
-    payload = manifest.to_json().encode()
-    final = f"{window_dir}/{MANIFEST_NAME}"
+    return write_atomically(filesystem, window_dir, MANIFEST_NAME, manifest.to_json().encode())
+
+
+def write_atomically(filesystem: pafs.FileSystem, directory: str, name: str, payload: bytes) -> str:
+    """
+    Write ``payload`` to ``{directory}/{name}`` so that readers see the old file or the whole new one.
+
+    On a local filesystem the bytes go to a hidden temporary name and are renamed into place;
+    object stores make a single upload visible atomically when the stream closes.
+
+    :param filesystem: the target filesystem.
+    :param directory: an existing directory on it.
+    :param name: the file name.
+    :param payload: the whole content.
+    :return: the path written.
+    """
+    final = f"{directory}/{name}"
     if isinstance(filesystem, pafs.LocalFileSystem):
-        tmp = f"{window_dir}/.{MANIFEST_NAME}.tmp"
+        tmp = f"{directory}/.{name}.tmp"
         with filesystem.open_output_stream(tmp) as out:
             out.write(payload)
         filesystem.move(tmp, final)

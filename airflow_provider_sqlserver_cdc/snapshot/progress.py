@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile
+from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile, write_atomically
 
 PROGRESS_NAME = "_snapshot_progress.json"
 PROGRESS_VERSION = 1
@@ -162,18 +162,9 @@ def progress_path(instance_dir: str) -> str:
 
 
 def write_progress(filesystem: pafs.FileSystem, instance_dir: str, progress: SnapshotProgress) -> None:
-    """Write the progress file atomically (temporary name + rename on a local filesystem)."""
-    payload = progress.to_json().encode()
-    final = progress_path(instance_dir)
+    """Write the progress file atomically, as the manifest is written (:func:`write_atomically`)."""
     filesystem.create_dir(instance_dir, recursive=True)
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        tmp = f"{instance_dir}/.{PROGRESS_NAME}.tmp"
-        with filesystem.open_output_stream(tmp) as out:
-            out.write(payload)
-        filesystem.move(tmp, final)
-    else:
-        with filesystem.open_output_stream(final) as out:
-            out.write(payload)
+    write_atomically(filesystem, instance_dir, PROGRESS_NAME, progress.to_json().encode())
 
 
 def read_progress(filesystem: pafs.FileSystem, instance_dir: str) -> SnapshotProgress | None:
