@@ -18,9 +18,11 @@ from airflow_provider_sqlserver_cdc.parquet.manifest import (
     MANIFEST_NAME,
     OPERATION_NAMES,
     WindowManifest,
+    column_descriptions,
+    source_description,
     write_manifest,
+    zero_operation_counts,
 )
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_type
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -46,8 +48,12 @@ class ExtractResult:
 
     manifest: WindowManifest
     window_uri: str
-    manifest_uri: str
     seconds: float
+
+    @property
+    def manifest_uri(self) -> str:
+        """URI of the window's ``_manifest.json``."""
+        return join_uri(self.window_uri, MANIFEST_NAME)
 
     def to_xcom(self, state_key: str, to_lsn_time: str | None, *, empty: bool = False) -> dict[str, Any]:
         """Small JSON description of the window; never row data."""
@@ -71,23 +77,6 @@ class ExtractResult:
             "bytes": sum(f.bytes for f in m.files),
             "state_key": state_key,
         }
-
-
-def column_descriptions(instance: CaptureInstance) -> list[dict[str, Any]]:
-    """The manifest's ``columns`` list."""
-    return [
-        {
-            "name": c.name,
-            "ordinal": c.ordinal,
-            "sql_type": c.sql_type,
-            "max_length": c.max_length,
-            "precision": c.precision,
-            "scale": c.scale,
-            "nullable": c.nullable,
-            "arrow_type": str(arrow_type(c)),
-        }
-        for c in instance.columns
-    ]
 
 
 def extract_window(
@@ -129,7 +118,7 @@ def extract_window(
     filesystem, base_path = resolve_filesystem(base_uri)
     window_dir = f"{base_path}/{instance.name}/{window.directory_name}"
     schema = hook.changes_schema(instance)
-    counts = {name: 0 for name in OPERATION_NAMES.values()}
+    counts = zero_operation_counts()
     rows = 0
     last_report = started
     writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
@@ -151,12 +140,7 @@ def extract_window(
     manifest = WindowManifest(
         kind="changes",
         capture_instance=instance.name,
-        source={
-            "server": hook.server,
-            "database": database,
-            "schema": instance.source_schema,
-            "table": instance.source_table,
-        },
+        source=source_description(hook.server, database, instance),
         from_lsn=window.from_lsn.hex,
         to_lsn=window.to_lsn.hex,
         from_time=window.from_time.isoformat() if window.from_time else None,
@@ -188,7 +172,7 @@ def extract_window(
             rows / max(seconds, 1e-9),
             manifest_path,
         )
-    return ExtractResult(manifest, window_uri, join_uri(window_uri, MANIFEST_NAME), seconds)
+    return ExtractResult(manifest, window_uri, seconds)
 
 
 class CdcExtractOperator(BaseOperator):

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_type
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
 
 MANIFEST_NAME = "_manifest.json"
 FORMAT_VERSION = 1
@@ -19,6 +23,44 @@ OPERATION_NAMES = {1: "delete", 2: "insert", 3: "update_before", 4: "update_afte
 
 class ManifestError(ValueError):
     """A manifest that does not follow format_version 1."""
+
+
+def zero_operation_counts() -> dict[str, int]:
+    """The manifest's ``operation_counts`` with every operation at 0."""
+    return {name: 0 for name in OPERATION_NAMES.values()}
+
+
+def source_description(server: str, database: str, instance: CaptureInstance) -> dict[str, str]:
+    """
+    The manifest's ``source``: where the capture instance's table lives.
+
+    :param server: ``host:port`` of the server (no credentials).
+    :param database: the source database.
+    :param instance: the capture instance.
+    """
+    return {
+        "server": server,
+        "database": database,
+        "schema": instance.source_schema,
+        "table": instance.source_table,
+    }
+
+
+def column_descriptions(instance: CaptureInstance) -> list[dict[str, Any]]:
+    """The manifest's ``columns`` list of a capture instance loaded with its columns."""
+    return [
+        {
+            "name": c.name,
+            "ordinal": c.ordinal,
+            "sql_type": c.sql_type,
+            "max_length": c.max_length,
+            "precision": c.precision,
+            "scale": c.scale,
+            "nullable": c.nullable,
+            "arrow_type": str(arrow_type(c)),
+        }
+        for c in instance.columns
+    ]
 
 
 @dataclass
@@ -51,9 +93,7 @@ class WindowManifest:
     columns: list[dict[str, Any]]
     files: list[ManifestFile] = field(default_factory=list)
     row_count: int = 0
-    operation_counts: dict[str, int] = field(
-        default_factory=lambda: {name: 0 for name in OPERATION_NAMES.values()}
-    )
+    operation_counts: dict[str, int] = field(default_factory=zero_operation_counts)
     created_at: str | None = None
     dag_id: str | None = None
     run_id: str | None = None

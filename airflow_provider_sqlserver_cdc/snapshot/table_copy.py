@@ -22,12 +22,14 @@ import pyarrow.fs as pafs
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.operators.extract import ExtractResult, column_descriptions
+from airflow_provider_sqlserver_cdc.operators.extract import ExtractResult
 from airflow_provider_sqlserver_cdc.parquet.manifest import (
     MANIFEST_NAME,
-    OPERATION_NAMES,
     WindowManifest,
+    column_descriptions,
+    source_description,
     write_manifest,
+    zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
@@ -256,7 +258,7 @@ def snapshot_manifest(
     run_id: str | None = None,
 ) -> WindowManifest:
     """The manifest of a completed snapshot: kind and mode ``snapshot``, ``0x0…0`` .. snapshot LSN, all inserts."""
-    counts = {name: 0 for name in OPERATION_NAMES.values()}
+    counts = zero_operation_counts()
     counts["insert"] = progress.rows
     return WindowManifest(
         kind="snapshot",
@@ -328,12 +330,7 @@ def snapshot_capture_instance(
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     instance_dir = f"{base_path}/{instance.name}"
-    source = {
-        "server": hook.server,
-        "database": database,
-        "schema": instance.source_schema,
-        "table": instance.source_table,
-    }
+    source = source_description(hook.server, database, instance)
     columns = column_descriptions(instance)
     keys = chunk_key_columns(instance)
     key_names = [k.name for k in keys]
@@ -483,7 +480,7 @@ def snapshot_capture_instance(
             progress.rows / max(seconds, 1e-9),
             manifest_path,
         )
-    extract = ExtractResult(manifest, window_uri, join_uri(window_uri, MANIFEST_NAME), seconds)
+    extract = ExtractResult(manifest, window_uri, seconds)
     return SnapshotResult(
         extract,
         progress,
