@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,41 +28,6 @@ WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
 CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
 NAMESPACE = "lake.cdc"
 SERVER_TIME_ZONE = "Asia/Kolkata"  # +05:30: windows must be converted from server local time
-
-
-class MergeJobDatetime2Defect(AssertionError):
-    """The only differences found are datetime2(7) values one microsecond early in the target."""
-
-
-#: The end-to-end tests found this defect of the merge job (issue 6); they fail strictly on
-#: anything else, and turn into XPASS (a failure, as the marker is strict) once it is fixed.
-KNOWN_DATETIME2_DEFECT = pytest.mark.xfail(
-    raises=MergeJobDatetime2Defect,
-    strict=True,
-    reason="issue 6: merge_job.read_window converts datetime2(7) nanoseconds to microseconds with Spark's '/', "
-    "a double division (ns since 1970 exceed 53 bits), so some values land 1 microsecond early; use integer "
-    "division (e.g. F.expr('div(ns, 1000)'))",
-)
-
-
-def split_known_defect(comparisons: list[Any]) -> list[Any]:
-    """
-    Take the differences of the known datetime2(7) defect out of ``comparisons``; return them.
-
-    Only a datetime2(7) column whose target value is exactly one microsecond below the source
-    counts; every other difference stays in the comparison and fails the test.
-    """
-    known = []
-    for comparison in comparisons:
-        for diff in list(comparison.value_differences):
-            if (
-                diff.column in comparison.datetime2_7_columns
-                and isinstance(diff.source, dt.datetime)
-                and diff.target == diff.source - dt.timedelta(microseconds=1)
-            ):
-                comparison.value_differences.remove(diff)
-                known.append(diff)
-    return known
 
 
 def iceberg_runtime_jar() -> str:
@@ -238,11 +201,7 @@ class PipelineHarness:
                     spark.catalog.refreshTable(table)  # other processes committed to it
                 conn = hook.new_connection()
                 try:
-                    result = compare_table(spark, conn, instance, table)
-                    result.datetime2_7_columns = {  # type: ignore[attr-defined]
-                        c.name for c in instance.columns if c.sql_type == "datetime2" and c.scale == 7
-                    }
-                    results.append(result)
+                    results.append(compare_table(spark, conn, instance, table))
                 finally:
                     conn.close()
         finally:

@@ -26,12 +26,9 @@ from pathlib import Path
 import pytest
 from cdc_pipeline_harness import (
     CAPTURE_INSTANCES,
-    KNOWN_DATETIME2_DEFECT,
     SERVER_TIME_ZONE,
-    MergeJobDatetime2Defect,
     PipelineHarness,
     create_sample_source,
-    split_known_defect,
 )
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
@@ -50,7 +47,6 @@ def assert_success(result, what: str) -> None:
     assert result.state == "success", f"{what}: DAG run {result.state}\n{result.output[-6000:]}"
 
 
-@KNOWN_DATETIME2_DEFECT
 def test_target_equals_source_through_the_example_dag(
     sqlserver_simulator,
     airflow_db: Path,
@@ -130,7 +126,6 @@ def test_target_equals_source_through_the_example_dag(
 
     spark = request.getfixturevalue("spark_reader")
     comparisons = harness.compare(spark)
-    known = split_known_defect(comparisons)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     assert all(c.source_rows > 0 for c in comparisons)
     marks = harness.watermarks()
@@ -146,8 +141,5 @@ def test_target_equals_source_through_the_example_dag(
     assert harness.watermarks() == marks
     assert harness.target_snapshot_ids() == snapshots
     comparisons = harness.compare(spark)
-    known += split_known_defect(comparisons)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     conn.close()
-    if known:
-        raise MergeJobDatetime2Defect(f"{len(known)} datetime2(7) value(s) 1 us early, e.g. {known[:3]}")

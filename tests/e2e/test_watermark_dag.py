@@ -14,12 +14,9 @@ from pathlib import Path
 import pytest
 from cdc_pipeline_harness import (
     CAPTURE_INSTANCES,
-    KNOWN_DATETIME2_DEFECT,
     WATERMARK_DAG,
-    MergeJobDatetime2Defect,
     PipelineHarness,
     create_sample_source,
-    split_known_defect,
 )
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
@@ -28,7 +25,6 @@ from airflow_provider_sqlserver_cdc.testing.workload import Workload
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@KNOWN_DATETIME2_DEFECT
 def test_watermark_dag_snapshots_then_follows_the_watermark(
     sqlserver_simulator,
     airflow_db: Path,
@@ -62,8 +58,5 @@ def test_watermark_dag_snapshots_then_follows_the_watermark(
         assert changes[0]["from_lsn"] > after_snapshot[name]
 
     comparisons = harness.compare(request.getfixturevalue("spark_reader"))
-    known = split_known_defect(comparisons)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     conn.close()
-    if known:
-        raise MergeJobDatetime2Defect(f"{len(known)} datetime2(7) value(s) 1 us early, e.g. {known[:3]}")
