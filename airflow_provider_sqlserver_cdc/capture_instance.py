@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 
@@ -90,3 +92,26 @@ class CaptureInstance:
             "index_name": self.index_name,
             "key_columns": list(self.key_columns),
         }
+
+
+def capture_instance_names(value: str | Sequence[str] | None) -> list[str]:
+    """
+    The capture instances an operator was given, as a list.
+
+    :param value: one name (or ``schema.table``), a list of them, or None (none given).
+    """
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def require_key_columns(instances: Iterable[CaptureInstance]) -> None:
+    """Raise NoKeyColumnsError for the first instance without key columns (the merge matches rows by key)."""
+    for instance in instances:
+        if not instance.key_columns:
+            raise NoKeyColumnsError(
+                f"Capture instance {instance.name!r} (source {instance.source}) has no key columns: the "
+                "table has no primary key and the instance was enabled without @index_name, so the "
+                "merge cannot match rows. Add a primary key, or re-enable CDC with "
+                "@index_name = N'<unique index>', or pass require_key_columns=False."
+            )

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 from airflow.sdk import BaseOperator
 
 from airflow_provider_sqlserver_cdc import tsql
-from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError
+from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names, require_key_columns
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.parquet.manifest import (
     MANIFEST_NAME,
@@ -244,9 +244,7 @@ class CdcExtractOperator(BaseOperator):
         if self.window_mode not in MODES:
             raise ValueError(f"window_mode must be one of {MODES}, got {self.window_mode!r}")
         tsql.validate_row_filter_option(self.row_filter_option)
-        names = (
-            [self.capture_instance] if isinstance(self.capture_instance, str) else list(self.capture_instance)
-        )
+        names = capture_instance_names(self.capture_instance)
         if not names:
             raise ValueError("capture_instance is empty: give at least one capture instance")
         hook = self._hook()
@@ -254,14 +252,8 @@ class CdcExtractOperator(BaseOperator):
             database = hook.database or hook.get_database_name()
             tz = hook.get_server_time_zone()
             instances = [hook.get_capture_instance(name) for name in names]
-            for instance in instances:
-                if self.require_key_columns and not instance.key_columns:
-                    raise NoKeyColumnsError(
-                        f"Capture instance {instance.name!r} (source {instance.source}) has no key columns: the "
-                        "table has no primary key and the instance was enabled without @index_name, so the "
-                        "merge cannot match rows. Add a primary key, or re-enable CDC with "
-                        "@index_name = N'<unique index>', or pass require_key_columns=False."
-                    )
+            if self.require_key_columns:
+                require_key_columns(instances)
             keys = {i.name: watermark_key(self.sqlserver_cdc_conn_id, database, i.name) for i in instances}
             watermarks = None
             if self.window_mode == "watermark":

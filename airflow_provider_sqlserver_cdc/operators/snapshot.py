@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError
+from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names, require_key_columns
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
@@ -99,9 +99,7 @@ class CdcSnapshotOperator(BaseOperator):
         )
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        names = (
-            [self.capture_instance] if isinstance(self.capture_instance, str) else list(self.capture_instance)
-        )
+        names = capture_instance_names(self.capture_instance)
         if not names:
             raise ValueError("capture_instance is empty: give at least one capture instance")
         hook = self._hook()
@@ -110,13 +108,8 @@ class CdcSnapshotOperator(BaseOperator):
         try:
             database = hook.database or hook.get_database_name()
             instances = [hook.get_capture_instance(name) for name in names]
-            for instance in instances:
-                if self.require_key_columns and not instance.key_columns:
-                    raise NoKeyColumnsError(
-                        f"Capture instance {instance.name!r} (source {instance.source}) has no key columns: the "
-                        "merge cannot replace the target's rows by key. Add a primary key, or re-enable CDC with "
-                        "@index_name = N'<unique index>', or pass require_key_columns=False."
-                    )
+            if self.require_key_columns:
+                require_key_columns(instances)
             for instance in instances:
                 result = snapshot_capture_instance(
                     hook,

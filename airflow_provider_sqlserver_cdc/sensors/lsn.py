@@ -10,6 +10,7 @@ from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
@@ -64,17 +65,10 @@ class LsnSensor(BaseSensorOperator):
             self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
         )
 
-    def _names(self) -> list[str]:
-        if self.capture_instance is None:
-            return []
-        return (
-            [self.capture_instance] if isinstance(self.capture_instance, str) else list(self.capture_instance)
-        )
-
     def _watermarks(self, hook: SqlServerCdcHook) -> dict[str, str | None]:
         if self.window_mode != "watermark":
             return {}
-        names = self._names()
+        names = capture_instance_names(self.capture_instance)
         if not names:
             raise ValueError("LsnSensor in watermark mode needs capture_instance")
         database = hook.database or hook.get_database_name()
@@ -107,7 +101,7 @@ class LsnSensor(BaseSensorOperator):
     def execute(self, context: Context) -> Any:
         if self.window_mode not in MODES:
             raise ValueError(f"window_mode must be one of {MODES}, got {self.window_mode!r}")
-        for name in self._names():
+        for name in capture_instance_names(self.capture_instance):
             if "." not in name:
                 tsql.validate_capture_instance(name)
         if not self.deferrable:
