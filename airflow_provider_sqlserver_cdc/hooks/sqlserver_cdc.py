@@ -6,7 +6,7 @@ import re
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -67,14 +67,27 @@ def decode_guid(raw: bytes) -> uuid.UUID:
     return uuid.UUID(bytes_le=raw)
 
 
+def _error_text(err: BaseException) -> str:
+    """The driver's message: pyodbc puts it second in ``args`` (after the SQLSTATE)."""
+    return str(err.args[1]) if len(err.args) > 1 else str(err)
+
+
 def native_error_number(err: BaseException) -> int | None:
     """Return SQL Server's error number from a pyodbc error message, e.g. 18456 from ``... (18456) (SQLDriverConnect)``."""
-    text = str(err.args[1]) if len(err.args) > 1 else str(err)
+    text = _error_text(err)
     match = _NATIVE_ERROR.search(text) or _ARROW_ODBC_NATIVE_ERROR.search(text)
     if match:
         return int(match.group(1))
     numbers = re.findall(r"\((\d{3,5})\)", text)
     return int(numbers[-1]) if numbers else None
+
+
+def driver_message(err: BaseException) -> str:
+    """Return the server's message of a pyodbc or arrow-odbc error without the driver's ``[...]`` prefixes."""
+    text = _error_text(err)
+    if "Message:" in text:  # arrow-odbc: "... State: 42000, Native error: 229, Message: [FreeTDS]..."
+        text = text.split("Message:", 1)[1]
+    return re.sub(r"^(\[[^\]]*\]\s*)+", "", text.strip()).strip()
 
 
 def odbc_value(value: str) -> str:
@@ -268,10 +281,7 @@ class SqlServerCdcHook(BaseHook):
     def _translate(self, err: Exception, doing: str, capture_instance: str | None = None) -> Exception:
         """Turn a driver error into the provider's error with an actionable message."""
         number = native_error_number(err)
-        text = str(err.args[1]) if len(err.args) > 1 else str(err)
-        if "Message:" in text:  # arrow-odbc: "... State: 42000, Native error: 229, Message: [FreeTDS]..."
-            text = text.split("Message:", 1)[1]
-        text = re.sub(r"^(\[[^\]]*\]\s*)+", "", text.strip()).strip()
+        text = driver_message(err)
         where = f"server {self.server}, database {self.database or '(default)'}"
         ci = f" for capture instance {capture_instance!r}" if capture_instance else ""
         if number in (18456, 4060, 18452) or (doing == "connecting" and "Login failed" in text):
@@ -413,7 +423,7 @@ class SqlServerCdcHook(BaseHook):
     def ensure_cdc_enabled(self) -> None:
         """Raise CdcNotEnabledError unless CDC is enabled on the database."""
         if not self.is_cdc_enabled():
-            name = self._scalar(tsql.CURRENT_DATABASE, doing="reading DB_NAME()")
+            name = self.get_database_name()
             raise CdcNotEnabledError(
                 f"Change data capture is not enabled on database {name!r} ({self.server}). Run "
                 f"EXEC sys.sp_cdc_enable_db in {name!r} (needs sysadmin), then sys.sp_cdc_enable_table for each table."
@@ -500,19 +510,10 @@ class SqlServerCdcHook(BaseHook):
                 self._raise_unknown(name, instances, candidates=candidates)
         if not with_columns:
             return found
-        columns = self.get_captured_columns(found.name)
-        keys = self.get_key_columns(found)
-        return CaptureInstance(
-            name=found.name,
-            source_schema=found.source_schema,
-            source_table=found.source_table,
-            start_lsn=found.start_lsn,
-            supports_net_changes=found.supports_net_changes,
-            role_name=found.role_name,
-            index_name=found.index_name,
-            create_date=found.create_date,
-            columns=tuple(columns),
-            key_columns=tuple(keys),
+        return replace(
+            found,
+            columns=tuple(self.get_captured_columns(found.name)),
+            key_columns=tuple(self.get_key_columns(found)),
         )
 
     def _raise_unknown(

@@ -23,7 +23,6 @@ table, so writers of the table wait for the whole copy.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.errors import SqlServerCdcError
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import native_error_number
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import driver_message, native_error_number
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.errors import (
     SnapshotError,
@@ -95,11 +94,6 @@ class SnapshotPoint:
         return self.server_time.astimezone(UTC)
 
 
-def _driver_text(err: BaseException) -> str:
-    text = str(err.args[1]) if len(err.args) > 1 else str(err)
-    return re.sub(r"^(\[[^\]]*\]\s*)+", "", text).strip()
-
-
 class ConsistentSnapshot:
     """
     Open a read transaction whose view of one table is consistent at a known LSN (context manager).
@@ -147,8 +141,9 @@ class ConsistentSnapshot:
         )
 
     def translate_error(self, err: Exception, doing: str) -> SqlServerCdcError:
+        """Turn a driver error of the snapshot into the snapshot's error with an actionable message."""
         number = native_error_number(err)
-        text = _driver_text(err)
+        text = driver_message(err)
         where = self._where()
         if number == _LOCK_TIMEOUT:
             return SnapshotLockTimeoutError(
