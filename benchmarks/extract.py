@@ -19,75 +19,18 @@ Prints CPU seconds per million rows, the ratios, and peak RSS. Goals (issue 5): 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import decimal
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-PASSWORD = "Bench-Pa55word!"
+from bench_source import COLUMNS, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+
 DATABASE = "cdc_bench"
 CAPTURE_INSTANCE = "dbo_bench"
-TABLE_DDL = (
-    "CREATE TABLE dbo.bench (id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, "
-    "c_nvarchar nvarchar(50) NULL, c_varchar varchar(30) NULL, c_datetime2 datetime2(7) NULL, c_date date NULL, "
-    "c_float float NULL, c_bit bit NULL, c_guid uniqueidentifier NULL)"
-)
-ROWS_PER_INSERT = 200  # 10 parameters per row, SQL Server allows 2100 per statement
-
-
-# --------------------------------------------------------------------------- simulator and data
-
-
-def start_simulator(timezone: str, data_dir: str) -> tuple[subprocess.Popen, str, int]:
-    """Start the simulator in its own process; return it with host and port."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-            "--password",
-            PASSWORD,
-            "--timezone",
-            timezone,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline().strip() if proc.stdout else ""
-    if not line.startswith("READY "):
-        proc.kill()
-        raise SystemExit(f"simulator did not start: {line!r}")
-    host, _, port = line.split(" ", 1)[1].rpartition(":")
-    return proc, host, int(port)
-
-
-def odbc(host: str, port: int, database: str | None = None) -> str:
-    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
-    return text + (f"DATABASE={database};" if database else "")
-
-
-def bench_row(i: int) -> tuple:
-    return (
-        i,
-        i * 1_000_003,
-        decimal.Decimal(i % 100_000_000).scaleb(-4),
-        f"name {i} é",
-        f"code-{i % 9973}",
-        dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i, microseconds=i % 1_000_000),
-        dt.date(2020, 1, 1) + dt.timedelta(days=i % 3650),
-        i / 7.0,
-        i % 2 == 0,
-        uuid.UUID(int=i * 2654435761 % (1 << 128)),
-    )
 
 
 def load(host: str, port: int, rows: int) -> dict[str, str]:
@@ -99,7 +42,7 @@ def load(host: str, port: int, rows: int) -> dict[str, str]:
     cur.execute(f"CREATE DATABASE {DATABASE}")
     cur.execute(f"USE {DATABASE}")
     cur.execute("EXEC sys.sp_cdc_enable_db")
-    cur.execute(TABLE_DDL)
+    cur.execute(f"CREATE TABLE dbo.bench ({COLUMNS})")
     cur.execute(
         "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', @role_name = NULL, "
         "@capture_instance = N'dbo_bench'"
@@ -109,13 +52,9 @@ def load(host: str, port: int, rows: int) -> dict[str, str]:
     inserts = int(rows * 0.7)
     bounds: dict[str, str] = {}
     started = time.monotonic()
-    placeholders = "(" + ",".join("?" * 10) + ")"
     for phase in range(4):
         lo, hi = inserts * phase // 4, inserts * (phase + 1) // 4
-        for start in range(lo, hi, ROWS_PER_INSERT):
-            chunk = [bench_row(i) for i in range(start, min(start + ROWS_PER_INSERT, hi))]
-            sql = f"INSERT INTO dbo.bench VALUES {','.join([placeholders] * len(chunk))}"
-            cur.execute(sql, *[v for row in chunk for v in row])
+        insert_rows(cur, "bench", lo, hi)
         cur.execute(
             "UPDATE dbo.bench SET c_bigint = c_bigint + 1, c_nvarchar = N'updated' WHERE id >= ? AND id < ? AND id % 7 = 0",
             lo,
@@ -194,7 +133,7 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
     return {
         "kind": kind,
         "rows": rows,
-        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "cpu_s": cpu_seconds(before, after),
         "wall_s": time.monotonic() - t0,
         "peak_rss_mb": after.ru_maxrss / 1024,
     }
@@ -203,22 +142,8 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
 def measure(
     kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: str, batch_size: int
 ) -> dict:
-    env = os.environ.copy()
-    env["AIRFLOW_CONN_BENCH"] = json.dumps(
-        {
-            "conn_type": "mssql",
-            "host": host,
-            "port": port,
-            "login": "sa",
-            "password": PASSWORD,
-            "schema": DATABASE,
-            "extra": {"driver": "FreeTDS"},
-        }
-    )
-    env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    """Run one reader in a fresh process (``--child``) and return what it reported."""
     args = [
-        sys.executable,
-        __file__,
         "--child",
         kind,
         "--host",
@@ -234,10 +159,7 @@ def measure(
         "--batch-size",
         str(batch_size),
     ]
-    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args, host=host, port=port, database=DATABASE, label=kind)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="cdc-bench-") as work:
-        proc, host, port = start_simulator(args.timezone, os.path.join(work, "sim"))
+        proc, host, port = start_simulator("--timezone", args.timezone)
         try:
             print(
                 f"simulator {host}:{port} ({args.timezone}); loading ~{args.rows:,} changes ...", flush=True

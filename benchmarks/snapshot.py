@@ -19,70 +19,16 @@ the table lock was held.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import decimal
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
-PASSWORD = "Bench-Pa55word!"
+from bench_source import COLUMNS, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+
 DATABASE = "snap_bench"
-COLUMNS = (
-    "id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, c_nvarchar nvarchar(50) NULL, "
-    "c_varchar varchar(30) NULL, c_datetime2 datetime2(7) NULL, c_date date NULL, c_float float NULL, c_bit bit NULL, "
-    "c_guid uniqueidentifier NULL"
-)
-ROWS_PER_INSERT = 200
-
-
-def start_simulator(data_dir: str) -> tuple[subprocess.Popen, str, int]:
-    """Start the simulator in its own process; return it with host and port."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-            "--password",
-            PASSWORD,
-            "--data",
-            data_dir,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline().strip() if proc.stdout else ""
-    if not line.startswith("READY "):
-        proc.kill()
-        raise SystemExit(f"simulator did not start: {line!r}")
-    host, _, port = line.split(" ", 1)[1].rpartition(":")
-    return proc, host, int(port)
-
-
-def odbc(host: str, port: int, database: str | None = None) -> str:
-    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
-    return text + (f"DATABASE={database};" if database else "")
-
-
-def bench_row(i: int) -> tuple:
-    return (
-        i,
-        i * 1_000_003,
-        decimal.Decimal(i % 100_000_000).scaleb(-4),
-        f"name {i} é",
-        f"code-{i % 9973}",
-        dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i, microseconds=i % 1_000_000),
-        dt.date(2020, 1, 1) + dt.timedelta(days=i % 3650),
-        i / 7.0,
-        i % 2 == 0,
-        uuid.UUID(int=i * 2654435761 % (1 << 128)),
-    )
 
 
 def load(host: str, port: int, tables: dict[str, int]) -> None:
@@ -95,19 +41,13 @@ def load(host: str, port: int, tables: dict[str, int]) -> None:
     cur.execute(f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON")
     cur.execute(f"USE {DATABASE}")
     cur.execute("EXEC sys.sp_cdc_enable_db")
-    placeholders = "(" + ",".join("?" * 10) + ")"
     started = time.monotonic()
     for table, rows in tables.items():
         cur.execute(f"CREATE TABLE dbo.{table} ({COLUMNS})")
         cur.execute(
             "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = ?, @role_name = NULL", table
         )
-        for start in range(0, rows, ROWS_PER_INSERT):
-            chunk = [bench_row(i) for i in range(start, min(start + ROWS_PER_INSERT, rows))]
-            cur.execute(
-                f"INSERT INTO dbo.{table} VALUES {','.join([placeholders] * len(chunk))}",
-                *[v for row in chunk for v in row],
-            )
+        insert_rows(cur, table, 0, rows)
         print(f"  loaded dbo.{table}: {rows} rows ({time.monotonic() - started:.0f} s)", flush=True)
     conn.close()
 
@@ -154,7 +94,7 @@ def child(
         "kind": kind,
         "table": table,
         "rows": rows,
-        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "cpu_s": cpu_seconds(before, after),
         "wall_s": time.monotonic() - t0,
         "peak_rss_mb": after.ru_maxrss / 1024,
         "lock_ms": lock_ms,
@@ -164,22 +104,8 @@ def child(
 def measure(
     kind: str, table: str, host: str, port: int, out_dir: str, batch_size: int, chunk_rows: int
 ) -> dict:
-    env = os.environ.copy()
-    env["AIRFLOW_CONN_BENCH"] = json.dumps(
-        {
-            "conn_type": "mssql",
-            "host": host,
-            "port": port,
-            "login": "sa",
-            "password": PASSWORD,
-            "schema": DATABASE,
-            "extra": {"driver": "FreeTDS"},
-        }
-    )
-    env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    """Run one reader in a fresh process (``--child``) and return what it reported."""
     args = [
-        sys.executable,
-        __file__,
         "--child",
         kind,
         "--table",
@@ -195,10 +121,7 @@ def measure(
         "--chunk-rows",
         str(chunk_rows),
     ]
-    proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} of {table} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(__file__, args, host=host, port=port, database=DATABASE, label=f"{kind} of {table}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     with tempfile.TemporaryDirectory(prefix="snap-bench-") as work:
-        proc, host, port = start_simulator(os.path.join(work, "data"))
+        proc, host, port = start_simulator("--data", os.path.join(work, "data"))
         try:
             print(f"simulator at {host}:{port}; loading {args.rows} + {args.rows // 4} rows", flush=True)
             load(host, port, {"big": args.rows, "small": args.rows // 4})

@@ -1,0 +1,121 @@
+"""The benchmark source of ``extract.py`` and ``snapshot.py``: a simulator process holding 10-column tables.
+
+Also runs one measured reader in a fresh process (the calling script again, with ``--child``),
+so that its CPU time and peak RSS belong to that reader alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import uuid
+from typing import Any
+
+PASSWORD = "Bench-Pa55word!"
+COLUMNS = (
+    "id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, c_nvarchar nvarchar(50) NULL, "
+    "c_varchar varchar(30) NULL, c_datetime2 datetime2(7) NULL, c_date date NULL, c_float float NULL, c_bit bit NULL, "
+    "c_guid uniqueidentifier NULL"
+)
+ROWS_PER_INSERT = 200  # 10 parameters per row, SQL Server allows 2100 per statement
+
+
+def start_simulator(*options: str) -> tuple[subprocess.Popen, str, int]:
+    """
+    Start the simulator in its own process; return it with host and port.
+
+    :param options: further command-line options of the simulator, e.g. ``"--timezone", "Asia/Kolkata"``.
+    """
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            "--password",
+            PASSWORD,
+            *options,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    line = proc.stdout.readline().strip() if proc.stdout else ""
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"simulator did not start: {line!r}")
+    host, _, port = line.split(" ", 1)[1].rpartition(":")
+    return proc, host, int(port)
+
+
+def odbc(host: str, port: int, database: str | None = None) -> str:
+    """The pyodbc + FreeTDS connection string of the simulator (as ``sa``)."""
+    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
+    return text + (f"DATABASE={database};" if database else "")
+
+
+def bench_row(i: int) -> tuple:
+    """Row ``i`` of a benchmark table, one value per column of :data:`COLUMNS`."""
+    return (
+        i,
+        i * 1_000_003,
+        decimal.Decimal(i % 100_000_000).scaleb(-4),
+        f"name {i} é",
+        f"code-{i % 9973}",
+        dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i, microseconds=i % 1_000_000),
+        dt.date(2020, 1, 1) + dt.timedelta(days=i % 3650),
+        i / 7.0,
+        i % 2 == 0,
+        uuid.UUID(int=i * 2654435761 % (1 << 128)),
+    )
+
+
+def insert_rows(cursor: Any, table: str, first: int, end: int) -> None:
+    """Insert rows ``first`` .. ``end - 1`` into ``dbo.{table}``, :data:`ROWS_PER_INSERT` per statement."""
+    placeholders = "(" + ",".join("?" * 10) + ")"
+    for start in range(first, end, ROWS_PER_INSERT):
+        chunk = [bench_row(i) for i in range(start, min(start + ROWS_PER_INSERT, end))]
+        cursor.execute(
+            f"INSERT INTO dbo.{table} VALUES {','.join([placeholders] * len(chunk))}",
+            *[v for row in chunk for v in row],
+        )
+
+
+def cpu_seconds(before: resource.struct_rusage, after: resource.struct_rusage) -> float:
+    """User plus system CPU seconds of this process between two ``getrusage`` readings."""
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_child(script: str, args: list[str], *, host: str, port: int, database: str, label: str) -> dict:
+    """
+    Run ``script`` again in a fresh process with ``args``; return the JSON its last output line holds.
+
+    The process gets the Airflow connection ``bench`` (type ``mssql``) to the simulator's ``database``.
+
+    :param label: what is measured, for the error message when the process fails.
+    """
+    env = os.environ.copy()
+    env["AIRFLOW_CONN_BENCH"] = json.dumps(
+        {
+            "conn_type": "mssql",
+            "host": host,
+            "port": port,
+            "login": "sa",
+            "password": PASSWORD,
+            "schema": database,
+            "extra": {"driver": "FreeTDS"},
+        }
+    )
+    env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    proc = subprocess.run(
+        [sys.executable, script, *args], env=env, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
