@@ -35,6 +35,19 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME, read
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 
 
+def interrupted_snapshot(hook, instance, base: Path, database: str, *, chunk_rows: int):
+    """Run a snapshot that fails after its first chunk (a lost worker); return its progress file."""
+
+    def fail(progress):
+        raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError):
+        snapshot_capture_instance(
+            hook, instance, base_uri=str(base), database=database, chunk_rows=chunk_rows, on_chunk=fail
+        )
+    return read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+
+
 def test_snapshot_and_later_windows_equal_the_source_while_a_writer_runs(source, tmp_path):
     workload = seed(source)
     hook = source.hook()
@@ -210,15 +223,7 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
     hook = source.hook()
     instance = hook.get_capture_instance("dbo_orders")
     base = tmp_path / "staging"
-
-    def fail(progress):
-        raise RuntimeError("worker lost")
-
-    with pytest.raises(RuntimeError):
-        snapshot_capture_instance(
-            hook, instance, base_uri=str(base), database=source.name, chunk_rows=20, on_chunk=fail
-        )
-    old = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    old = interrupted_snapshot(hook, instance, base, source.name, chunk_rows=20)
     conn = source.connect()
     workload.run(conn, transactions=20)
     conn.close()
@@ -345,15 +350,7 @@ def test_resume_false_discards_the_unfinished_snapshot(source, tmp_path):
     hook = source.hook()
     instance = hook.get_capture_instance("dbo_orders")
     base = tmp_path / "staging"
-
-    def fail(progress):
-        raise RuntimeError("worker lost")
-
-    with pytest.raises(RuntimeError):
-        snapshot_capture_instance(
-            hook, instance, base_uri=str(base), database=source.name, chunk_rows=10, on_chunk=fail
-        )
-    old = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    old = interrupted_snapshot(hook, instance, base, source.name, chunk_rows=10)
     assert (base / instance.name / old.window_dir / "part-00000.parquet").is_file()
     result = snapshot_capture_instance(hook, instance, base_uri=str(base), database=source.name, resume=False)
     assert result.resumed_chunks == 0 and result.progress.snapshot_lsn != old.snapshot_lsn
