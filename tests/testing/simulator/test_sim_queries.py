@@ -73,6 +73,47 @@ def test_query_forms(cur: Any, sql: str, expected: list[tuple[Any, ...]]) -> Non
     assert _rows(cur, sql) == expected
 
 
+@pytest.fixture
+def sort_cur(cur: Any) -> Any:
+    cur.execute("CREATE TABLE dbo.s (id int PRIMARY KEY, name varchar(10) NULL, n int NULL)")
+    cur.execute(
+        "INSERT INTO dbo.s VALUES (1, 'b', 2), (2, 'B  ', NULL), (3, 'a', 1), (4, NULL, 2), (5, 'A', NULL), "
+        "(6, 'c', 1)"
+    )
+    return cur
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected_ids"),
+    [
+        # NULL first ascending; 'a' = 'A' and 'b' = 'B  ' (case- and trailing-space-insensitive)
+        ("SELECT id FROM dbo.s ORDER BY name, id DESC", [4, 5, 3, 2, 1, 6]),
+        # NULL last descending; DESC and ASC keys mixed
+        ("SELECT id FROM dbo.s ORDER BY name DESC, id", [6, 1, 2, 3, 5, 4]),
+        ("SELECT id FROM dbo.s ORDER BY n DESC, name, id DESC", [4, 1, 3, 6, 5, 2]),
+        ("SELECT id, n FROM dbo.s ORDER BY 2, 1 DESC", [5, 2, 6, 3, 4, 1]),
+        # keys outside the select list, and an expression key
+        ("SELECT id FROM dbo.s ORDER BY UPPER(name) DESC, n, id", [6, 2, 1, 5, 3, 4]),
+        ("SELECT id FROM dbo.s ORDER BY ISNULL(n, 0) + id DESC", [6, 4, 5, 3, 1, 2]),
+        ("SELECT id FROM dbo.s ORDER BY name, id DESC OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY", [3, 2, 1]),
+        ("SELECT TOP 2 id FROM dbo.s ORDER BY n, id DESC", [5, 2]),
+        ("SELECT id FROM dbo.s UNION ALL SELECT id FROM dbo.a ORDER BY id DESC", [6, 5, 4, 3, 3, 2, 2, 1, 1]),
+        (
+            "SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY n DESC, name, id DESC) AS rn FROM dbo.s) AS x "
+            "ORDER BY rn",
+            [4, 1, 3, 6, 5, 2],
+        ),
+    ],
+)
+def test_order_by_semantics(sort_cur: Any, sql: str, expected_ids: list[int]) -> None:
+    assert [r[0] for r in _rows(sort_cur, sql)] == expected_ids
+
+
+def test_order_by_distinct_strings_keeps_one_per_collation_group(sort_cur: Any) -> None:
+    rows = _rows(sort_cur, "SELECT DISTINCT UPPER(RTRIM(name)) FROM dbo.s ORDER BY 1 DESC")
+    assert rows == [("C",), ("B",), ("A",), (None,)]
+
+
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [

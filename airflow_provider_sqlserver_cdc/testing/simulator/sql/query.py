@@ -8,7 +8,6 @@ projection of one table without WHERE / ORDER BY streams straight from the table
 
 from __future__ import annotations
 
-import functools
 import itertools
 import operator
 from collections.abc import Callable, Iterable, Iterator
@@ -49,6 +48,26 @@ class CompiledQuery:
 
     def run(self) -> Iterator[tuple[Any, ...]]:
         return iter(self.producer())
+
+
+def row_function(exprs: list[Expr]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """
+    One function that builds a result row from a source row, without a per-row loop.
+
+    It is generated as ``lambda r: (r[3], f1(r), ...)`` (plain columns indexed directly, other
+    expressions called), the way ``dataclasses`` generates methods: the source text holds only
+    integers and fixed names, never anything from the query.
+    """
+    namespace: dict[str, Any] = {}
+    parts = []
+    for k, e in enumerate(exprs):
+        if e.index >= 0:
+            parts.append(f"r[{e.index}]")
+        else:
+            namespace[f"f{k}"] = e.fn
+            parts.append(f"f{k}(r)")
+    body = "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    return eval("lambda r: " + body, namespace)
 
 
 def _from_clause(node: exp.Expression) -> exp.From | None:
@@ -390,7 +409,8 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
 
     # ORDER BY keys: ordinal, output alias, or an expression over the source row
     order = select.args.get("order")
-    order_keys: list[tuple[str, int | Callable[[Any], Any], bool]] = []
+    # (where, output position or source-row function, DESC, type)
+    order_keys: list[tuple[str, int | Callable[[Any], Any], bool, T.SqlType]] = []
     lower_names = [n.lower() for n in names]
     if order is not None:
         for o in order.expressions:
@@ -405,7 +425,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                         1,
                         f"The ORDER BY position number {pos + 1} is out of range of the number of items in the select list.",
                     )
-                order_keys.append(("out", pos, desc))
+                order_keys.append(("out", pos, desc, out_exprs[pos].type))
                 continue
             if isinstance(target, exp.Column) and not target.table and target.name.lower() in lower_names:
                 alias_matches = [
@@ -414,7 +434,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                     if isinstance(it, exp.Alias) and it.alias.lower() == target.name.lower()
                 ]
                 pos = alias_matches[0] if alias_matches else lower_names.index(target.name.lower())
-                order_keys.append(("out", pos, desc))
+                order_keys.append(("out", pos, desc, out_exprs[pos].type))
                 continue
             matched = [
                 i
@@ -422,7 +442,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                 if (it.this if isinstance(it, exp.Alias) else it) == target
             ]
             if matched and len(out_exprs) == len(sel_items):
-                order_keys.append(("out", matched[0], desc))
+                order_keys.append(("out", matched[0], desc, out_exprs[matched[0]].type))
                 continue
             if select.args.get("distinct"):
                 raise SqlError(
@@ -431,7 +451,12 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                     1,
                     "ORDER BY items must appear in the select list if SELECT DISTINCT is specified.",
                 )
-            order_keys.append(("src", out_compiler.compile(target).fn, desc))
+            key_expr = out_compiler.compile(target)
+            order_keys.append(("src", key_expr.fn, desc, key_expr.type))
+    order_desc = [k[2] for k in order_keys]
+    # output values have the column's declared type (the TDS encoder relies on it); expressions
+    # only used for sorting always get the collation key
+    order_text = [k[0] == "src" or may_hold_text(k[3]) for k in order_keys]
 
     top, top_percent, top_ties = _limit_count(session, select.args.get("limit"))
     offset_node = select.args.get("offset")
@@ -459,7 +484,9 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                         yield vals
 
             producer = point_rows
-    fns = [e.fn for e in out_exprs]
+    build_row = row_function(out_exprs)
+    src_key_fns = [k[1] for k in order_keys if k[0] == "src"]
+    build_src_keys = row_function([Expr(f, T.INT) for f in src_key_fns])  # type: ignore[arg-type]
     correlated = scope.correlated
 
     # -- fast path: plain column projection of one source
@@ -484,10 +511,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                 i0 = simple_cols[0]
                 return ((r[i0],) for r in rows)
             return map(operator.itemgetter(*simple_cols), rows)
-        if len(fns) == 1:
-            f0 = fns[0]
-            return ((f0(r),) for r in rows)
-        return (tuple([f(r) for f in fns]) for r in rows)
+        return map(build_row, rows)
 
     def produce() -> Iterable[tuple[Any, ...]]:
         rows: Iterable[tuple[Any, ...]] = producer()
@@ -500,24 +524,29 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
             if having_fn is not None:
                 rows = (r for r in rows if having_fn(r) is True)
         if order_keys:
-            src_keys = [k for k in order_keys if k[0] == "src"]
-            pairs = []
-            for r in rows:
-                out = tuple([f(r) for f in fns])
-                srcvals = tuple(k[1](r) for k in src_keys)  # type: ignore[operator]
-                pairs.append((out, srcvals))
-            if distinct:
-                pairs = _distinct_pairs(pairs)
-            key_specs = []
+            if src_key_fns:
+                # SELECT DISTINCT allows no such key (error 145), so no DISTINCT here
+                outs = []
+                srcs = []
+                for r in rows:
+                    outs.append(build_row(r))
+                    srcs.append(build_src_keys(r))
+            else:
+                outs = list(map(build_row, rows))
+                if distinct:
+                    outs = list(_distinct(outs))
+            key_columns = []
             si = 0
             for k in order_keys:
                 if k[0] == "out":
-                    key_specs.append((0, k[1], k[2]))
+                    pos = k[1]
+                    key_columns.append([o[pos] for o in outs])
                 else:
-                    key_specs.append((1, si, k[2]))
+                    key_columns.append([v[si] for v in srcs])
                     si += 1
-            pairs.sort(key=functools.cmp_to_key(_make_cmp(key_specs)))
-            result: Iterable[tuple[Any, ...]] = (p[0] for p in pairs)
+            result: Iterable[tuple[Any, ...]] = map(
+                outs.__getitem__, sort_order(key_columns, order_desc, order_text)
+            )
         else:
             result = project(rows)
             if distinct:
@@ -718,12 +747,13 @@ def _apply_windows(rows: list[tuple[Any, ...]], specs: list[_WindowSpec]) -> lis
         groups: dict[Any, list[int]] = {}
         for i, r in enumerate(rows):
             groups.setdefault(tuple(ci_key(f(r)) for f in spec.partition), []).append(i)
-        order_specs = [(0, k, desc) for k, (_f, desc) in enumerate(spec.order)]
-        cmp = functools.cmp_to_key(_make_cmp(order_specs)) if order_specs else None
+        order_desc = [desc for _f, desc in spec.order]
         for idxs in groups.values():
             keyed = [((tuple(f(rows[i]) for f, _d in spec.order),), i) for i in idxs]
-            if cmp is not None:
-                keyed.sort(key=lambda p: cmp(p[0]))
+            if spec.order:
+                key_columns = [[p[0][0][k] for p in keyed] for k in range(len(spec.order))]
+                order_text = [True] * len(spec.order)
+                keyed = [keyed[j] for j in sort_order(key_columns, order_desc, order_text)]
             if spec.kind in _RANKING:
                 rank = dense = 0
                 prev = object()
@@ -779,24 +809,53 @@ def _window_value(spec: _WindowSpec, acc: list[Any], V: Any) -> Any:
     return V.quantize(V.DECIMAL_CONTEXT.divide(total, len(acc)), spec.type.scale)
 
 
-def _make_cmp(specs: list[tuple[int, int, bool]]) -> Callable[[Any, Any], int]:
-    def cmp(a: Any, b: Any) -> int:
-        for part, idx, desc in specs:
-            x = ci_key(a[part][idx])
-            y = ci_key(b[part][idx])
-            if x == y:
-                continue
-            # NULLs sort first ascending
-            if x is None:
-                r = -1
-            elif y is None:
-                r = 1
-            else:
-                r = -1 if x < y else 1
-            return -r if desc else r
-        return 0
+_NEVER_TEXT_TYPES = (
+    T.INTEGER_TYPES
+    | T.EXACT_TYPES
+    | T.FLOAT_TYPES
+    | T.BINARY_TYPES
+    | T.TEMPORAL_TYPES
+    | frozenset({"uniqueidentifier"})
+)
 
-    return cmp
+
+def may_hold_text(t: T.SqlType | None) -> bool:
+    """True unless values of type *t* are certainly not strings (strings need their collation key)."""
+    return t is None or t.name not in _NEVER_TEXT_TYPES
+
+
+def sort_order(columns: list[list[Any]], descending: list[bool], text: list[bool]) -> list[int]:
+    """
+    Row positions in ORDER BY order, computed with key functions (no Python comparison function).
+
+    NULLs sort first ascending and last descending, strings compare with ``ci_key`` (the engine's
+    case- and trailing-space-insensitive collation), ties keep their input order. Runs of keys
+    with the same direction are sorted in one pass; passes go from the last run to the first
+    (Python's sort is stable, also with ``reverse=True``), which orders mixed ASC / DESC keys
+    exactly as a lexicographic comparison would.
+
+    :param columns: one list of values per ORDER BY key, each as long as the rows.
+    :param descending: per key, True for DESC.
+    :param text: per key, False when its values are certainly not strings (skips ``ci_key``).
+    """
+    keys: list[list[Any]] = []
+    for values, may_be_text in zip(columns, text, strict=True):
+        if may_be_text:
+            values = [ci_key(v) for v in values]
+        if None in values:
+            values = [(False, None) if v is None else (True, v) for v in values]
+        keys.append(values)
+    order = list(range(len(columns[0]) if columns else 0))
+    end = len(keys)
+    while end > 0:
+        start = end - 1
+        while start > 0 and descending[start - 1] == descending[end - 1]:
+            start -= 1
+        run = keys[start:end]
+        key = run[0] if len(run) == 1 else list(zip(*run, strict=True))
+        order.sort(key=key.__getitem__, reverse=descending[end - 1])
+        end = start
+    return order
 
 
 def _distinct(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
@@ -806,17 +865,6 @@ def _distinct(rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
         if k not in seen:
             seen.add(k)
             yield r
-
-
-def _distinct_pairs(pairs: list[Any]) -> list[Any]:
-    seen = set()
-    out = []
-    for p in pairs:
-        k = tuple(ci_key(v) for v in p[0])
-        if k not in seen:
-            seen.add(k)
-            out.append(p)
-    return out
 
 
 def _aggregate(rows: Iterable[tuple[Any, ...]], agg: AggContext) -> Iterator[tuple[Any, ...]]:
@@ -1023,10 +1071,12 @@ def _compile_setop(session: Session, node: exp.Expression, outer: Scope | None) 
                         1,
                         "ORDER BY items must appear in the select list if the statement contains a UNION, INTERSECT or EXCEPT operator.",
                     )
-                specs.append((0, pos, bool(o.args.get("desc"))))
-            pairs = [(r,) for r in rows]
-            pairs.sort(key=functools.cmp_to_key(_make_cmp(specs)))
-            rows = [p[0] for p in pairs]
+                specs.append((pos, bool(o.args.get("desc"))))
+            materialized = list(rows)
+            key_columns = [[r[pos] for r in materialized] for pos, _desc in specs]
+            order_text = [may_hold_text(columns[pos].type) for pos, _desc in specs]
+            order = sort_order(key_columns, [desc for _pos, desc in specs], order_text)
+            rows = [materialized[i] for i in order]
         limit = node.args.get("limit")
         if limit is not None:
             n, _, _ = _limit_count(session, limit)
