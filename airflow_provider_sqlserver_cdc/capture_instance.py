@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -79,19 +78,6 @@ class CaptureInstance:
     def source(self) -> str:
         """``schema.table`` of the source table."""
         return f"{self.source_schema}.{self.source_table}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-able description (no row data)."""
-        return {
-            "capture_instance": self.name,
-            "source_schema": self.source_schema,
-            "source_table": self.source_table,
-            "start_lsn": self.start_lsn.hex,
-            "supports_net_changes": self.supports_net_changes,
-            "role_name": self.role_name,
-            "index_name": self.index_name,
-            "key_columns": list(self.key_columns),
-        }
 
 
 def capture_instance_names(value: str | Sequence[str] | None) -> list[str]:

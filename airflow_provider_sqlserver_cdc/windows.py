@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import Any, Protocol
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from airflow_provider_sqlserver_cdc import tsql
@@ -153,18 +153,6 @@ class LsnWindow:
     def directory_name(self) -> str:
         """``{from_lsn}_{to_lsn}`` as in the window format."""
         return f"{(self.planned_from_lsn or self.from_lsn).hex}_{self.to_lsn.hex}"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return {
-            "capture_instance": self.capture_instance,
-            "from_lsn": self.from_lsn.hex,
-            "to_lsn": self.to_lsn.hex,
-            "mode": self.mode,
-            "from_time": self.from_time.isoformat() if self.from_time else None,
-            "to_time": self.to_time.isoformat() if self.to_time else None,
-            "empty": self.is_empty,
-        }
 
 
 def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:
