@@ -69,8 +69,12 @@ class SnapshotResult:
     extract: ExtractResult
     progress: SnapshotProgress
     resumed_chunks: int = 0
-    chunks_read: int = 0
     lock_held_s: float | None = None
+
+    @property
+    def chunks_read(self) -> int:
+        """Chunks this run read (the progress file's chunks after those it resumed from)."""
+        return len(self.progress.chunks) - self.resumed_chunks
 
     @property
     def manifest(self) -> WindowManifest:
@@ -426,7 +430,6 @@ def snapshot_capture_instance(
             )
 
         last_key = progress.chunks[-1].last_key_values() if progress.chunks else None
-        chunks_read = 0
         while not progress.finished:
             after = last_key is not None
             sql = tsql.snapshot_chunk_query(
@@ -451,7 +454,6 @@ def snapshot_capture_instance(
                 )
             )
             write_progress(filesystem, instance_dir, progress)
-            chunks_read += 1
             if on_chunk is not None:
                 on_chunk(progress)
             if log is not None:
@@ -485,6 +487,5 @@ def snapshot_capture_instance(
         extract,
         progress,
         resumed_chunks=resumed_chunks,
-        chunks_read=chunks_read,
         lock_held_s=snapshot.lock_held_s,
     )
