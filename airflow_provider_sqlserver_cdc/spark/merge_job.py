@@ -194,6 +194,12 @@ class Window:
         """Short name for messages: capture instance and LSN bounds."""
         return f"{self.capture_instance} {self.from_lsn}_{self.to_lsn}"
 
+    @property
+    def lsn_range(self) -> tuple[int, int]:
+        """The inclusive LSN range the window brings up to date; a snapshot covers every LSN up to its own."""
+        first = 0 if self.kind == "snapshot" else lsn_to_int(self.from_lsn)
+        return first, lsn_to_int(self.to_lsn)
+
 
 def _require(condition: bool, uri: str, problem: str) -> None:
     if not condition:
@@ -896,8 +902,7 @@ def _state_after(state: dict[str, str], windows: Iterable[Window]) -> dict[str, 
     new_state = dict(state)
     for window in windows:
         ci = window.capture_instance
-        first = 0 if window.kind == "snapshot" else lsn_to_int(window.from_lsn)
-        ranges = add_range(parse_ranges(new_state.get(SUMMARY_RANGES + ci)), first, lsn_to_int(window.to_lsn))
+        ranges = add_range(parse_ranges(new_state.get(SUMMARY_RANGES + ci)), *window.lsn_range)
         new_state[SUMMARY_RANGES + ci] = format_ranges(ranges)
         new_state[SUMMARY_MAX_LSN + ci] = lsn_from_int(max(hi for _, hi in ranges))
     return new_state
@@ -994,8 +999,7 @@ def run(spark: SparkSession, settings: MergeSettings) -> dict[str, Any]:
         pending = []
         for window in plan.windows:
             ranges = parse_ranges(plan.state.get(SUMMARY_RANGES + window.capture_instance))
-            first = 0 if window.kind == "snapshot" else lsn_to_int(window.from_lsn)
-            if covers(ranges, first, lsn_to_int(window.to_lsn)):
+            if covers(ranges, *window.lsn_range):
                 LOG.info("target %s: window %s is already applied, skipped", plan.table, window.label)
                 plan.skipped.append(window)
                 continue
