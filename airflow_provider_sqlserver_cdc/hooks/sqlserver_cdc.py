@@ -495,7 +495,34 @@ class SqlServerCdcHook(BaseHook):
         :param name: the capture instance, or ``schema.table`` for the newest instance of that table.
         :param with_columns: also load captured columns and key columns.
         """
+        return self.get_named_capture_instances([name], with_columns=with_columns)[0]
+
+    def get_named_capture_instances(
+        self, names: Sequence[str], *, with_columns: bool = True
+    ) -> list[CaptureInstance]:
+        """
+        Return the named capture instances in the given order, listing the database's instances once.
+
+        :param names: capture instances, or ``schema.table`` for the newest instance of that table.
+        :param with_columns: also load captured columns and key columns.
+        """
+        if not names:
+            return []
         instances = self.get_capture_instances()
+        found = [self._find_capture_instance(name, instances) for name in names]
+        if not with_columns:
+            return found
+        return [
+            replace(
+                instance,
+                columns=tuple(self.get_captured_columns(instance.name)),
+                key_columns=tuple(self.get_key_columns(instance)),
+            )
+            for instance in found
+        ]
+
+    def _find_capture_instance(self, name: str, instances: list[CaptureInstance]) -> CaptureInstance:
+        """The instance ``name`` stands for among ``instances``; an actionable error when there is none."""
         if "." in name and name not in {i.name for i in instances}:
             schema, _, table = name.partition(".")
             matching = [i for i in instances if i.source_schema == schema and i.source_table == table]
@@ -508,13 +535,7 @@ class SqlServerCdcHook(BaseHook):
             if found is None:
                 candidates = [(name[:k], name[k + 1 :]) for k, ch in enumerate(name) if ch == "_"]
                 self._raise_unknown(name, instances, candidates=candidates)
-        if not with_columns:
-            return found
-        return replace(
-            found,
-            columns=tuple(self.get_captured_columns(found.name)),
-            key_columns=tuple(self.get_key_columns(found)),
-        )
+        return found
 
     def _raise_unknown(
         self, name: str, instances: list[CaptureInstance], candidates: list[tuple[str, str]]

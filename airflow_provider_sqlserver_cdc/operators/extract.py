@@ -251,7 +251,7 @@ class CdcExtractOperator(BaseOperator):
         try:
             database = hook.database or hook.get_database_name()
             tz = hook.get_server_time_zone()
-            instances = [hook.get_capture_instance(name) for name in names]
+            instances = hook.get_named_capture_instances(names)
             if self.require_key_columns:
                 require_key_columns(instances)
             keys = {i.name: watermark_key(self.sqlserver_cdc_conn_id, database, i.name) for i in instances}

@@ -107,7 +107,7 @@ class CdcSnapshotOperator(BaseOperator):
         results = []
         try:
             database = hook.database or hook.get_database_name()
-            instances = [hook.get_capture_instance(name) for name in names]
+            instances = hook.get_named_capture_instances(names)
             if self.require_key_columns:
                 require_key_columns(instances)
             for instance in instances:

@@ -129,8 +129,8 @@ def plan_loads(
     """
     requested = set(resnapshot)
     decisions = []
-    for name in capture_instances:
-        instance = hook.get_capture_instance(name, with_columns=False)
+    instances = hook.get_named_capture_instances(capture_instances, with_columns=False)
+    for name, instance in zip(capture_instances, instances, strict=True):
         key = watermark_key(conn_id, database, instance.name)
         mark = read_watermark(key)
         min_lsn = next_lsn = None
