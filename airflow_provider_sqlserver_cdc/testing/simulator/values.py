@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import re
 import struct
 import uuid
@@ -258,24 +259,32 @@ def parse_temporal(text: str, target: str) -> tuple[int | None, int | None, int 
     return days, ticks, offset
 
 
+@functools.lru_cache(maxsize=4096)
 def format_date(days: int) -> str:
+    """``yyyy-mm-dd`` of a day number (cached: a result set usually has few distinct days)."""
     d = dt.date.fromordinal(days + 1)
     return f"{d.year:04d}-{d.month:02d}-{d.day:02d}"
 
 
 def format_time(ticks: int, scale: int) -> str:
+    """``hh:mm:ss[.fffffff]`` with *scale* fractional digits (truncated, as stored)."""
     secs, sub = divmod(ticks, TICKS_PER_SECOND)
     h, rem = divmod(secs, 3600)
     m, s = divmod(rem, 60)
-    text = f"{h:02d}:{m:02d}:{s:02d}"
     if scale > 0:
-        text += "." + f"{sub:07d}"[:scale]
-    return text
+        return f"{h:02d}:{m:02d}:{s:02d}.{sub:07d}"[: 9 + scale]
+    return f"{h:02d}:{m:02d}:{s:02d}"
 
 
 def format_datetime2(ticks: int, scale: int) -> str:
+    """``yyyy-mm-dd hh:mm:ss[.fffffff]`` (the default text form of datetime2)."""
     days, rest = divmod(ticks, TICKS_PER_DAY)
-    return format_date(days) + " " + format_time(rest, scale)
+    secs, sub = divmod(rest, TICKS_PER_SECOND)
+    h, rem = divmod(secs, 3600)
+    m, s = divmod(rem, 60)
+    if scale > 0:
+        return f"{format_date(days)} {h:02d}:{m:02d}:{s:02d}.{sub:07d}"[: 20 + scale]
+    return f"{format_date(days)} {h:02d}:{m:02d}:{s:02d}"
 
 
 def format_offset(minutes: int) -> str:
@@ -378,6 +387,26 @@ def to_text(value: Any, t: SqlType, style: int | None = None) -> str:
             )
         return format_dto(value, t.scale)
     return str(value)
+
+
+def default_temporal_text(t: SqlType) -> tuple[Any, int] | None:
+    """
+    For date, time, datetime2 and datetimeoffset: the function giving a value's default text form
+    (what ``to_text`` returns without a style) and the longest such text; None for other types.
+
+    The text is ASCII, so it is the same as varchar and nvarchar.
+    """
+    n, scale = t.name, t.scale
+    fraction = scale + 1 if scale > 0 else 0
+    if n == "date":
+        return format_date, 10
+    if n == "time":
+        return (lambda v: format_time(v, scale)), 8 + fraction
+    if n == "datetime2":
+        return (lambda v: format_datetime2(v, scale)), 19 + fraction
+    if n == "datetimeoffset":
+        return (lambda v: format_dto(v, scale)), 26 + fraction
+    return None
 
 
 def _styled_date(days: int, style: int) -> str:

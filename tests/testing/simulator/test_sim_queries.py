@@ -92,6 +92,8 @@ def sort_cur(cur: Any) -> Any:
         ("SELECT id FROM dbo.s ORDER BY name DESC, id", [6, 1, 2, 3, 5, 4]),
         ("SELECT id FROM dbo.s ORDER BY n DESC, name, id DESC", [4, 1, 3, 6, 5, 2]),
         ("SELECT id, n FROM dbo.s ORDER BY 2, 1 DESC", [5, 2, 6, 3, 4, 1]),
+        # a computed result column as key (the engine sorts result rows, not source rows)
+        ("SELECT id, UPPER(name) AS u FROM dbo.s ORDER BY u DESC, id", [6, 1, 2, 3, 5, 4]),
         # keys outside the select list, and an expression key
         ("SELECT id FROM dbo.s ORDER BY UPPER(name) DESC, n, id", [6, 2, 1, 5, 3, 4]),
         ("SELECT id FROM dbo.s ORDER BY ISNULL(n, 0) + id DESC", [6, 4, 5, 3, 1, 2]),
@@ -156,6 +158,18 @@ def test_order_by_distinct_strings_keeps_one_per_collation_group(sort_cur: Any) 
             "CONVERT(varchar(40), CAST('2024-01-01 10:00:00' AS datetime2(0)) AT TIME ZONE 'Central European Standard Time', 121)",
             None,
         ),
+        # default text forms of the date / time types (a target that exactly fits, and max)
+        ("CAST(CAST('2024-01-02 03:04:05.1234567' AS datetime2) AS varchar(40))", "2024-01-02 03:04:05.1234567"),
+        ("CAST(CAST('2024-01-02 03:04:05.125' AS datetime2(3)) AS varchar(23))", "2024-01-02 03:04:05.125"),
+        ("CAST(CAST('0001-01-01 00:00:00' AS datetime2(0)) AS nvarchar(19))", "0001-01-01 00:00:00"),
+        ("CAST(CAST('9999-12-31' AS date) AS nvarchar(max))", "9999-12-31"),
+        ("CAST(CAST('23:59:58.12' AS time(2)) AS varchar(11))", "23:59:58.12"),
+        ("CAST(CAST('07:08:09' AS time(0)) AS varchar(8))", "07:08:09"),
+        (
+            "CAST(CAST('2024-01-02 03:04:05.125 -05:30' AS datetimeoffset(4)) AS varchar(40))",
+            "2024-01-02 03:04:05.1250 -05:30",
+        ),
+        ("CAST(CAST(NULL AS datetime2) AS varchar(40))", None),
         ("CONVERT(varchar(20), CAST(0x0A0B AS varbinary(2)), 1)", "0x0A0B"),
         (
             "CAST(CAST('6F9619FF-8B86-D011-B42D-00C04FC964FF' AS uniqueidentifier) AS char(36))",

@@ -146,6 +146,13 @@ def converter(src: SqlType, dst: SqlType, style: int | None = None) -> Callable[
     ):
         return None
 
+    if style is None and d in ("varchar", "nvarchar"):
+        # date/time types to a string long enough for their default text: format directly
+        temporal = V.default_temporal_text(src)
+        if temporal is not None and (dst.length <= 0 or dst.length >= temporal[1]):
+            text = temporal[0]
+            return lambda v: None if v is None else text(v)
+
     def conv(v: Any) -> Any:
         return V.convert(v, src, dst, style)
 

@@ -276,9 +276,16 @@ def call_function(c: Compiler, name: str, args: list[exp.Expression], node: exp.
             else returns
         )
         fns = [(a.fn, a.type) for a in compiled]
+        if len(fns) == 1:  # the common case (e.g. fn_cdc_map_lsn_to_time per change row): no loop
+            ((f0, t0),) = fns
 
-        def ext_call(row: Any) -> Any:
-            return fn(s, [TypedValue(t, f(row)) for f, t in fns])
+            def ext_call(row: Any) -> Any:
+                return fn(s, [TypedValue(t0, f0(row))])
+
+        else:
+
+            def ext_call(row: Any) -> Any:
+                return fn(s, [TypedValue(t, f(row)) for f, t in fns])
 
         return Expr(ext_call, rt, True, "")
     if short in AGGREGATES:

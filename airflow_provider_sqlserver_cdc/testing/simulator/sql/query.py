@@ -487,6 +487,17 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
     build_row = row_function(out_exprs)
     src_key_fns = [k[1] for k in order_keys if k[0] == "src"]
     build_src_keys = row_function([Expr(f, T.INT) for f in src_key_fns])  # type: ignore[arg-type]
+    # When every ORDER BY key is a plain column of the result or an expression over the source
+    # row, rows are sorted before the select list is computed: result rows are then built (and
+    # their CASTs and function calls run) while they stream, not all before the first is sent.
+    # A computed result column used as a key (it may be non-deterministic, e.g. NEWID()) and
+    # DISTINCT (which needs the result rows) sort the result rows instead.
+    source_keys: list[Callable[[Any], Any]] | None = None
+    if order_keys and not distinct and all(k[0] == "src" or out_exprs[k[1]].index >= 0 for k in order_keys):
+        source_keys = [
+            operator.itemgetter(out_exprs[k[1]].index) if k[0] == "out" else k[1]  # type: ignore[index,misc]
+            for k in order_keys
+        ]
     correlated = scope.correlated
 
     # -- fast path: plain column projection of one source
@@ -523,7 +534,13 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
             rows = _aggregate(rows, agg)
             if having_fn is not None:
                 rows = (r for r in rows if having_fn(r) is True)
-        if order_keys:
+        if source_keys is not None:
+            # sort the source rows, then build result rows while streaming (as a table scan does)
+            source = list(rows)
+            key_columns = [list(map(f, source)) for f in source_keys]
+            order_rows = sort_order(key_columns, order_desc, order_text)
+            result: Iterable[tuple[Any, ...]] = map(build_row, map(source.__getitem__, order_rows))
+        elif order_keys:
             if src_key_fns:
                 # SELECT DISTINCT allows no such key (error 145), so no DISTINCT here
                 outs = []
@@ -544,9 +561,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
                 else:
                     key_columns.append([v[si] for v in srcs])
                     si += 1
-            result: Iterable[tuple[Any, ...]] = map(
-                outs.__getitem__, sort_order(key_columns, order_desc, order_text)
-            )
+            result = map(outs.__getitem__, sort_order(key_columns, order_desc, order_text))
         else:
             result = project(rows)
             if distinct:

@@ -239,9 +239,12 @@ def _datetime2_7(v: int) -> bytes:
     return _PACK_BQ(8, rest | days << 40)
 
 
+_PACK_BII = struct.Struct("<Bii").pack
+
+
 def _datetime8(v: int) -> bytes:
     days, rest = divmod(v, TICKS_PER_DAY)
-    return struct.pack("<Bii", 8, days - DAYS_TO_1900, (rest * 3 + 50_000) // 100_000)
+    return _PACK_BII(8, days - DAYS_TO_1900, (rest * 3 + 50_000) // 100_000)
 
 
 def _datetime4(v: int) -> bytes:
