@@ -184,6 +184,11 @@ def change_table(size: int, changes: int, rng: np.random.Generator) -> tuple[pa.
     return table, {"updates": updates, "inserts": inserts, "deletes": deletes, "rows": table.num_rows}
 
 
+def last_start_lsn(changes: pa.Table) -> int:
+    """The ``__$start_lsn`` of the last change row (rows are in LSN order), as an integer."""
+    return int(np.frombuffer(changes["__$start_lsn"][-1].as_py()[2:], dtype=">u8")[0])
+
+
 def snapshot_table(size: int, rng: np.random.Generator) -> pa.Table:
     """The initial rows: every row operation 2 at the snapshot LSN."""
     ids = np.arange(1, size + 1, dtype=np.int64)
@@ -245,8 +250,7 @@ def warm_up(spark, work: Path, rng: np.random.Generator) -> None:
         work / "warm-up", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(20_000, rng)
     )
     changes, _ = change_table(20_000, 4_000, rng)
-    last_lsn = int(np.frombuffer(changes["__$start_lsn"][-1].as_py()[2:], dtype=">u8")[0])
-    window = write_window(work / "warm-up", "changes", SNAPSHOT_LSN + 1, last_lsn, changes)
+    window = write_window(work / "warm-up", "changes", SNAPSHOT_LSN + 1, last_start_lsn(changes), changes)
     for mode in ("copy-on-write", "merge-on-read"):
         table = f"lake.warm_up.orders_{mode.replace('-', '_')}"
         load_baseline(spark, snapshot, table, mode)
@@ -277,8 +281,9 @@ def main() -> None:
             work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(size, rng)
         )
         change_rows, mix = change_table(size, changes, rng)
-        last_lsn = int(np.frombuffer(change_rows["__$start_lsn"][-1].as_py()[2:], dtype=">u8")[0])
-        window = write_window(work / "windows", "changes", SNAPSHOT_LSN + 1, last_lsn, change_rows)
+        window = write_window(
+            work / "windows", "changes", SNAPSHOT_LSN + 1, last_start_lsn(change_rows), change_rows
+        )
         del change_rows
         print(
             f"target rows {size:,}; changes {changes:,} ({mix['updates']:,} updates, {mix['inserts']:,} inserts, "
