@@ -391,21 +391,38 @@ def to_text(value: Any, t: SqlType, style: int | None = None) -> str:
 
 def default_temporal_text(t: SqlType) -> tuple[Any, int] | None:
     """
-    For date, time, datetime2 and datetimeoffset: the function giving a value's default text form
-    (what ``to_text`` returns without a style) and the longest such text; None for other types.
+    For date, time, datetime2 and datetimeoffset: a function giving a value's default text form
+    (what ``to_text`` returns without a style; None for NULL) and the longest such text; None
+    for other types.
 
     The text is ASCII, so it is the same as varchar and nvarchar.
     """
     n, scale = t.name, t.scale
     fraction = scale + 1 if scale > 0 else 0
     if n == "date":
-        return format_date, 10
+
+        def date_text(v: int | None) -> str | None:
+            return None if v is None else format_date(v)
+
+        return date_text, 10
     if n == "time":
-        return (lambda v: format_time(v, scale)), 8 + fraction
+
+        def time_text(v: int | None) -> str | None:
+            return None if v is None else format_time(v, scale)
+
+        return time_text, 8 + fraction
     if n == "datetime2":
-        return (lambda v: format_datetime2(v, scale)), 19 + fraction
+
+        def datetime2_text(v: int | None) -> str | None:
+            return None if v is None else format_datetime2(v, scale)
+
+        return datetime2_text, 19 + fraction
     if n == "datetimeoffset":
-        return (lambda v: format_dto(v, scale)), 26 + fraction
+
+        def dto_text(v: DateTimeOffset | None) -> str | None:
+            return None if v is None else format_dto(v, scale)
+
+        return dto_text, 26 + fraction
     return None
 
 

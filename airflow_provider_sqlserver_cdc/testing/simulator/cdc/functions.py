@@ -149,7 +149,9 @@ def fn_cdc_map_time_to_lsn(session: Any, args: list[TypedValue]) -> bytes | None
 
 def fn_cdc_map_lsn_to_time(session: Any, args: list[TypedValue]) -> int | None:
     """``sys.fn_cdc_map_lsn_to_time(lsn)``: returns ``datetime``."""
-    _, state = _require_state(session, "cdc.lsn_time_mapping")
+    state = cdc_state(current_database(session))  # _require_state inlined: called once per change row
+    if state is None:
+        raise errors.invalid_object_name("cdc.lsn_time_mapping")
     value = args[0].value if args else None
     if value is None:
         return None

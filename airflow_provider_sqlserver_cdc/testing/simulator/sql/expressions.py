@@ -150,8 +150,7 @@ def converter(src: SqlType, dst: SqlType, style: int | None = None) -> Callable[
         # date/time types to a string long enough for their default text: format directly
         temporal = V.default_temporal_text(src)
         if temporal is not None and (dst.length <= 0 or dst.length >= temporal[1]):
-            text = temporal[0]
-            return lambda v: None if v is None else text(v)
+            return temporal[0]
 
     def conv(v: Any) -> Any:
         return V.convert(v, src, dst, style)
