@@ -60,11 +60,10 @@ def start_simulator() -> tuple[subprocess.Popen[str], str]:
             "airflow_provider_sqlserver_cdc.testing.simulator",
             "--port",
             "0",
-            "--password",
-            password,
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password},  # not on the command line
     )
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()

@@ -46,11 +46,10 @@ def main() -> None:
             "airflow_provider_sqlserver_cdc.testing.simulator",
             "--port",
             "0",
-            "--password",
-            PASSWORD,
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},  # not on the command line
     )
     try:
         line = proc.stdout.readline().strip()

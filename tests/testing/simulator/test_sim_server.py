@@ -248,26 +248,139 @@ def test_extension_registry_procedures_functions_and_views(sqlserver_simulator: 
         reg.table_prefixes[:] = [p for p in reg.table_prefixes if p[0] != "cdc.fn_test_rows_"]
 
 
-def _start_cli(data: Path, password: str) -> tuple[subprocess.Popen[str], str, str]:
+def _start_cli(
+    data: Path | None,
+    password: str | None,
+    *,
+    extra: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[str], str, str]:
+    """Start the command line (``--password`` when *password* is given) and wait for its READY line."""
+    command = [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.simulator", "--port", "0"]
+    if data is not None:
+        command += ["--data", str(data)]
+    if password is not None:
+        command += ["--password", password]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-            "--data",
-            str(data),
-            "--password",
-            password,
-        ],
+        command + (extra or []),
         stdout=subprocess.PIPE,
         text=True,
+        env=_cli_env(env or {}),
     )
     line = proc.stdout.readline()
     assert line.startswith("READY 127.0.0.1:"), line
     host, port = line.split()[1].rsplit(":", 1)
     return proc, host, port
+
+
+def _cli_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "SQLSERVER_SIMULATOR_PASSWORD"}
+    env.update(extra)
+    return env
+
+
+def _login_works(host: str, port: str, password: str) -> bool:
+    odbc = f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={{{password}}};TDS_Version=7.4;"
+    try:
+        conn = pyodbc.connect(odbc, autocommit=True, timeout=10)
+    except pyodbc.Error as e:
+        assert "18456" in str(e), e
+        return False
+    try:
+        return conn.execute("SELECT SUSER_SNAME()").fetchone()[0] == "sa"
+    finally:
+        conn.close()
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(10) == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "env"),
+    [
+        pytest.param([], {"SQLSERVER_SIMULATOR_PASSWORD": "Env-Pw-1!"}, id="default-variable"),
+        pytest.param(["--password-env", "MY_SA_PW"], {"MY_SA_PW": "Env-Pw-1!"}, id="password-env"),
+        pytest.param(
+            ["--password-env", "MY_SA_PW"],
+            {"MY_SA_PW": "Env-Pw-1!", "SQLSERVER_SIMULATOR_PASSWORD": "Other-Pw-2!"},
+            id="password-env-wins-over-default",
+        ),
+    ],
+)
+def test_command_line_reads_the_sa_password_from_the_environment(
+    extra: list[str], env: dict[str, str]
+) -> None:
+    proc, host, port = _start_cli(None, None, extra=extra, env=env)
+    try:
+        command_line = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert b"Env-Pw-1!" not in command_line  # what ps shows every user
+        assert _login_works(host, port, "Env-Pw-1!")
+        assert not _login_works(host, port, "Other-Pw-2!")
+    finally:
+        _stop(proc)
+
+
+def test_command_line_password_option_still_works_and_wins() -> None:
+    proc, host, port = _start_cli(None, "Argv-Pw-3!", env={"SQLSERVER_SIMULATOR_PASSWORD": "Env-Pw-1!"})
+    try:
+        assert _login_works(host, port, "Argv-Pw-3!")
+        assert not _login_works(host, port, "Env-Pw-1!")
+    finally:
+        _stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("extra", "env", "message"),
+    [
+        pytest.param(
+            [],
+            {},
+            "no sa password: the environment variable SQLSERVER_SIMULATOR_PASSWORD is not set",
+            id="nothing-given",
+        ),
+        pytest.param(
+            [],
+            {"SQLSERVER_SIMULATOR_PASSWORD": ""},
+            "the environment variable SQLSERVER_SIMULATOR_PASSWORD is empty",
+            id="default-empty",
+        ),
+        pytest.param(
+            ["--password-env", "MY_SA_PW"],
+            {"SQLSERVER_SIMULATOR_PASSWORD": "Env-Pw-1!"},
+            "--password-env MY_SA_PW: the environment variable MY_SA_PW is not set",
+            id="named-variable-unset",
+        ),
+        pytest.param(
+            ["--password-env", ""],
+            {},
+            "--password-env needs the name of an environment variable",
+            id="no-name",
+        ),
+        pytest.param(
+            ["--password-env", "MY_SA_PW", "--password", "Argv-Pw-3!"],
+            {"MY_SA_PW": "Env-Pw-1!"},
+            "not allowed with argument",
+            id="both-options",
+        ),
+    ],
+)
+def test_command_line_without_a_usable_password_exits_2_with_a_clear_message(
+    extra: list[str], env: dict[str, str], message: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.simulator", "--port", "0", *extra],
+        capture_output=True,
+        text=True,
+        env=_cli_env(env),
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Env-Pw-1!" not in result.stderr
 
 
 def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path) -> None:
