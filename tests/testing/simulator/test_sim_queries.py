@@ -159,7 +159,10 @@ def test_order_by_distinct_strings_keeps_one_per_collation_group(sort_cur: Any) 
             None,
         ),
         # default text forms of the date / time types (a target that exactly fits, and max)
-        ("CAST(CAST('2024-01-02 03:04:05.1234567' AS datetime2) AS varchar(40))", "2024-01-02 03:04:05.1234567"),
+        (
+            "CAST(CAST('2024-01-02 03:04:05.1234567' AS datetime2) AS varchar(40))",
+            "2024-01-02 03:04:05.1234567",
+        ),
         ("CAST(CAST('2024-01-02 03:04:05.125' AS datetime2(3)) AS varchar(23))", "2024-01-02 03:04:05.125"),
         ("CAST(CAST('0001-01-01 00:00:00' AS datetime2(0)) AS nvarchar(19))", "0001-01-01 00:00:00"),
         ("CAST(CAST('9999-12-31' AS date) AS nvarchar(max))", "9999-12-31"),
