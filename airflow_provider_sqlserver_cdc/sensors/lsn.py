@@ -73,9 +73,10 @@ class LsnSensor(BaseSensorOperator):
             raise ValueError("LsnSensor in watermark mode needs capture_instance")
         database = hook.database or hook.get_database_name()
         marks: dict[str, str | None] = {}
-        for name in names:
-            mark = read_watermark(watermark_key(self.sqlserver_cdc_conn_id, database, name))
-            marks[name] = mark.lsn if mark else None
+        # Resolve ``schema.table`` to the instance name, as CdcExtractOperator keys its watermark.
+        for instance in hook.get_named_capture_instances(names, with_columns=False):
+            mark = read_watermark(watermark_key(self.sqlserver_cdc_conn_id, database, instance.name))
+            marks[instance.name] = mark.lsn if mark else None
         return marks
 
     def _check(
