@@ -39,12 +39,11 @@ def start_simulator(*options: str) -> tuple[subprocess.Popen, str, int]:
             "airflow_provider_sqlserver_cdc.testing.simulator",
             "--port",
             "0",
-            "--password",
-            PASSWORD,
             *options,
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},  # not on the command line
     )
     line = proc.stdout.readline().strip() if proc.stdout else ""
     if not line.startswith("READY "):
