@@ -139,14 +139,14 @@ def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
                 "airflow_provider_sqlserver_cdc.testing.simulator",
                 "--port",
                 "0",
-                "--password",  # a throwaway password made up for this demo run
-                password,
                 "--timezone",
                 SERVER_TIME_ZONE,
             ],
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,
+            # A throwaway password made up for this run, given through the environment, not argv.
+            env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password},
         ),
     )
     assert process.stdout is not None
