@@ -45,6 +45,7 @@ lint: venv
 
 test: venv
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
 
 clean:

@@ -49,7 +49,12 @@ def test_sql_server_runs_with_agent_for_the_capture_job(compose):
 
 def test_airflow_3_components_and_spark_are_present(compose):
     services = set(compose["services"])
-    assert {"airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"} <= services
+    assert {
+        "airflow-apiserver",
+        "airflow-scheduler",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+    } <= services
     assert {"spark-master", "spark-worker", "sqlserver-init"} <= services
 
 

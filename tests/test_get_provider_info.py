@@ -6,7 +6,11 @@ from airflow_provider_sqlserver_cdc.get_provider_info import PACKAGE_NAME, get_p
 
 
 def test_entry_point_points_at_get_provider_info():
-    eps = [ep for ep in entry_points(group="apache_airflow_provider") if ep.value.startswith("airflow_provider_sqlserver_cdc")]
+    eps = [
+        ep
+        for ep in entry_points(group="apache_airflow_provider")
+        if ep.value.startswith("airflow_provider_sqlserver_cdc")
+    ]
     assert len(eps) == 1
     assert eps[0].load() is get_provider_info
 
@@ -31,7 +35,12 @@ def test_every_declared_class_imports():
     from importlib import import_module
 
     info = get_provider_info()
-    modules = [m for section in ("operators", "sensors", "triggers", "hooks") for entry in info[section] for m in entry.get("python-modules", [])]
+    modules = [
+        m
+        for section in ("operators", "sensors", "triggers", "hooks")
+        for entry in info[section]
+        for m in entry.get("python-modules", [])
+    ]
     class_names = [c["hook-class-name"] for c in info["connection-types"]]
     for module in modules:
         import_module(module)
