@@ -324,21 +324,9 @@ def v_tables(s: Session, db: Database) -> Rowset:
     ]
     rows = []
     for t in db.all_tables():
-        ms = 1 if t.flags.get("is_ms_shipped") else 0
         rows.append(
-            (
-                t.name,
-                t.object_id,
-                None,
-                t.schema.schema_id,
-                0,
-                "U ",
-                "USER_TABLE",
-                _ticks(t.create_ticks),
-                _ticks(t.modify_ticks),
-                ms,
-                0,
-                0,
+            _table_object_row(t)
+            + (
                 0,
                 max((c.column_id for c in t.columns), default=0),
                 1,
@@ -355,63 +343,53 @@ def v_tables(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
+def _object_row(
+    t: Table, name: str, object_id: int, parent_object_id: int, typ: str, desc: str, modify_ticks: int
+) -> tuple:
+    """Build a sys.objects row for table ``t`` or an object that belongs to it."""
+    ms = 1 if t.flags.get("is_ms_shipped") else 0
+    return (
+        name,
+        object_id,
+        None,
+        t.schema.schema_id,
+        parent_object_id,
+        typ,
+        desc,
+        _ticks(t.create_ticks),
+        _ticks(modify_ticks),
+        ms,
+        0,
+        0,
+    )
+
+
+def _table_object_row(t: Table) -> tuple:
+    """Build the sys.objects row of user table ``t``."""
+    return _object_row(t, t.name, t.object_id, 0, "U ", "USER_TABLE", t.modify_ticks)
+
+
 def v_objects(s: Session, db: Database) -> Rowset:
     rows = []
     for t in db.all_tables():
-        ms = 1 if t.flags.get("is_ms_shipped") else 0
-        rows.append(
-            (
-                t.name,
-                t.object_id,
-                None,
-                t.schema.schema_id,
-                0,
-                "U ",
-                "USER_TABLE",
-                _ticks(t.create_ticks),
-                _ticks(t.modify_ticks),
-                ms,
-                0,
-                0,
-            )
-        )
+        rows.append(_table_object_row(t))
         for ix in t.indexes:
             if ix.kind in ("PRIMARY KEY", "UNIQUE"):
                 typ, desc = (
                     ("PK", "PRIMARY_KEY_CONSTRAINT") if ix.is_primary_key else ("UQ", "UNIQUE_CONSTRAINT")
                 )
-                rows.append(
-                    (
-                        ix.name,
-                        ix.object_id,
-                        None,
-                        t.schema.schema_id,
-                        t.object_id,
-                        typ,
-                        desc,
-                        _ticks(t.create_ticks),
-                        _ticks(t.create_ticks),
-                        ms,
-                        0,
-                        0,
-                    )
-                )
+                rows.append(_object_row(t, ix.name, ix.object_id, t.object_id, typ, desc, t.create_ticks))
         for c in t.columns:
             if c.default_name:
                 rows.append(
-                    (
+                    _object_row(
+                        t,
                         c.default_name,
                         c.default_object_id,
-                        None,
-                        t.schema.schema_id,
                         t.object_id,
                         "D ",
                         "DEFAULT_CONSTRAINT",
-                        _ticks(t.create_ticks),
-                        _ticks(t.create_ticks),
-                        ms,
-                        0,
-                        0,
+                        t.create_ticks,
                     )
                 )
     return Rowset(list(_OBJ_COLS), rows)
