@@ -336,6 +336,26 @@ class AggContext:
 # ---------------------------------------------------------------- compiler
 
 
+def _three_valued(fa: Callable[[Any], Any], fb: Callable[[Any], Any], *, decisive: bool) -> Expr:
+    """Combine two predicates with T-SQL's three-valued AND (``decisive=False``) or OR (``decisive=True``).
+
+    :param decisive: the value of either side that settles the result without the other.
+    """
+
+    def f(row: Any) -> Any:
+        x = fa(row)
+        if x is decisive:
+            return decisive
+        y = fb(row)
+        if y is decisive:
+            return decisive
+        if x is None or y is None:
+            return None
+        return not decisive
+
+    return Expr(f, T.BIT)
+
+
 class Compiler:
     """Compile expressions against a scope (and, for aggregate queries, an AggContext)."""
 
@@ -565,36 +585,10 @@ class Compiler:
         return self._compare(node, operator.le)
 
     def c_And(self, node: exp.And) -> Expr:
-        fa, fb = self.predicate(node.this), self.predicate(node.expression)
-
-        def f(row: Any) -> Any:
-            x = fa(row)
-            if x is False:
-                return False
-            y = fb(row)
-            if y is False:
-                return False
-            if x is None or y is None:
-                return None
-            return True
-
-        return Expr(f, T.BIT)
+        return _three_valued(self.predicate(node.this), self.predicate(node.expression), decisive=False)
 
     def c_Or(self, node: exp.Or) -> Expr:
-        fa, fb = self.predicate(node.this), self.predicate(node.expression)
-
-        def f(row: Any) -> Any:
-            x = fa(row)
-            if x is True:
-                return True
-            y = fb(row)
-            if y is True:
-                return True
-            if x is None or y is None:
-                return None
-            return False
-
-        return Expr(f, T.BIT)
+        return _three_valued(self.predicate(node.this), self.predicate(node.expression), decisive=True)
 
     def c_Not(self, node: exp.Not) -> Expr:
         fa = self.predicate(node.this)
@@ -614,18 +608,7 @@ class Compiler:
     def c_Between(self, node: exp.Between) -> Expr:
         ge = self.compile(exp.GTE(this=node.this, expression=node.args["low"]))
         le = self.compile(exp.LTE(this=node.this, expression=node.args["high"]))
-        fa, fb = ge.fn, le.fn
-
-        def f(row: Any) -> Any:
-            x = fa(row)
-            if x is False:
-                return False
-            y = fb(row)
-            if y is False:
-                return False
-            return None if x is None or y is None else True
-
-        return Expr(f, T.BIT)
+        return _three_valued(ge.fn, le.fn, decisive=False)
 
     def c_In(self, node: exp.In) -> Expr:
         a = self.compile(node.this)
