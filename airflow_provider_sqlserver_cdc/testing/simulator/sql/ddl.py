@@ -8,7 +8,7 @@ database's transaction log as a :class:`~..log.DdlOperation`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -1234,48 +1234,49 @@ def _create_user(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
         default_schema = c.name()
     if login is not None and login.lower() not in session.engine.logins:
         raise SqlError(15007, 16, 1, f"'{login}' is not a valid login or you do not have permission.")
+    _add_principal(
+        session,
+        raw,
+        name,
+        "create_user",
+        lambda principal_id: Principal(principal_id, name, "S", login=login, default_schema=default_schema),
+    )
+    yield _done()
+
+
+def _add_principal(
+    session: Session, raw: RawStatement, name: str, operation: str, make: Callable[[int], Principal]
+) -> None:
+    """Add the principal ``make(next id)`` to the current database and log it so a rollback drops it.
+
+    :param operation: the DDL log operation, ``create_user`` or ``create_role``.
+    """
     db = session.current_db()
     if name.lower() in db.principals:
         raise SqlError(15023, 16, 1, f"User, group, or role '{name}' already exists in the current database.")
     xact = session.write_xact()
-    p = Principal(db.next_principal_id, name, "S", login=login, default_schema=default_schema)
+    p = make(db.next_principal_id)
     db.next_principal_id += 1
     db.principals[name.lower()] = p
     session.engine.log_ddl(
         xact,
         db,
         None,
-        "create_user",
+        operation,
         (),
         raw.text,
         lambda: db.principals.pop(name.lower(), None),
         schema="",
         name=name,
     )
-    yield _done()
 
 
 def _create_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     if c.accept("AUTHORIZATION"):
         c.name()
-    db = session.current_db()
-    if name.lower() in db.principals:
-        raise SqlError(15023, 16, 1, f"User, group, or role '{name}' already exists in the current database.")
-    xact = session.write_xact()
-    p = Principal(db.next_principal_id + 16384, name, "R")
-    db.next_principal_id += 1
-    db.principals[name.lower()] = p
-    session.engine.log_ddl(
-        xact,
-        db,
-        None,
-        "create_role",
-        (),
-        raw.text,
-        lambda: db.principals.pop(name.lower(), None),
-        schema="",
-        name=name,
+    _add_principal(
+        session, raw, name, "create_role", lambda principal_id: Principal(principal_id + 16384, name, "R")
     )
     yield _done()
 
