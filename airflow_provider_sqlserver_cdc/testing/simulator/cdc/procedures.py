@@ -97,6 +97,17 @@ def _require_state(database: Any) -> CdcDatabase:
     return state
 
 
+def _job_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, str]:
+    """Check a start/stop job call; return its database, CDC state and ``capture``/``cleanup`` job type."""
+    database = current_database(session)
+    _require_db_owner(session, database)
+    state = _require_state(database)
+    job_type = (_text(args, "job_type", 0) or "capture").strip().lower()
+    if job_type not in ("capture", "cleanup"):
+        raise errors.job_type_unsupported(job_type)
+    return database, state, job_type
+
+
 class CdcProcedures:
     """
     The CDC procedures of one server.
@@ -544,12 +555,7 @@ class CdcProcedures:
 
     def start_job(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_start_job``: start the capture job (Agent back up); ``cleanup`` runs one cleanup."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = _require_state(database)
-        job_type = (_text(args, "job_type", 0) or "capture").strip().lower()
-        if job_type not in ("capture", "cleanup"):
-            raise errors.job_type_unsupported(job_type)
+        database, state, job_type = _job_request(session, args)
         if job_type == "cleanup":
             if state.cleanup_job is None:
                 raise errors.job_missing("cleanup")
@@ -567,12 +573,7 @@ class CdcProcedures:
 
     def stop_job(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_stop_job``: stop the capture job (SQL Server Agent being down)."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = _require_state(database)
-        job_type = (_text(args, "job_type", 0) or "capture").strip().lower()
-        if job_type not in ("capture", "cleanup"):
-            raise errors.job_type_unsupported(job_type)
+        database, state, job_type = _job_request(session, args)
         if job_type == "capture":
             if state.capture_job is None:
                 raise errors.job_missing("capture")
