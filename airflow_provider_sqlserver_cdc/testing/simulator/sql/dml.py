@@ -527,19 +527,35 @@ def _joined_write(
                 return ...
             if sets is None:
                 return None
-            values = list(current)
-            for ci, col, fn, conv in assignments:
-                v = fn(joined)
-                if conv is not None and v is not None:
-                    v = conv(v)
-                values[ci] = _check_value(table, db, col, v, "UPDATE")
-            for i in rv_cols:
-                values[i] = engine.next_rowversion(db)
-            return tuple(values)
+            return _updated_row(session, db, table, current, joined, assignments, rv_cols)
 
         if _write(session, xact, db, table, rowid, compute, text) == "done":
             count += 1
     return count
+
+
+def _updated_row(
+    session: Session,
+    db: Any,
+    table: Table,
+    current: Any,
+    source: Any,
+    assignments: list[Any],
+    rv_cols: list[int],
+) -> tuple[Any, ...]:
+    """Apply UPDATE's SET ``assignments`` to ``current`` and give its rowversion columns new values.
+
+    :param source: the row the SET expressions read (``current``, or the joined row of UPDATE ... FROM).
+    """
+    values = list(current)
+    for ci, col, fn, conv in assignments:
+        v = fn(source)
+        if conv is not None and v is not None:
+            v = conv(v)
+        values[ci] = _check_value(table, db, col, v, "UPDATE")
+    for i in rv_cols:
+        values[i] = session.engine.next_rowversion(db)
+    return tuple(values)
 
 
 def _update(session: Session, node: exp.Update, text: str) -> int:
@@ -609,15 +625,7 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
         def compute(current: Any) -> Any:
             if where_fn is not None and where_fn(current) is not True:
                 return ...
-            values = list(current)
-            for ci, col, fn, conv in sets:
-                v = fn(current)
-                if conv is not None and v is not None:
-                    v = conv(v)
-                values[ci] = _check_value(table, db, col, v, "UPDATE")
-            for i in rv_cols:
-                values[i] = engine.next_rowversion(db)
-            return tuple(values)
+            return _updated_row(session, db, table, current, current, sets, rv_cols)
 
         if _write(session, xact, db, table, rowid, compute, text) == "done":
             count += 1
