@@ -378,6 +378,10 @@ class Compiler:
                 if node == g:
                     ge = self.agg.group_exprs[i]
                     return Expr(operator.itemgetter(i), ge.type, ge.nullable, ge.name)
+        operator_node = _OPERATOR_NODES.get(type(node))
+        if operator_node is not None:
+            build, op = operator_node
+            return build(self, node, op)
         method = getattr(self, "c_" + type(node).__name__, None)
         if method is None:
             raise not_supported(f"the expression {node.sql(dialect='tsql')[:80]!r} ({type(node).__name__})")
@@ -565,24 +569,6 @@ class Compiler:
                 return op(x, y)
 
         return Expr(f, T.BIT, True)
-
-    def c_EQ(self, node: exp.EQ) -> Expr:
-        return self._compare(node, operator.eq)
-
-    def c_NEQ(self, node: exp.NEQ) -> Expr:
-        return self._compare(node, operator.ne)
-
-    def c_GT(self, node: exp.GT) -> Expr:
-        return self._compare(node, operator.gt)
-
-    def c_GTE(self, node: exp.GTE) -> Expr:
-        return self._compare(node, operator.ge)
-
-    def c_LT(self, node: exp.LT) -> Expr:
-        return self._compare(node, operator.lt)
-
-    def c_LTE(self, node: exp.LTE) -> Expr:
-        return self._compare(node, operator.le)
 
     def c_And(self, node: exp.And) -> Expr:
         return _three_valued(self.predicate(node.this), self.predicate(node.expression), decisive=False)
@@ -921,30 +907,6 @@ class Compiler:
 
         return Expr(dop, rt)
 
-    def c_Add(self, node: exp.Add) -> Expr:
-        return self._arith(node, "+")
-
-    def c_Sub(self, node: exp.Sub) -> Expr:
-        return self._arith(node, "-")
-
-    def c_Mul(self, node: exp.Mul) -> Expr:
-        return self._arith(node, "*")
-
-    def c_Div(self, node: exp.Div) -> Expr:
-        return self._arith(node, "/")
-
-    def c_Mod(self, node: exp.Mod) -> Expr:
-        return self._arith(node, "%")
-
-    def c_BitwiseAnd(self, node: exp.Binary) -> Expr:
-        return self._bitwise(node, operator.and_)
-
-    def c_BitwiseOr(self, node: exp.Binary) -> Expr:
-        return self._bitwise(node, operator.or_)
-
-    def c_BitwiseXor(self, node: exp.Binary) -> Expr:
-        return self._bitwise(node, operator.xor)
-
     def _bitwise(self, node: exp.Binary, op: Callable[[Any, Any], Any]) -> Expr:
         a, b = self._binary_operands(node)
         t = T.higher_precedence(a.type, b.type)
@@ -1180,3 +1142,22 @@ def _result_type(exprs: list[Expr]) -> SqlType:
 
 
 result_type = _result_type
+
+
+# binary operator nodes: the Compiler method that builds each, and the operator it applies
+_OPERATOR_NODES: dict[type[exp.Expression], tuple[Callable[[Compiler, Any, Any], Expr], Any]] = {
+    exp.EQ: (Compiler._compare, operator.eq),
+    exp.NEQ: (Compiler._compare, operator.ne),
+    exp.GT: (Compiler._compare, operator.gt),
+    exp.GTE: (Compiler._compare, operator.ge),
+    exp.LT: (Compiler._compare, operator.lt),
+    exp.LTE: (Compiler._compare, operator.le),
+    exp.Add: (Compiler._arith, "+"),
+    exp.Sub: (Compiler._arith, "-"),
+    exp.Mul: (Compiler._arith, "*"),
+    exp.Div: (Compiler._arith, "/"),
+    exp.Mod: (Compiler._arith, "%"),
+    exp.BitwiseAnd: (Compiler._bitwise, operator.and_),
+    exp.BitwiseOr: (Compiler._bitwise, operator.or_),
+    exp.BitwiseXor: (Compiler._bitwise, operator.xor),
+}
