@@ -7,6 +7,7 @@ hold the row and checks unique constraints.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
@@ -575,7 +576,6 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
     xact = session.write_xact()
     tnode = node.this
     db, table = _target(session, tnode)
-    engine = session.engine
     scope = _table_scope(table, tnode.alias or None)
     compiler = Compiler(session, scope)
     where = node.args.get("where")
@@ -611,25 +611,18 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
         sets.append((ci, col, e.fn, _assign_converter(e.type, col)))
     rv_cols = [i for i, c in enumerate(table.columns) if c.type.name == "timestamp"]
     limit = _limit(session, node)
-    snap = engine.begin_read(xact)
-    session.current_snapshot = snap
-    try:
-        candidates = _candidates(session, table, where, tnode, xact, snap, where_fn)
-    finally:
-        engine.end_read(snap)
-    if limit is not None:
-        candidates = candidates[:limit]
-    count = 0
-    for rowid in candidates:
-
-        def compute(current: Any) -> Any:
-            if where_fn is not None and where_fn(current) is not True:
-                return ...
-            return _updated_row(session, db, table, current, current, sets, rv_cols)
-
-        if _write(session, xact, db, table, rowid, compute, text) == "done":
-            count += 1
-    return count
+    return _write_where(
+        session,
+        xact,
+        db,
+        table,
+        tnode,
+        where,
+        where_fn,
+        limit,
+        lambda current: _updated_row(session, db, table, current, current, sets, rv_cols),
+        text,
+    )
 
 
 def _delete(session: Session, node: exp.Delete, text: str) -> int:
@@ -648,10 +641,29 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
         raise not_supported("DELETE ... FROM with joins")
     xact = session.write_xact()
     db, table = _target(session, tnode)
-    engine = session.engine
     compiler = Compiler(session, _table_scope(table, tnode.alias or None))
     where = node.args.get("where")
     where_fn = compiler.predicate(where.this) if where is not None else None
+    return _write_where(session, xact, db, table, tnode, where, where_fn, limit, lambda current: None, text)
+
+
+def _write_where(
+    session: Session,
+    xact: Any,
+    db: Any,
+    table: Table,
+    tnode: Any,
+    where: Any,
+    where_fn: Any,
+    limit: int | None,
+    new_row: Callable[[Any], Any],
+    text: str,
+) -> int:
+    """Write ``new_row(current)`` over each row the WHERE clause selects (``None`` deletes it); return the count.
+
+    :param limit: at most this many candidate rows (TOP), or ``None`` for all.
+    """
+    engine = session.engine
     snap = engine.begin_read(xact)
     session.current_snapshot = snap
     try:
@@ -666,7 +678,7 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
         def compute(current: Any) -> Any:
             if where_fn is not None and where_fn(current) is not True:
                 return ...
-            return None
+            return new_row(current)
 
         if _write(session, xact, db, table, rowid, compute, text) == "done":
             count += 1
