@@ -1258,17 +1258,20 @@ def _add_principal(
     p = make(db.next_principal_id)
     db.next_principal_id += 1
     db.principals[name.lower()] = p
-    session.engine.log_ddl(
-        xact,
-        db,
-        None,
-        operation,
-        (),
-        raw.text,
-        lambda: db.principals.pop(name.lower(), None),
-        schema="",
-        name=name,
-    )
+    _log_principal_ddl(session, xact, db, raw, operation, name, lambda: db.principals.pop(name.lower(), None))
+
+
+def _log_principal_ddl(
+    session: Session,
+    xact: Any,
+    db: Any,
+    raw: RawStatement,
+    operation: str,
+    name: str,
+    undo: Callable[[], Any],
+) -> None:
+    """Log DDL on database principal ``name``; ``undo`` reverses it on rollback."""
+    session.engine.log_ddl(xact, db, None, operation, (), raw.text, undo, schema="", name=name)
 
 
 def _create_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
@@ -1304,16 +1307,8 @@ def _alter_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
             )
         xact = session.write_xact()
         role.members.add(member.lower())
-        session.engine.log_ddl(
-            xact,
-            db,
-            None,
-            "alter_role",
-            (),
-            raw.text,
-            lambda: role.members.discard(member.lower()),
-            schema="",
-            name=name,
+        _log_principal_ddl(
+            session, xact, db, raw, "alter_role", name, lambda: role.members.discard(member.lower())
         )
     elif c.accept("DROP"):
         c.expect("MEMBER")
@@ -1321,16 +1316,14 @@ def _alter_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
         xact = session.write_xact()
         had = member.lower() in role.members
         role.members.discard(member.lower())
-        session.engine.log_ddl(
+        _log_principal_ddl(
+            session,
             xact,
             db,
-            None,
+            raw,
             "alter_role",
-            (),
-            raw.text,
+            name,
             lambda: role.members.add(member.lower()) if had else None,
-            schema="",
-            name=name,
         )
     else:
         raise not_supported("ALTER ROLE other than ADD/DROP MEMBER")
@@ -1375,15 +1368,13 @@ def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) 
         )
     xact = session.write_xact()
     del db.principals[name.lower()]
-    session.engine.log_ddl(
+    _log_principal_ddl(
+        session,
         xact,
         db,
-        None,
+        raw,
         f"drop_{kind.lower()}",
-        (),
-        raw.text,
+        name,
         lambda: db.principals.__setitem__(name.lower(), p),
-        schema="",
-        name=name,
     )
     yield _done()
