@@ -108,6 +108,22 @@ def _job_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, s
     return database, state, job_type
 
 
+# the columns that name a capture instance, first in the result of each CDC help procedure
+_INSTANCE_COLUMNS = (
+    ResultColumn("source_schema", SYSNAME, True),
+    ResultColumn("source_table", SYSNAME, True),
+    ResultColumn("capture_instance", SYSNAME, True),
+)
+
+
+def _readable_instance(session: Any, database: Any, state: CdcDatabase, name: str | None) -> CaptureInstance:
+    """Return capture instance ``name``, or raise the missing-or-denied error if it is absent or unreadable."""
+    instance = state.instance(name)
+    if instance is None or not can_read_change_data(session, database, instance):
+        raise errors.object_missing_or_denied()
+    return instance
+
+
 class CdcProcedures:
     """
     The CDC procedures of one server.
@@ -378,9 +394,7 @@ class CdcProcedures:
                 raise errors.source_table_missing(source_schema, source_name)  # type: ignore[arg-type]
             instances = [ci for ci in instances if ci.source_object_id == table.object_id]
         columns = [
-            ResultColumn("source_schema", SYSNAME, True),
-            ResultColumn("source_table", SYSNAME, True),
-            ResultColumn("capture_instance", SYSNAME, True),
+            *_INSTANCE_COLUMNS,
             ResultColumn("object_id", T.INT, True),
             ResultColumn("source_object_id", T.INT, True),
             ResultColumn("start_lsn", LSN_TYPE, True),
@@ -430,13 +444,9 @@ class CdcProcedures:
         name = _text(args, "capture_instance", 0)
         if name is None or not name.strip():
             raise errors.parameter_null_or_empty("@capture_instance")
-        instance = state.instance(name)
-        if instance is None or not can_read_change_data(session, database, instance):
-            raise errors.object_missing_or_denied()
+        instance = _readable_instance(session, database, state, name)
         columns = [
-            ResultColumn("source_schema", SYSNAME, True),
-            ResultColumn("source_table", SYSNAME, True),
-            ResultColumn("capture_instance", SYSNAME, True),
+            *_INSTANCE_COLUMNS,
             ResultColumn("column_name", SYSNAME, True),
             ResultColumn("column_id", T.INT, True),
             ResultColumn("column_ordinal", T.INT, True),
@@ -467,13 +477,9 @@ class CdcProcedures:
         database = current_database(session)
         state = _require_state(database)
         name = _text(args, "capture_instance", 0)
-        instance = state.instance(name)
-        if instance is None or not can_read_change_data(session, database, instance):
-            raise errors.object_missing_or_denied()
+        instance = _readable_instance(session, database, state, name)
         columns = [
-            ResultColumn("source_schema", SYSNAME, True),
-            ResultColumn("source_table", SYSNAME, True),
-            ResultColumn("capture_instance", SYSNAME, True),
+            *_INSTANCE_COLUMNS,
             ResultColumn("required_column_update", T.BIT, True),
             ResultColumn("ddl_command", T.NVARCHAR_MAX, True),
             ResultColumn("ddl_lsn", LSN_TYPE, True),
