@@ -198,6 +198,15 @@ def _index_columns(c: _Cursor) -> tuple[list[str], list[bool]]:
     return cols, desc
 
 
+def _clustered_option(c: _Cursor) -> bool | None:
+    """Read an optional CLUSTERED (True) or NONCLUSTERED (False); None when neither is given."""
+    if c.accept("CLUSTERED"):
+        return True
+    if c.accept("NONCLUSTERED"):
+        return False
+    return None
+
+
 def _skip_index_options(c: _Cursor) -> None:
     while True:
         if c.accept("WITH"):
@@ -256,20 +265,12 @@ def _parse_column(c: _Cursor, table_name: str) -> _ColumnSpec:
         elif w == "PRIMARY":
             c.take()
             c.expect("KEY")
-            clustered = None
-            if c.accept("CLUSTERED"):
-                clustered = True
-            elif c.accept("NONCLUSTERED"):
-                clustered = False
+            clustered = _clustered_option(c)
             _skip_index_options(c)
             spec.constraints.append((cname, "PRIMARY KEY", clustered, [name], [False]))
         elif w == "UNIQUE":
             c.take()
-            clustered = None
-            if c.accept("CLUSTERED"):
-                clustered = True
-            elif c.accept("NONCLUSTERED"):
-                clustered = False
+            clustered = _clustered_option(c)
             _skip_index_options(c)
             spec.constraints.append((cname, "UNIQUE", clustered, [name], [False]))
         elif w == "DEFAULT":
@@ -322,11 +323,7 @@ def _parse_table_constraint(c: _Cursor) -> tuple[str | None, str, bool | None, l
         raise not_supported(f"{w} constraints")
     else:
         raise syntax_error(c.peek().text if c.peek() else "")
-    clustered = None
-    if c.accept("CLUSTERED"):
-        clustered = True
-    elif c.accept("NONCLUSTERED"):
-        clustered = False
+    clustered = _clustered_option(c)
     cols, desc = _index_columns(c)
     _skip_index_options(c)
     return cname, kind, clustered, cols, desc
