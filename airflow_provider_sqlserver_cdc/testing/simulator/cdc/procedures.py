@@ -124,6 +124,16 @@ def _readable_instance(session: Any, database: Any, state: CdcDatabase, name: st
     return instance
 
 
+def _cleanup_request(session: Any) -> tuple[Any, CdcDatabase]:
+    """Check a cleanup call (db_owner, CDC enabled); return its database and CDC state."""
+    database = current_database(session)
+    _require_db_owner(session, database)
+    state = cdc_state(database)
+    if state is None:
+        raise errors.cleanup_database_not_enabled(database.name)
+    return database, state
+
+
 class CdcProcedures:
     """
     The CDC procedures of one server.
@@ -676,11 +686,7 @@ class CdcProcedures:
 
     def cleanup_change_table(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_cleanup_change_table`` (checks in SQL Server 2022's order)."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = cdc_state(database)
-        if state is None:
-            raise errors.cleanup_database_not_enabled(database.name)
+        database, state = _cleanup_request(session)
         if not args.has("low_water_mark") and len(args.positional) < 2:
             raise _missing_parameter("sp_cdc_cleanup_change_table", "@low_water_mark")
         name = _text(args, "capture_instance", 0)
@@ -701,11 +707,7 @@ class CdcProcedures:
 
     def cleanup_job(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_MScdc_cleanup_job``: the cleanup job's step (retention-based cleanup of every instance)."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = cdc_state(database)
-        if state is None:
-            raise errors.cleanup_database_not_enabled(database.name)
+        _database, state = _cleanup_request(session)
         if state.cleanup_job is None:
             raise errors.job_missing("cleanup")
         state.retention_cleanup()
