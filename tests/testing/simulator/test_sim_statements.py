@@ -152,6 +152,41 @@ def test_insert_select_update_delete_report_row_counts(shop: Any) -> None:
     assert _rows(shop, "SELECT COUNT(*) FROM dbo.archive") == [(3,)]
 
 
+def test_update_and_delete_top_change_exactly_n_rows(shop: Any) -> None:
+    # SQL Server picks the TOP rows arbitrarily: assert counts, never which rows
+    shop.execute("UPDATE TOP (2) sales.orders SET status = 'held' WHERE status = 'open'")
+    assert shop.rowcount == 2
+    assert _rows(shop, "SELECT status, COUNT(*) FROM sales.orders GROUP BY status ORDER BY status") == [
+        ("held", 2),
+        ("open", 1),
+        ("paid", 1),
+        ("void", 1),
+    ]
+    shop.execute("DELETE TOP (1) FROM sales.orders WHERE status = 'held'")
+    assert shop.rowcount == 1
+    shop.execute("DELETE TOP (1) sales.orders WHERE status = 'held'")
+    assert shop.rowcount == 1
+    assert _rows(shop, "SELECT COUNT(*) FROM sales.orders WHERE status = 'held'") == [(0,)]
+    assert _rows(shop, "SELECT COUNT(*) FROM sales.orders") == [(3,)]
+    shop.execute("UPDATE TOP (10) sales.orders SET amount = 0 WHERE status <> 'void'")
+    assert shop.rowcount == 2
+    shop.execute("INSERT INTO sales.orders VALUES (5, 1, 1, 2.00, 'open')")
+    shop.execute("DELETE TOP (50) PERCENT FROM sales.orders")
+    assert shop.rowcount == 2
+    assert _rows(shop, "SELECT COUNT(*) FROM sales.orders") == [(2,)]
+
+
+def test_update_and_delete_top_take_a_variable(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE TABLE dbo.q (id int NOT NULL PRIMARY KEY, done bit NOT NULL)")
+    cur.execute("INSERT INTO dbo.q VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0)")
+    cur.execute("SET NOCOUNT ON; DECLARE @n int = 3; UPDATE TOP (@n) dbo.q SET done = 1 WHERE done = 0")
+    assert _rows(cur, "SELECT COUNT(*) FROM dbo.q WHERE done = 1") == [(3,)]
+    cur.execute("SET NOCOUNT ON; DECLARE @n int = 2; DELETE TOP (@n) FROM dbo.q WHERE done = 1")
+    assert _rows(cur, "SELECT COUNT(*) FROM dbo.q WHERE done = 1") == [(1,)]
+    assert _rows(cur, "SELECT COUNT(*) FROM dbo.q") == [(3,)]
+
+
 def test_alter_table_add_and_drop_column(shop: Any) -> None:
     shop.execute("ALTER TABLE sales.orders ADD note nvarchar(20) NULL, qty int NOT NULL DEFAULT 1")
     assert _rows(shop, "SELECT order_id, note, qty FROM sales.orders WHERE order_id = 2") == [(2, None, 1)]
@@ -204,6 +239,8 @@ def test_use_and_three_part_names(connect: Any, sql_backend: Any) -> None:
         ("SELECT * FROM FROM sales.orders", 156),
         ("SELECT * FROM sales.orders WHERE", 102),
         ("UPDATE sales.customers SET customer_id = 5", 8102),
+        ("DELETE TOP 2 FROM sales.orders", 102),
+        ("UPDATE TOP 2 sales.orders SET status = 'x'", 102),
         ("INSERT INTO sales.orders VALUES (9, 1, 1, 1, 'a-very-long-status')", 2628),
         ("SELECT 1 / 0", 8134),
         ("SELECT SQRT(-1)", 3623),

@@ -30,6 +30,30 @@ class _Parser(TSQL.Parser):
             dt.meta["type_name"] = tok.text.lower()
         return dt
 
+    def _parse_update(self) -> exp.Update:
+        top = self._parse_dml_top()
+        node = super()._parse_update()
+        if top is not None:
+            node.set("limit", top)
+        return node
+
+    def _parse_delete(self) -> exp.Delete:
+        top = self._parse_dml_top()
+        node = super()._parse_delete()
+        if top is not None:
+            node.set("limit", top)
+        return node
+
+    def _parse_dml_top(self) -> exp.Limit | None:
+        """``TOP (expression) [PERCENT]`` after UPDATE or DELETE (parentheses required, as in T-SQL)."""
+        if not self._match(TokenType.TOP):
+            return None
+        if not self._match(TokenType.L_PAREN, advance=False):
+            self.raise_error("Expecting ( after TOP")
+        top = self._parse_limit(top=True, skip_limit_token=True)
+        assert isinstance(top, exp.Limit)
+        return top
+
 
 class SimDialect(TSQL):
     """sqlglot's T-SQL dialect, with functions left as written."""

@@ -7,8 +7,9 @@ hold the row and checks unique constraints.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlglot import exp
 
@@ -26,10 +27,12 @@ from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Tab
 
 from .dialect import parse_expression
 from .expressions import Compiler, Scope, Source, converter
-from .query import compile_query, key_lookup
+from .query import compile_query, key_lookup, top_count
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+
+_R = TypeVar("_R")
 
 
 def default_value(session: Session, col: Column) -> Any:
@@ -397,12 +400,20 @@ def _table_scope(table: Table, alias: str | None) -> Scope:
     return Scope([Source((alias or table.name).lower(), table.name, cols)])
 
 
-def _limit(session: Session, node: exp.Expression) -> int | None:
-    lim = node.args.get("limit")
-    if lim is None:
-        return None
-    e = lim.args.get("expression")
-    return int(Compiler(session, Scope()).compile(e).fn(()))
+def _top_rows(session: Session, node: exp.Expression, rows: list[_R]) -> list[_R]:
+    """The first rows of ``rows`` that UPDATE/DELETE ``TOP (n) [PERCENT]`` allows (all without TOP).
+
+    SQL Server picks the rows arbitrarily; here they are the first candidates in scan order.
+    """
+    top, percent, _ = top_count(session, node.args.get("limit"))
+    if top is None:
+        return rows
+    if percent:
+        share = float(top)
+        if not 0 <= share <= 100:
+            raise SqlError(1031, 15, 1, "Percent values must be between 0 and 100.")
+        return rows[: math.ceil(len(rows) * share / 100)]
+    return rows[:top]
 
 
 def _candidates(
@@ -520,7 +531,7 @@ def _joined_write(
         engine.end_read(snap)
     rv_cols = [i for i, c in enumerate(table.columns) if c.type.name == "timestamp"]
     count = 0
-    for rowid, row in matches.items():
+    for rowid, row in _top_rows(session, node, list(matches.items())):
 
         def compute(current: Any, row: tuple[Any, ...] = row, rowid: int = rowid) -> Any:
             joined = row[:offset] + tuple(current) + (rowid,) + row[offset + width + 1 :]
@@ -610,16 +621,15 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
         e = compiler.compile(val)
         sets.append((ci, col, e.fn, _assign_converter(e.type, col)))
     rv_cols = [i for i, c in enumerate(table.columns) if c.type.name == "timestamp"]
-    limit = _limit(session, node)
     return _write_where(
         session,
+        node,
         xact,
         db,
         table,
         tnode,
         where,
         where_fn,
-        limit,
         lambda current: _updated_row(session, db, table, current, current, sets, rv_cols),
         text,
     )
@@ -628,11 +638,7 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
 def _delete(session: Session, node: exp.Delete, text: str) -> int:
     tnode = node.this
     tables = node.args.get("tables") or []
-    limit = None
-    if tables and isinstance(tables[0], exp.Table) and tables[0].name.upper() == "TOP":
-        alias = tables[0].args.get("alias")
-        limit = int(alias.columns[0].name) if alias is not None and alias.columns else None
-    elif tables and not isinstance(tnode, exp.Expression):
+    if tables and not isinstance(tnode, exp.Expression):
         tnode = tables[0]
     elif tables:
         # DELETE t FROM dbo.t AS t JOIN ... : the target is named first, the FROM clause follows
@@ -644,24 +650,24 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
     compiler = Compiler(session, _table_scope(table, tnode.alias or None))
     where = node.args.get("where")
     where_fn = compiler.predicate(where.this) if where is not None else None
-    return _write_where(session, xact, db, table, tnode, where, where_fn, limit, lambda current: None, text)
+    return _write_where(session, node, xact, db, table, tnode, where, where_fn, lambda current: None, text)
 
 
 def _write_where(
     session: Session,
+    node: exp.Expression,
     xact: Any,
     db: Any,
     table: Table,
     tnode: Any,
     where: Any,
     where_fn: Any,
-    limit: int | None,
     new_row: Callable[[Any], Any],
     text: str,
 ) -> int:
     """Write ``new_row(current)`` over each row the WHERE clause selects (``None`` deletes it); return the count.
 
-    :param limit: at most this many candidate rows (TOP), or ``None`` for all.
+    :param node: the UPDATE or DELETE statement (its ``TOP`` limits the rows).
     """
     engine = session.engine
     snap = engine.begin_read(xact)
@@ -670,8 +676,7 @@ def _write_where(
         candidates = _candidates(session, table, where, tnode, xact, snap, where_fn)
     finally:
         engine.end_read(snap)
-    if limit is not None:
-        candidates = candidates[:limit]
+    candidates = _top_rows(session, node, candidates)
     count = 0
     for rowid in candidates:
 

@@ -331,7 +331,8 @@ def _output_name(item: exp.Expression, e: Expr) -> str:
     return ""
 
 
-def _limit_count(session: Session, node: exp.Expression | None) -> tuple[int | None, bool, bool]:
+def top_count(session: Session, node: exp.Expression | None) -> tuple[int | None, bool, bool]:
+    """``TOP`` of a statement as (count or percentage, PERCENT given, WITH TIES given); ``None`` without TOP."""
     if node is None:
         return None, False, False
     opts = node.args.get("limit_options")
@@ -458,7 +459,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
     # only used for sorting always get the collation key
     order_text = [k[0] == "src" or may_hold_text(k[3]) for k in order_keys]
 
-    top, top_percent, top_ties = _limit_count(session, select.args.get("limit"))
+    top, top_percent, top_ties = top_count(session, select.args.get("limit"))
     offset_node = select.args.get("offset")
     offset = (
         int(Compiler(session, Scope()).compile(offset_node.expression).fn(None))
@@ -1094,7 +1095,7 @@ def _compile_setop(session: Session, node: exp.Expression, outer: Scope | None) 
             rows = [materialized[i] for i in order]
         limit = node.args.get("limit")
         if limit is not None:
-            n, _, _ = _limit_count(session, limit)
+            n, _, _ = top_count(session, limit)
             rows = itertools.islice(rows, n)
         return rows
 
