@@ -187,6 +187,43 @@ def test_update_and_delete_top_take_a_variable(connect: Any) -> None:
     assert _rows(cur, "SELECT COUNT(*) FROM dbo.q") == [(3,)]
 
 
+_ROLE_MEMBERS = (
+    "SELECT r.name, m.name FROM sys.database_role_members AS rm "
+    "JOIN sys.database_principals AS r ON r.principal_id = rm.role_principal_id "
+    "JOIN sys.database_principals AS m ON m.principal_id = rm.member_principal_id "
+    "WHERE r.name = '{role}'"
+)
+
+
+def test_drop_role_fails_15144_while_it_has_members(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE USER alice WITHOUT LOGIN")
+    cur.execute("CREATE ROLE data_reader")
+    cur.execute("ALTER ROLE data_reader ADD MEMBER alice")
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute("DROP ROLE data_reader")
+    assert _number(err.value) == 15144
+    assert "The role has members. It must be empty before it can be dropped." in str(err.value)
+    assert _rows(cur, _ROLE_MEMBERS.format(role="data_reader")) == [("data_reader", "alice")]
+    cur.execute("ALTER ROLE data_reader DROP MEMBER alice")
+    cur.execute("DROP ROLE data_reader")
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name = 'data_reader'") == [(0,)]
+
+
+def test_drop_user_leaves_its_roles_so_they_can_be_dropped(connect: Any) -> None:
+    cur = connect().cursor()
+    cur.execute("CREATE USER bob WITHOUT LOGIN")
+    cur.execute("CREATE ROLE auditors")
+    cur.execute("ALTER ROLE auditors ADD MEMBER bob")
+    cur.execute("DROP USER bob")
+    cur.execute("CREATE USER bob WITHOUT LOGIN")
+    assert _rows(cur, _ROLE_MEMBERS.format(role="auditors")) == []
+    cur.execute("DROP ROLE auditors")
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute("DROP ROLE bob")
+    assert _number(err.value) == 15151
+
+
 def test_alter_table_add_and_drop_column(shop: Any) -> None:
     shop.execute("ALTER TABLE sales.orders ADD note nvarchar(20) NULL, qty int NOT NULL DEFAULT 1")
     assert _rows(shop, "SELECT order_id, note, qty FROM sales.orders WHERE order_id = 2") == [(2, None, 1)]

@@ -1352,8 +1352,9 @@ def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) 
         yield _done()
         return
     db = session.current_db()
-    p = db.principals.get(name.lower())
-    if p is None:
+    key = name.lower()
+    p = db.principals.get(key)
+    if p is None or (p.type == "R") != (kind == "ROLE"):
         if "EXISTS" in raw.words:
             yield _done()
             return
@@ -1363,15 +1364,19 @@ def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) 
             1,
             f"Cannot drop the {kind.lower()} '{name}', because it does not exist or you do not have permission.",
         )
+    if p.type == "R" and any(m in db.principals for m in p.members):
+        raise SqlError(15144, 16, 1, "The role has members. It must be empty before it can be dropped.")
     xact = session.write_xact()
-    del db.principals[name.lower()]
-    _log_principal_ddl(
-        session,
-        xact,
-        db,
-        raw,
-        f"drop_{kind.lower()}",
-        name,
-        lambda: db.principals.__setitem__(name.lower(), p),
-    )
+    # the dropped principal leaves every role it was a member of (sys.database_role_members)
+    member_of = [r for r in db.principals.values() if r.type == "R" and key in r.members]
+    for role in member_of:
+        role.members.discard(key)
+    del db.principals[key]
+
+    def undo() -> None:
+        db.principals[key] = p
+        for role in member_of:
+            role.members.add(key)
+
+    _log_principal_ddl(session, xact, db, raw, f"drop_{kind.lower()}", name, undo)
     yield _done()
