@@ -59,6 +59,59 @@ def test_add_and_drop_column_keep_the_instance_shape_and_write_ddl_history(order
     assert [r[0] for r in _all_changes(orders, "dbo_orders", "id")] == [1, 2, 3, 4]
 
 
+DDL_HISTORY = "EXEC sys.sp_cdc_get_ddl_history @capture_instance = N'dbo_orders'"
+
+
+def test_get_ddl_history_reports_an_added_column_once_the_capture_job_has_read_it(orders):
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    before = orders.scalar("SELECT GETDATE()")
+    statement = "ALTER TABLE dbo.orders ADD region nvarchar(10) NULL"
+    orders.execute(statement).close()
+    after = orders.scalar("SELECT GETDATE()")
+    orders.execute(
+        "INSERT INTO dbo.orders (id, customer, amount, region) VALUES (2, N'b', 20, N'eu')"
+    ).close()
+    # the capture job is stopped: cdc.ddl_history is written by the log scan, not by the ALTER itself
+    assert orders.rows(DDL_HISTORY) == []
+    orders.capture()
+    cursor = orders.execute(DDL_HISTORY)
+    assert [d[0] for d in cursor.description] == [
+        "source_schema",
+        "source_table",
+        "capture_instance",
+        "required_column_update",
+        "ddl_command",
+        "ddl_lsn",
+        "ddl_time",
+    ]
+    rows = [tuple(r) for r in cursor.fetchall()]
+    cursor.close()
+    assert len(rows) == 1
+    schema, table, instance, required_update, command, ddl_lsn, ddl_time = rows[0]
+    assert (schema, table, instance) == ("dbo", "orders", "dbo_orders")
+    assert required_update is False  # bit 0: adding a column leaves the change table as it is
+    assert command.strip() == statement
+    assert isinstance(ddl_lsn, (bytes, bytearray)) and len(ddl_lsn) == 10
+    inserts = [lsn(r[0]) for r in _all_changes(orders, "dbo_orders", "__$start_lsn")]
+    assert inserts[0] < lsn(ddl_lsn) < inserts[1]
+    assert lsn(ddl_lsn) <= lsn(orders.scalar("SELECT sys.fn_cdc_get_max_lsn()"))
+    assert before <= ddl_time <= after
+    # the same row in the system table the procedure reads
+    assert orders.rows(
+        "SELECT source_object_id, object_id, required_column_update, ddl_command, ddl_lsn, ddl_time "
+        "FROM cdc.ddl_history"
+    ) == [
+        (
+            orders.scalar("SELECT OBJECT_ID(N'dbo.orders')"),
+            orders.scalar("SELECT OBJECT_ID(N'cdc.dbo_orders_CT')"),
+            False,
+            command,
+            ddl_lsn,
+            ddl_time,
+        )
+    ]
+
+
 def test_truncate_of_a_tracked_table_fails_with_4711(orders):
     with pytest.raises(pyodbc.Error) as excinfo:
         orders.execute("TRUNCATE TABLE dbo.orders")
