@@ -387,8 +387,12 @@ class Engine:
         replay_sql: str | None = None,
         schema: str = "",
         name: str = "",
+        column_types: tuple[Any, ...] = (),
     ) -> None:
-        """Record DDL in the transaction (its undo callable runs on rollback)."""
+        """Record DDL in the transaction (its undo callable runs on rollback).
+
+        :param column_types: the new types of ``columns`` (``alter_column``), for the capture job.
+        """
         with self.mutex:
             dbname = db.name
             if dbname not in xact.begin_lsn:
@@ -402,6 +406,7 @@ class Engine:
                 kind,
                 columns,
                 statement,
+                column_types,
             )
             xact.ops.setdefault(dbname, []).append(op)
             xact.undo.append(("ddl", undo, db, replay_sql if replay_sql is not None else statement, op))

@@ -95,8 +95,9 @@ class DdlOperation:
     """A schema change logged inside a transaction.
 
     :param kind: ``create_table``, ``drop_table``, ``add_column``, ``drop_column``, ``truncate_table``, ...
-    :param columns: the columns added or dropped
+    :param columns: the columns added, dropped or altered
     :param statement: the statement text as the client sent it
+    :param column_types: for ``alter_column``, the columns' new :class:`~.types.SqlType` s
     """
 
     lsn: bytes
@@ -106,6 +107,7 @@ class DdlOperation:
     kind: str
     columns: tuple[str, ...]
     statement: str
+    column_types: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)

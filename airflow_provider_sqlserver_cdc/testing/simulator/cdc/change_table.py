@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 UPDATE_OLD = 3
@@ -46,6 +46,13 @@ class ChangeTable:
             self._rows.extend(rows)
             self._starts.extend(row[0] for row in rows)
             self._command_ids.extend(command_ids)
+
+    def convert_column(self, position: int, convert: Callable[[Any], Any]) -> None:
+        """Replace the value at ``position`` of every row by ``convert(value)`` (an altered column type)."""
+        with self._lock:
+            self._rows = [
+                (*row[:position], convert(row[position]), *row[position + 1 :]) for row in self._rows
+            ]
 
     def window(
         self, from_lsn: bytes, to_lsn: bytes, include_update_old: bool = True

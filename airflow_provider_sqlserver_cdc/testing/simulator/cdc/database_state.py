@@ -13,7 +13,7 @@ import datetime as dt
 import threading
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_instance import (
@@ -27,9 +27,15 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.time_mapping import (
     LsnTimeMapping,
     LsnTimeMappingRow,
 )
-from airflow_provider_sqlserver_cdc.testing.simulator.values import datetime_from_ticks, round_datetime_ticks
+from airflow_provider_sqlserver_cdc.testing.simulator.values import (
+    convert,
+    datetime_from_ticks,
+    round_datetime_ticks,
+)
 
 MAX_SCAN_SESSIONS = 32
+#: position of the first captured value in a :class:`~.change_table.ChangeTable` row
+CHANGE_ROW_VALUES_AT = 4
 
 
 def datetime_value(ticks: int) -> dt.datetime:
@@ -295,16 +301,50 @@ class CdcDatabase:
         for instance in instances:
             if op.lsn <= instance.enable_lsn:
                 continue
+            required_column_update = False
+            if op.kind == "alter_column":
+                types = getattr(op, "column_types", ())
+                for name, new_type in zip(op.columns, types, strict=False):
+                    required_column_update |= self._alter_captured_column(instance, name, new_type)
             self.ddl_history.append(
                 DdlHistoryRow(
                     source_object_id=instance.source_object_id,
                     object_id=instance.object_id,
-                    required_column_update=False,
+                    required_column_update=required_column_update,
                     ddl_command=op.statement,
                     ddl_lsn=commit_lsn,
                     ddl_time=commit_time,
                 )
             )
+
+    def _alter_captured_column(self, instance: CaptureInstance, name: str, new_type: Any) -> bool:
+        """
+        Give a captured column whose data type changed its new type in the change table.
+
+        SQL Server propagates a captured column's type change to the change table (and to
+        ``cdc.captured_columns``) so that capture loses no data; existing change rows are converted.
+        Return whether the change table had to change (``required_column_update``).
+        """
+        for i, column in enumerate(instance.captured_columns):
+            if column.name.lower() != name.lower():
+                continue
+            if column.is_computed or column.sql_type == new_type:
+                return False
+            old_type = column.sql_type
+            instance.captured_columns[i] = replace(column, sql_type=new_type)
+            instance.change_table.convert_column(
+                CHANGE_ROW_VALUES_AT + i,
+                lambda value, src=old_type, dst=new_type: convert(value, src, dst),
+            )
+            self._builders.pop(instance.name.lower(), None)
+            table = self.database.schema("cdc").tables.get(instance.change_table_name.lower())
+            if table is not None:
+                position = table.column_index(column.name)
+                if position is not None:
+                    table.columns[position] = replace(table.columns[position], type=new_type)
+                    table.schema_version += 1
+            return True
+        return False
 
     def _split_key_updates(self, operations: Iterable[Any]) -> Iterable[Any]:
         """

@@ -774,7 +774,14 @@ def alter_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
             )
             table.schema_version += 1
         engine.log_ddl(
-            xact, db, table, "alter_column", (old.name,), raw.text, lambda: _restore_table(table, state)
+            xact,
+            db,
+            table,
+            "alter_column",
+            (old.name,),
+            raw.text,
+            lambda: _restore_table(table, state),
+            column_types=(new_type,),
         )
         _fire(session, "after", "alter_column", db, table, "", "", (old.name,), raw.text)
         yield _done()

@@ -112,6 +112,27 @@ def test_get_ddl_history_reports_an_added_column_once_the_capture_job_has_read_i
     ]
 
 
+def test_a_captured_column_type_change_reaches_the_change_table_and_sets_required_column_update(orders):
+    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
+    widen = "ALTER TABLE dbo.orders ALTER COLUMN amount bigint NULL"
+    orders.execute(widen).close()
+    orders.execute("INSERT INTO dbo.orders VALUES (2, N'b', 5000000000)").close()
+    not_null = "ALTER TABLE dbo.orders ALTER COLUMN customer nvarchar(40) NOT NULL"
+    orders.execute(not_null).close()
+    orders.capture()
+    history = [(r[3], r[4].strip()) for r in orders.rows(DDL_HISTORY)]
+    # only the data type change needed the change table's column altered
+    assert sorted(history, key=lambda r: r[1]) == [(True, widen), (False, not_null)]
+    assert orders.rows(
+        "SELECT column_name, column_type FROM cdc.captured_columns ORDER BY column_ordinal"
+    ) == [("id", "int"), ("customer", "nvarchar"), ("amount", "bigint")]
+    assert orders.rows(
+        "SELECT t.name, c.max_length FROM sys.columns AS c JOIN sys.types AS t ON t.user_type_id = c.user_type_id "
+        "WHERE c.object_id = OBJECT_ID(N'cdc.dbo_orders_CT') AND c.name = N'amount'"
+    ) == [("bigint", 8)]
+    assert _all_changes(orders, "dbo_orders", "id, amount") == [(1, 10), (2, 5000000000)]
+
+
 def test_truncate_of_a_tracked_table_fails_with_4711(orders):
     with pytest.raises(pyodbc.Error) as excinfo:
         orders.execute("TRUNCATE TABLE dbo.orders")
