@@ -188,9 +188,11 @@ class CdcDatabase:
         Run one log scan cycle: read committed transactions after the last one processed.
 
         Changes to tracked tables become change-table rows with the transaction's commit LSN,
-        and a ``cdc.lsn_time_mapping`` row is written per transaction that produced any. When a
-        scan writes no such row, a quiet-period row (``tran_id`` 0x00) records how far the log
-        was processed, provided the log or the server clock moved since the last mapping row.
+        and a ``cdc.lsn_time_mapping`` row is written per transaction that produced any. A
+        quiet-period row (``tran_id`` 0x00) then records how far the log was processed ("periods
+        of low or no change activity"): after a scan that read transactions past its last mapping
+        row (changes to untracked tables, DDL, ...), and after a scan that wrote no mapping row when
+        the log or the server clock moved since the last one.
 
         :param max_transactions: stop after this many transactions (the job's ``maxtrans``).
         """
@@ -213,7 +215,8 @@ class CdcDatabase:
                 session.tran_count += 1
                 session.last_commit_lsn = xact.commit_lsn
                 session.last_commit_time = datetime_value(xact.commit_time_ticks)
-            if not wrote_mapping:
+            last = self.mapping.last_row()
+            if not wrote_mapping or (last is not None and self.processed_lsn > last.start_lsn):
                 self._write_quiet_period_row(session)
             # As in SQL Server, the log can be truncated up to what the capture process has read.
             truncate = getattr(log, "truncate_before", None)

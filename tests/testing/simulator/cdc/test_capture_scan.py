@@ -171,6 +171,26 @@ def test_quiet_period_rows_advance_only_when_log_or_clock_moves(h):
     assert second.start_lsn > first and second.tran_end_time == T0 + dt.timedelta(seconds=2)
 
 
+def test_a_scan_reading_past_its_last_change_writes_one_quiet_period_row(h):
+    h.enable()
+    h.state.scan()
+    tracked = h.commit(("insert", None, (1, "a", 1)))
+    h.clock.advance(1)
+    untracked = h.commit(("insert", None, (1, "x", 1)), table_id=999)
+    h.state.scan()
+    rows = h.state.mapping.rows()
+    assert rows[-2].start_lsn == tracked.commit_lsn and rows[-2].tran_id != QUIET_PERIOD_TRAN_ID
+    assert rows[-1].tran_id == QUIET_PERIOD_TRAN_ID
+    assert rows[-1].start_lsn > untracked.commit_lsn
+    assert rows[-1].tran_end_time == T0 + dt.timedelta(seconds=1)
+    h.state.scan()
+    assert h.state.mapping.rows() == rows  # frozen clock, no log activity: nothing new
+    # a scan whose last transaction has changes ends at that transaction's own row
+    last = h.commit(("insert", None, (2, "b", 2)))
+    h.state.scan()
+    assert h.state.mapping.max_lsn() == last.commit_lsn
+
+
 def test_untracked_transactions_move_the_high_water_mark(h):
     h.enable()
     h.state.scan()

@@ -129,6 +129,27 @@ def test_quiet_period_rows_advance_the_high_water_mark_and_its_time(items):
     assert items.scalar("SELECT tran_id FROM cdc.lsn_time_mapping WHERE start_lsn = ?", second) == b"\x00"
 
 
+def test_one_scan_records_how_far_it_read_past_its_last_change(items):
+    # cdc.lsn_time_mapping: "Entries may also be logged for which there are no change tables entries.
+    # This allows the table to record the completion of LSN processing in periods of low or no change
+    # activity." A scan with one change followed by untracked work records the completion past that work.
+    items.execute("CREATE TABLE dbo.audit (id int NOT NULL PRIMARY KEY)").close()
+    items.execute("INSERT INTO dbo.items (id, name) VALUES (1, N'a')").close()
+    time.sleep(0.05)  # keep the next commit off the change's datetime tick (1/300 s)
+    items.execute("INSERT INTO dbo.audit VALUES (1)").close()
+    after_untracked = items.scalar("SELECT GETDATE()")
+    items.capture()
+    change = lsn(_ct_rows(items)[0][0])
+    high = lsn(items.scalar("SELECT sys.fn_cdc_get_max_lsn()"))
+    assert high > change
+    assert items.scalar("SELECT tran_id FROM cdc.lsn_time_mapping WHERE start_lsn = ?", high) == b"\x00"
+    # the window ending after the untracked commit is known to be complete
+    reached = items.scalar(
+        "SELECT sys.fn_cdc_map_time_to_lsn('smallest greater than or equal', ?)", after_untracked
+    )
+    assert lsn(reached) == high
+
+
 def _wait_for(predicate, timeout: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
