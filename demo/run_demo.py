@@ -47,16 +47,13 @@ def log(message: str) -> None:
 
 
 def iceberg_runtime_jar() -> str:
-    """The Iceberg Spark runtime jar of the dev extra (snowpark-connect-deps-iceberg)."""
-    import importlib.util
+    """The Iceberg Spark runtime jar of the dev extra, or exit with what to install."""
+    from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar as runtime_jar
 
-    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
-    if spec is None or spec.origin is None:
-        raise SystemExit("snowpark-connect-deps-iceberg is not installed: run `make venv` (dev extra)")
-    jars = sorted(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_2.12-*.jar"))
-    if not jars:
-        raise SystemExit("the Iceberg Spark runtime jar is missing from snowpark-connect-deps-iceberg")
-    return str(jars[0])
+    try:
+        return runtime_jar()
+    except FileNotFoundError as err:
+        raise SystemExit(str(err)) from None
 
 
 def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
@@ -237,14 +234,10 @@ def windows_summary(staging: Path, capture_instance: str) -> dict[str, int]:
 @contextlib.contextmanager
 def spark_session(settings: Any) -> Iterator[Any]:
     """A local Spark session with the DAG's Iceberg catalog, to read the targets."""
-    from pyspark.sql import SparkSession
+    from airflow_provider_sqlserver_cdc.testing.local_iceberg import local_spark_session
 
-    builder = SparkSession.builder.master("local[2]").appName("sqlserver-cdc-demo-check")
-    builder = builder.config("spark.jars", iceberg_runtime_jar()).config("spark.driver.memory", "1g")
-    for key, value in settings.spark_conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    # The DAG's own settings (catalog, warehouse, shuffle partitions): the demo reads what it wrote.
+    session = local_spark_session(settings.spark_conf, app_name="sqlserver-cdc-demo-check")
     try:
         yield session
     finally:

@@ -10,7 +10,6 @@ pipeline is mocked.
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"
@@ -28,15 +28,6 @@ WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
 CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
 NAMESPACE = "lake.cdc"
 SERVER_TIME_ZONE = "Asia/Kolkata"  # +05:30: windows must be converted from server local time
-
-
-def iceberg_runtime_jar() -> str:
-    """The Iceberg Spark runtime jar shipped by the dev extra."""
-    spec = importlib.util.find_spec("snowpark_connect_deps_iceberg")
-    assert spec is not None and spec.origin is not None, (
-        "install the dev extra (snowpark-connect-deps-iceberg)"
-    )
-    return str(next(Path(spec.origin).parent.glob("jars/iceberg-spark-runtime-3.5_2.12-*.jar")))
 
 
 @dataclass

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 
-from cdc_pipeline_harness import iceberg_runtime_jar
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="module")
@@ -23,24 +22,11 @@ def target_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def spark_reader(target_warehouse: Path) -> Iterator[object]:
     """A local Spark session with the DAG's Iceberg catalog ``lake`` on the set-up's warehouse."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("sqlserver-cdc-e2e-check")
-        .config("spark.jars", iceberg_runtime_jar())
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "768m")
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-        .config("spark.sql.catalog.lake.type", "hadoop")
-        .config("spark.sql.catalog.lake.warehouse", str(target_warehouse / "warehouse"))
-        .config("spark.sql.catalog.lake.cache-enabled", "false")
-        .getOrCreate()
+    # The DAG runs commit from other processes: no cached table metadata.
+    conf = iceberg_spark_conf(target_warehouse / "warehouse", cache_enabled=False)
+    session = local_spark_session(
+        conf, master="local[1]", app_name="sqlserver-cdc-e2e-check", driver_memory="768m"
     )
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 

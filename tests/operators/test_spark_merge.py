@@ -17,12 +17,13 @@ import pytest
 
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator, merge_job_arguments
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
 SPARK_TESTS = Path(__file__).resolve().parents[1] / "spark"
 
 
 def load(name: str) -> ModuleType:
-    """Import a helper module of tests/spark (window builder, Spark settings) by path."""
+    """Import a helper module of tests/spark (the window builder) by path."""
     spec = importlib.util.spec_from_file_location(f"cdc_spark_tests_{name}", SPARK_TESTS / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -161,7 +162,6 @@ def current_snapshot_summary(table_dir: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: Path) -> None:
     window_builder = load("window_builder")
-    spark_settings = load("conftest")
     log = window_builder.ChangeLog()
     base = tmp_path / "windows"
     first = window_builder.write_window(
@@ -193,8 +193,8 @@ def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: 
     dag_file = dags / "sqlserver_cdc_merge_test.py"
     dag_file.write_text(
         textwrap.dedent(DAG_FILE).format(
-            jar=spark_settings.iceberg_runtime_jar(),
-            conf=spark_settings.iceberg_spark_conf(warehouse),
+            jar=iceberg_runtime_jar(),
+            conf=iceberg_spark_conf(warehouse),
             first=first,
             second=second,
         )

@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.resources
-import logging
-import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ICEBERG_RUNTIME_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-
-
-def iceberg_runtime_jar() -> str:
-    """Return the path of the Iceberg Spark runtime jar shipped by the dev extra's wheel."""
-    return str(importlib.resources.files("snowpark_connect_deps_iceberg") / "jars" / ICEBERG_RUNTIME_JAR)
-
-
-def iceberg_spark_conf(warehouse: Path | str, catalog: str = "lake") -> dict[str, str]:
-    """Return the Spark settings for Iceberg's SQL extensions and a Hadoop catalog on ``warehouse``."""
-    return {
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkCatalog",
-        f"spark.sql.catalog.{catalog}.type": "hadoop",
-        f"spark.sql.catalog.{catalog}.warehouse": str(warehouse),
-    }
+# Re-exported: tests/snapshot and tests/operators load this module by path for these two.
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar as iceberg_runtime_jar
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 
 
 @pytest.fixture(scope="session")
@@ -38,22 +21,6 @@ def spark_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(spark_warehouse: Path) -> Iterator[object]:
     """One local[2] SparkSession with Iceberg for the whole test session."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("sqlserver-cdc-tests")
-        .config("spark.jars", iceberg_runtime_jar())
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-    )
-    for key, value in iceberg_spark_conf(spark_warehouse).items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_spark_session(iceberg_spark_conf(spark_warehouse), app_name="sqlserver-cdc-tests")
     yield session
-    # py4j logs at INFO while closing, after pytest has closed its captured streams.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     session.stop()
