@@ -337,9 +337,13 @@ class SampleDatabase:
         supports_net_changes: bool = True,
         drop_existing: bool = True,
         tables: Sequence[SampleTable] = SAMPLE_TABLES,
+        allow_snapshot_isolation: bool = True,
     ) -> SampleDatabase:
         """
         Create the database and its tables and enable CDC on them; leave the connection in it.
+
+        The database allows SNAPSHOT isolation (``ALLOW_SNAPSHOT_ISOLATION ON``) unless asked not to:
+        the initial load's default consistent-point method needs it.
 
         :param conn: a pyodbc connection (autocommit on or off; the DDL is committed).
         :param database: name of the database to create.
@@ -348,6 +352,8 @@ class SampleDatabase:
         :param supports_net_changes: ``@supports_net_changes`` for each table.
         :param drop_existing: drop a database of that name first.
         :param tables: the tables to create (default: all sample tables).
+        :param allow_snapshot_isolation: set ``ALLOW_SNAPSHOT_ISOLATION ON`` (False leaves it OFF, to
+            test what happens without it).
         """
         quoted = "[" + database.replace("]", "]]") + "]"
         autocommit = conn.autocommit
@@ -358,6 +364,8 @@ class SampleDatabase:
             if drop_existing and cursor.execute("SELECT DB_ID(?)", database).fetchone()[0] is not None:
                 cursor.execute(f"DROP DATABASE {quoted}")
             cursor.execute(f"CREATE DATABASE {quoted}")
+            if allow_snapshot_isolation:
+                cursor.execute(f"ALTER DATABASE {quoted} SET ALLOW_SNAPSHOT_ISOLATION ON")
             cursor.execute(f"USE {quoted}")
             for table in tables:
                 cursor.execute(table.create_statement())

@@ -75,6 +75,27 @@ def test_sample_database_has_every_table_tracked_with_its_types(conn, sample):
     assert len(types) == len(SAMPLE_TABLES[3].columns)
 
 
+def test_sample_database_allows_snapshot_isolation(sqlserver_simulator, sample):
+    reader = pyodbc.connect(sqlserver_simulator.odbc_connection_string(sample.database), autocommit=False)
+    cursor = reader.cursor()
+    state = cursor.execute(
+        "SELECT snapshot_isolation_state FROM sys.databases WHERE name = ?", sample.database
+    ).fetchone()[0]
+    assert state == 1
+    cursor.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    assert cursor.execute("SELECT COUNT(*) FROM dbo.customers").fetchone()[0] == 0  # error 3952 if OFF
+    reader.rollback()
+    reader.close()
+
+
+def test_sample_database_can_leave_snapshot_isolation_off(conn):
+    sample = SampleDatabase.create(
+        conn, database="wl_no_snapshot", enable_cdc=False, allow_snapshot_isolation=False
+    )
+    state = conn.execute("SELECT snapshot_isolation_state FROM sys.databases WHERE name = ?", sample.database)
+    assert state.fetchone()[0] == 0
+
+
 def test_workload_model_matches_the_tables(conn, sample):
     workload = Workload(seed=11)
     for table in SAMPLE_TABLES:
