@@ -224,6 +224,20 @@ def test_drop_user_leaves_its_roles_so_they_can_be_dropped(connect: Any) -> None
     assert _number(err.value) == 15151
 
 
+@pytest.mark.parametrize(
+    ("sql", "message"), [("DROP ROLE db_owner", "role 'db_owner'"), ("DROP USER dbo", "user 'dbo'")]
+)
+def test_fixed_principals_cannot_be_dropped(connect: Any, sql: str, message: str) -> None:
+    cur = connect().cursor()
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute(sql)
+    assert _number(err.value) == 15150
+    assert f"Cannot drop the {message}." in str(err.value)
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('db_owner', 'dbo')") == [
+        (2,)
+    ]
+
+
 def test_alter_table_add_and_drop_column(shop: Any) -> None:
     shop.execute("ALTER TABLE sales.orders ADD note nvarchar(20) NULL, qty int NOT NULL DEFAULT 1")
     assert _rows(shop, "SELECT order_id, note, qty FROM sales.orders WHERE order_id = 2") == [(2, None, 1)]

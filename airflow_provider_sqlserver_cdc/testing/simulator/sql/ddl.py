@@ -1334,6 +1334,24 @@ def _alter_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
     yield _done()
 
 
+#: principals every database has, which DROP USER / DROP ROLE refuse (error 15150)
+_FIXED_PRINCIPALS = frozenset(
+    {
+        "dbo",
+        "public",
+        "db_owner",
+        "db_accessadmin",
+        "db_securityadmin",
+        "db_ddladmin",
+        "db_backupoperator",
+        "db_datareader",
+        "db_datawriter",
+        "db_denydatareader",
+        "db_denydatawriter",
+    }
+)
+
+
 def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) -> Iterator[Any]:
     if c.word() == "IF":
         c.take()
@@ -1371,6 +1389,8 @@ def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) 
             1,
             f"Cannot drop the {kind.lower()} '{name}', because it does not exist or you do not have permission.",
         )
+    if key in _FIXED_PRINCIPALS:
+        raise SqlError(15150, 16, 1, f"Cannot drop the {kind.lower()} '{p.name}'.")
     if p.type == "R" and any(m in db.principals for m in p.members):
         raise SqlError(15144, 16, 1, "The role has members. It must be empty before it can be dropped.")
     xact = session.write_xact()
