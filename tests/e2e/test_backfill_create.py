@@ -1,0 +1,212 @@
+"""
+``airflow backfill create`` over intervals that already ran extracts exactly the same changes and
+changes nothing downstream.
+
+Real pieces only: an Airflow 3 deployment of its own (metadata DB, dag-processor, scheduler with
+the LocalExecutor, execution API server; tests/e2e/airflow_deployment.py) runs the example DAG
+``dags/sqlserver_cdc_to_iceberg.py`` against the simulator over TDS (pyodbc + FreeTDS), and the
+merge is spark-submit of the provider's job into Iceberg. The test controls the server clock and
+the capture job, and creates each interval's scheduled run the way the scheduler does when the
+interval closes (create_scheduled_run.py; the scheduler cannot be made to wait minutes of wall
+clock here). The backfill is the real CLI, executed by the real scheduler.
+
+Story: interval 0 runs first (snapshot of every table); intervals 1 and 2 get random changes and
+run as scheduled runs (the merge commits them). Then ``airflow backfill create --reprocess-behavior
+completed`` over intervals 1..2 clears those runs and the scheduler runs them again. Every
+extract window (XCom, manifest, Parquet rows) is identical to the first run's, no Iceberg table
+gets a new snapshot, and no watermark moves.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from airflow_deployment import AirflowDeployment, db_time
+from cdc_pipeline_harness import (
+    CAPTURE_INSTANCES,
+    INTERVAL_DAG,
+    SERVER_TIME_ZONE,
+    PipelineHarness,
+    create_sample_source,
+)
+
+from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+from airflow_provider_sqlserver_cdc.testing.workload import Workload
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SEED = 20261123
+INITIAL_ROWS = 30
+TRANSACTIONS_PER_INTERVAL = 40
+MINUTE = dt.timedelta(minutes=1)
+BACKFILLED = (1, 2)
+RUN_TIMEOUT = 240
+
+
+def window_contents(xcom: dict[str, Any]) -> tuple[dict[str, Any], pa.Table | None]:
+    """One extract window as written: its manifest and its Parquet rows (None when empty)."""
+    window = Path(xcom["window_uri"])
+    manifest = json.loads(Path(xcom["manifest_uri"]).read_text())
+    if not manifest["files"]:
+        return manifest, None
+    return manifest, pa.concat_tables(pq.read_table(window / f["path"]) for f in manifest["files"])
+
+
+def record(deployment: AirflowDeployment, harness: PipelineHarness, run_ids: list[str], fernet: str) -> dict:
+    """What the runs left behind: windows, task tries, Iceberg snapshots, watermarks."""
+    runs = {}
+    for run_id in run_ids:
+        extracts = deployment.xcoms(INTERVAL_DAG, run_id, "extract")
+        runs[run_id] = {
+            "xcoms": extracts,
+            "windows": {i: window_contents(x) for i, x in extracts.items()},
+            "tries": {
+                (ti["task_id"], ti["map_index"]): ti["try_number"]
+                for ti in deployment.task_instances(INTERVAL_DAG, run_id)
+            },
+        }
+    watermarks = {}
+    for name in CAPTURE_INSTANCES:
+        key = watermark_key(harness.conn_id, harness.database, name)
+        raw = deployment.variable(key, fernet)
+        watermarks[name] = None if raw is None else Watermark.from_json(raw, key=key).lsn
+    return {
+        "runs": runs,
+        "snapshots": harness.target_snapshot_ids(),
+        "metadata_versions": {
+            name: (harness.warehouse / "cdc" / name / "metadata" / "version-hint.text").read_text().strip()
+            for name in CAPTURE_INSTANCES
+        },
+        "watermarks": watermarks,
+    }
+
+
+def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
+    sqlserver_simulator, shared_fernet_key: str, target_warehouse: Path
+) -> None:
+    harness = PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"bf_{uuid.uuid4().hex[:8]}")
+    sqlserver_simulator.clock.set_timezone(SERVER_TIME_ZONE)
+    t0 = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=6)).replace(second=0, microsecond=0)
+
+    def start(k: int) -> dt.datetime:
+        return t0 + k * MINUTE
+
+    def write_interval(k: int) -> None:
+        harness.set_server_time(start(k) + dt.timedelta(seconds=1))
+        stats = workload.run(conn, TRANSACTIONS_PER_INTERVAL)
+        assert stats.transactions > 0 and stats.key_updates + stats.deletes > 0, stats
+
+    def close_interval(k: int) -> None:
+        harness.set_server_time(start(k + 1) + dt.timedelta(seconds=1))
+        harness.capture()
+
+    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
+    workload = Workload(seed=SEED)
+    conn = create_sample_source(harness, workload, INITIAL_ROWS)
+    deployment = AirflowDeployment(target_warehouse / "airflow", harness.env)
+
+    def run_scheduled(intervals: tuple[int, ...], what: str) -> list[str]:
+        run_ids = [deployment.create_scheduled_run(INTERVAL_DAG, start(k)) for k in intervals]
+        finished = deployment.wait_for_runs(INTERVAL_DAG, run_ids, RUN_TIMEOUT)
+        for k, run_id in zip(intervals, run_ids, strict=True):
+            run = finished[run_id]
+            assert run["state"] == "success", f"{what}: {run_id} {run['state']}\n{deployment.diagnostics()}"
+            assert (run["data_interval_start"], run["data_interval_end"]) == (
+                db_time(start(k)),
+                db_time(start(k + 1)),
+            )
+        return run_ids
+
+    with deployment.running():
+        deployment.wait_for(lambda: deployment.dag_is_parsed(INTERVAL_DAG), "the DAG to be parsed", 90)
+
+        # Interval 0: the first run snapshots every table.
+        write_interval(0)
+        close_interval(0)
+        run_scheduled((0,), "first run (snapshots)")
+        after_snapshot = harness.target_snapshot_ids()
+        assert all(after_snapshot.values()), after_snapshot
+
+        # Intervals 1 and 2: changes, captured, then their scheduled runs.
+        for k in BACKFILLED:
+            write_interval(k)
+        close_interval(BACKFILLED[-1])
+        normal_runs = run_scheduled(BACKFILLED, "scheduled runs")
+        before = record(deployment, harness, normal_runs, shared_fernet_key)
+        # The scheduled runs did real work: changes in every window, a merge commit on every table.
+        for run_id in normal_runs:
+            xcoms = before["runs"][run_id]["xcoms"]
+            assert sorted(x["capture_instance"] for x in xcoms.values()) == sorted(CAPTURE_INSTANCES)
+            assert all(x["kind"] == "changes" and x["mode"] == "interval" for x in xcoms.values())
+        assert sum(x["row_count"] for r in before["runs"].values() for x in r["xcoms"].values()) > 0
+        changed = [n for n in CAPTURE_INSTANCES if before["snapshots"][n] != after_snapshot[n]]
+        assert changed, "the scheduled runs were meant to merge changes into the targets"
+        assert all(before["watermarks"].values()), before["watermarks"]
+
+        # The backfill, as an operator types it.
+        backfill_started = dt.datetime.now(dt.UTC)
+        created = deployment.airflow(
+            "backfill",
+            "create",
+            "--dag-id",
+            INTERVAL_DAG,
+            "--from-date",
+            start(BACKFILLED[0]).isoformat(),
+            "--to-date",
+            start(BACKFILLED[-1]).isoformat(),
+            "--reprocess-behavior",
+            "completed",
+            "--max-active-runs",
+            "1",
+        )
+        assert created.returncode == 0, created.stdout + created.stderr
+        backfills = deployment.query("SELECT id FROM backfill WHERE dag_id = ?", INTERVAL_DAG)
+        assert len(backfills) == 1
+        backfill_id = backfills[0]["id"]
+        members = deployment.query(
+            "SELECT b.dag_run_id, b.exception_reason, r.run_id FROM backfill_dag_run b "
+            "JOIN dag_run r ON r.id = b.dag_run_id WHERE b.backfill_id = ? ORDER BY b.sort_ordinal",
+            backfill_id,
+        )
+        # reprocess-behavior completed: the backfill takes over the completed scheduled runs of
+        # exactly those intervals (same logical dates), rather than skipping them.
+        assert [(m["run_id"], m["exception_reason"]) for m in members] == [(r, None) for r in normal_runs]
+
+        finished = deployment.wait_for_runs(INTERVAL_DAG, normal_runs, RUN_TIMEOUT)
+        after = record(deployment, harness, normal_runs, shared_fernet_key)
+
+    for k, run_id in zip(BACKFILLED, normal_runs, strict=True):
+        run = finished[run_id]
+        assert run["state"] == "success", f"backfill of interval {k}: {run['state']}"
+        assert (run["run_type"], run["backfill_id"]) == ("backfill", backfill_id)
+        assert (run["data_interval_start"], run["data_interval_end"]) == (
+            db_time(start(k)),
+            db_time(start(k + 1)),
+        )
+        first, again = before["runs"][run_id], after["runs"][run_id]
+        # Every task ran once more under the backfill.
+        assert {t: n + 1 for t, n in first["tries"].items() if n} == {
+            t: n for t, n in again["tries"].items() if t in first["tries"] and first["tries"][t]
+        }
+        # The same windows: XCom (LSN bounds, counts, paths) and files.
+        assert again["xcoms"] == first["xcoms"], f"interval {k}"
+        for index, (manifest, rows) in first["windows"].items():
+            manifest_again, rows_again = again["windows"][index]
+            assert manifest_again["created_at"] > manifest["created_at"]
+            assert dt.datetime.fromisoformat(manifest_again["created_at"]) >= backfill_started
+            assert {**manifest_again, "created_at": None} == {**manifest, "created_at": None}
+            assert (rows is None) == (rows_again is None)
+            if rows is not None:
+                assert rows_again.equals(rows), f"interval {k}, {manifest['capture_instance']}: rows differ"
+    # Downstream nothing changed: no Iceberg commit, no watermark move.
+    assert after["snapshots"] == before["snapshots"]
+    assert after["metadata_versions"] == before["metadata_versions"]
+    assert after["watermarks"] == before["watermarks"]
+    conn.close()
