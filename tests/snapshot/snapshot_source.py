@@ -41,9 +41,9 @@ class SourceDb:
         self.simulator = simulator
         self.name = f"snap_{next(_names)}_{int(time.time() * 1000) % 100000}"
         self.admin = pyodbc.connect(simulator.odbc_connection_string(), autocommit=True)
-        self.sample = SampleDatabase.create(self.admin, database=self.name)
-        if snapshot_isolation:
-            self.execute(f"ALTER DATABASE [{self.name}] SET ALLOW_SNAPSHOT_ISOLATION ON")
+        self.sample = SampleDatabase.create(
+            self.admin, database=self.name, allow_snapshot_isolation=snapshot_isolation
+        )
         self.conn_id = f"snapsim{next(_names)}"
         parts = odbc_parts(simulator.odbc_connection_string())
         monkeypatch.setenv(
