@@ -220,10 +220,10 @@ class AirflowDeployment:
             return False
         return any(not r["is_paused"] and not r["is_stale"] for r in rows)
 
-    def create_scheduled_run(self, dag_id: str, interval_start: dt.datetime) -> str:
-        """Create the scheduled run of the interval starting at ``interval_start``; return its run id."""
+    def create_scheduled_runs(self, dag_id: str, interval_starts: list[dt.datetime]) -> list[str]:
+        """Create the scheduled runs of the intervals starting at ``interval_starts``; return their run ids."""
         completed = subprocess.run(
-            [sys.executable, str(CREATE_SCHEDULED_RUN), dag_id, interval_start.isoformat()],
+            [sys.executable, str(CREATE_SCHEDULED_RUN), dag_id, *(s.isoformat() for s in interval_starts)],
             env=self.env,
             cwd=self.home,
             capture_output=True,
@@ -231,10 +231,12 @@ class AirflowDeployment:
             timeout=120,
             check=False,
         )
-        for line in completed.stdout.splitlines():
-            if line.startswith("RUN_ID="):
-                return line.split("=", 1)[1]
-        raise DeploymentError(f"could not create the run:\n{completed.stdout}\n{completed.stderr}")
+        run_ids = [
+            line.split("=", 1)[1] for line in completed.stdout.splitlines() if line.startswith("RUN_ID=")
+        ]
+        if completed.returncode != 0 or len(run_ids) != len(interval_starts):
+            raise DeploymentError(f"could not create the runs:\n{completed.stdout}\n{completed.stderr}")
+        return run_ids
 
     def dag_runs(self, dag_id: str) -> dict[str, sqlite3.Row]:
         """Every run of ``dag_id`` by run id."""

@@ -1,7 +1,7 @@
-"""Create the scheduled DAG run of one data interval, as the scheduler does when the interval closes.
+"""Create the scheduled DAG runs of data intervals, as the scheduler does when an interval closes.
 
-Usage: ``python create_scheduled_run.py DAG_ID INTERVAL_START`` (ISO 8601, time zone included).
-Prints ``RUN_ID=<run id>``.
+Usage: ``python create_scheduled_run.py DAG_ID INTERVAL_START [INTERVAL_START ...]`` (ISO 8601,
+time zone included). Prints ``RUN_ID=<run id>`` per interval, in order.
 
 The scheduler itself only creates a scheduled run for the newest closed interval (the example
 DAG has ``catchup=False``) and at wall-clock time; a test cannot wait real minutes for it. This
@@ -21,9 +21,8 @@ import sys
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("dag_id")
-    parser.add_argument("interval_start")
+    parser.add_argument("interval_start", nargs="+")
     args = parser.parse_args()
-    start = dt.datetime.fromisoformat(args.interval_start)
 
     from airflow.models.serialized_dag import SerializedDagModel
     from airflow.utils.session import create_session
@@ -36,32 +35,36 @@ def main() -> int:
             print(f"DAG {args.dag_id} is not serialized yet (is the dag-processor running?)", file=sys.stderr)
             return 2
         dag = serialized.dag
-        infos = list(dag.iter_dagrun_infos_between(start, start))
-        if len(infos) != 1 or infos[0].logical_date != start:
-            print(
-                f"{start} does not start an interval of {args.dag_id}'s timetable: {infos}", file=sys.stderr
-            )
-            return 2
-        info = infos[0]
-        run = dag.create_dagrun(
-            run_id=dag.timetable.generate_run_id(
-                run_type=DagRunType.SCHEDULED,
-                run_after=info.run_after,
+        run_ids = []
+        for start in map(dt.datetime.fromisoformat, args.interval_start):
+            infos = list(dag.iter_dagrun_infos_between(start, start))
+            if len(infos) != 1 or infos[0].logical_date != start:
+                print(
+                    f"{start} does not start an interval of {args.dag_id}'s timetable: {infos}",
+                    file=sys.stderr,
+                )
+                return 2
+            info = infos[0]
+            run = dag.create_dagrun(
+                run_id=dag.timetable.generate_run_id(
+                    run_type=DagRunType.SCHEDULED,
+                    run_after=info.run_after,
+                    data_interval=info.data_interval,
+                    partition_key=info.partition_key,
+                ),
+                logical_date=info.logical_date,
                 data_interval=info.data_interval,
+                run_after=info.run_after,
+                run_type=DagRunType.SCHEDULED,
+                triggered_by=DagRunTriggeredByType.TIMETABLE,
+                state=DagRunState.QUEUED,
+                session=session,
                 partition_key=info.partition_key,
-            ),
-            logical_date=info.logical_date,
-            data_interval=info.data_interval,
-            run_after=info.run_after,
-            run_type=DagRunType.SCHEDULED,
-            triggered_by=DagRunTriggeredByType.TIMETABLE,
-            state=DagRunState.QUEUED,
-            session=session,
-            partition_key=info.partition_key,
-            partition_date=info.partition_date,
-        )
-        run_id = run.run_id
-    print(f"RUN_ID={run_id}", flush=True)
+                partition_date=info.partition_date,
+            )
+            run_ids.append(run.run_id)
+    for run_id in run_ids:
+        print(f"RUN_ID={run_id}", flush=True)
     return 0
 
 
