@@ -90,6 +90,8 @@ class AirflowDeployment:
             # The scheduler signs each task's token; the API server checks it: one shared secret.
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
             "AIRFLOW__SCHEDULER__USE_JOB_SCHEDULE": "False",
+            # The scheduler serves task logs on this port (default 8793): one per deployment.
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
         }
@@ -119,8 +121,8 @@ class AirflowDeployment:
             check=False,
         )
 
-    def start(self, timeout: float = 120) -> None:
-        """Migrate the DB, start the three components, and wait until the API answers and the DAGs are parsed."""
+    def start(self) -> None:
+        """Migrate the DB and start the three components (``wait_until_ready`` waits for them)."""
         migrated = self.airflow("db", "migrate")
         if migrated.returncode != 0:
             raise DeploymentError(f"airflow db migrate failed:\n{migrated.stdout}\n{migrated.stderr}")
@@ -131,7 +133,11 @@ class AirflowDeployment:
         )
         self._spawn("dag-processor", ["dag-processor"])
         self._spawn("scheduler", ["scheduler"])
+
+    def wait_until_ready(self, dag_id: str, timeout: float = 120) -> None:
+        """Wait until the execution API answers and the dag-processor has stored ``dag_id``, unpaused."""
         self.wait_for(self._api_is_up, "the execution API to answer", timeout)
+        self.wait_for(lambda: self.dag_is_parsed(dag_id), f"the dag-processor to store {dag_id}", timeout)
 
     def stop(self, grace: float = 30) -> None:
         """Stop the components (scheduler first): SIGTERM to each process group, SIGKILL after ``grace`` s."""
@@ -153,10 +159,10 @@ class AirflowDeployment:
                 os.killpg(process.pid, signal.SIGKILL)
 
     @contextlib.contextmanager
-    def running(self, timeout: float = 120) -> Iterator[AirflowDeployment]:
+    def running(self) -> Iterator[AirflowDeployment]:
         """Start the deployment for the ``with`` block and stop it afterwards, whatever happens."""
         try:
-            self.start(timeout)
+            self.start()
             yield self
         finally:
             self.stop()

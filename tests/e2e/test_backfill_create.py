@@ -110,12 +110,10 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
         harness.set_server_time(start(k + 1) + dt.timedelta(seconds=1))
         harness.capture()
 
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
-    workload = Workload(seed=SEED)
-    conn = create_sample_source(harness, workload, INITIAL_ROWS)
     # The DAG's table list, for this deployment only: the Variable <dag_id>__tables from the environment.
     tables = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(REPLICATED)}
     deployment = AirflowDeployment(target_warehouse / "airflow", {**harness.env, **tables})
+    workload = Workload(seed=SEED)
 
     def run_scheduled(intervals: tuple[int, ...], what: str) -> list[str]:
         run_ids = deployment.create_scheduled_runs(INTERVAL_DAG, [start(k) for k in intervals])
@@ -130,7 +128,10 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
         return run_ids
 
     with deployment.running():
-        deployment.wait_for(lambda: deployment.dag_is_parsed(INTERVAL_DAG), "the DAG to be parsed", 90)
+        # The source is created while the components start.
+        harness.set_server_time(start(0) - dt.timedelta(seconds=30))
+        conn = create_sample_source(harness, workload, INITIAL_ROWS)
+        deployment.wait_until_ready(INTERVAL_DAG)
 
         # Interval 0: the first run snapshots every table.
         write_interval(0)
@@ -189,7 +190,9 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
 
     for k, run_id in zip(BACKFILLED, normal_runs, strict=True):
         run = finished[run_id]
-        assert run["state"] == "success", f"backfill of interval {k}: {run['state']}"
+        assert run["state"] == "success", (
+            f"backfill of interval {k}: {run['state']}\n{deployment.diagnostics()}"
+        )
         assert (run["run_type"], run["backfill_id"]) == ("backfill", backfill_id)
         assert (run["data_interval_start"], run["data_interval_end"]) == (
             db_time(start(k)),
