@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import sqlite3
 import uuid
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,7 @@ from cdc_pipeline_harness import (
 from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.slow
 
 SEED = 20261123
 INITIAL_ROWS = 30
@@ -91,6 +93,7 @@ def record(deployment: AirflowDeployment, harness: PipelineHarness, run_ids: lis
     }
 
 
+@pytest.mark.spark
 def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
     sqlserver_simulator, shared_fernet_key: str, target_warehouse: Path
 ) -> None:
@@ -218,3 +221,59 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
     assert after["metadata_versions"] == before["metadata_versions"]
     assert after["watermarks"] == before["watermarks"]
     conn.close()
+
+
+def test_backfill_takes_over_a_manual_run_by_logical_date_and_keeps_its_interval(tmp_path: Path) -> None:
+    """
+    The pitfall docs/backfill.md warns about, on the installed Airflow: a backfill matches an
+    existing run by logical date only, and re-runs it with that run's own data interval. A manual
+    run triggered with ``--logical-date D`` covers the interval before its trigger time, so a
+    backfill over ``D`` re-runs that interval and no run covers the interval starting at ``D``.
+    Only the metadata DB and the CLI are needed (no run executes). Should a new Airflow match
+    runs by interval instead, this test fails: update docs/backfill.md then.
+    """
+    deployment = AirflowDeployment(
+        tmp_path / "airflow", {**os.environ, "SQLSERVER_CDC_SCHEDULE": "* * * * *"}
+    )
+    for command in (("db", "migrate"), ("dags", "reserialize")):
+        done = deployment.airflow(*command)
+        assert done.returncode == 0, done.stdout + done.stderr
+    logical_date = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=2)).replace(second=0, microsecond=0)
+    triggered = deployment.airflow(
+        "dags", "trigger", INTERVAL_DAG, "--logical-date", logical_date.isoformat()
+    )
+    assert triggered.returncode == 0, triggered.stdout + triggered.stderr
+    (manual,) = deployment.dag_runs(INTERVAL_DAG).values()
+    assert manual["run_type"] == "manual" and manual["logical_date"] == db_time(logical_date)
+    # Its interval is the last one before the trigger time, not the one starting at its logical date.
+    assert manual["data_interval_start"] > db_time(logical_date + dt.timedelta(hours=1))
+    manual_interval = (manual["data_interval_start"], manual["data_interval_end"])
+
+    # Stand-in for the run having finished (nothing executes it here): reprocess only takes over
+    # finished runs; a queued or running one is left alone as "in flight".
+    db = sqlite3.connect(deployment.db_path)
+    with db:
+        db.execute("UPDATE dag_run SET state = 'success' WHERE id = ?", (manual["id"],))
+    db.close()
+    created = deployment.airflow(
+        "backfill",
+        "create",
+        "--dag-id",
+        INTERVAL_DAG,
+        "--from-date",
+        logical_date.isoformat(),
+        "--to-date",
+        logical_date.isoformat(),
+        "--reprocess-behavior",
+        "completed",
+    )
+    assert created.returncode == 0, created.stdout + created.stderr
+    (member,) = deployment.query("SELECT dag_run_id, exception_reason FROM backfill_dag_run")
+    assert (member["dag_run_id"], member["exception_reason"]) == (manual["id"], None)
+    runs = deployment.dag_runs(INTERVAL_DAG)
+    assert len(runs) == 1
+    (taken_over,) = runs.values()
+    assert (taken_over["run_type"], taken_over["state"]) == ("backfill", "queued")
+    assert (taken_over["data_interval_start"], taken_over["data_interval_end"]) == manual_interval
+    wanted = (db_time(logical_date), db_time(logical_date + MINUTE))
+    assert wanted not in {(r["data_interval_start"], r["data_interval_end"]) for r in runs.values()}
