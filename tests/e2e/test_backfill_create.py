@@ -15,6 +15,9 @@ run as scheduled runs (the merge commits them). Then ``airflow backfill create -
 completed`` over intervals 1..2 clears those runs and the scheduler runs them again. Every
 extract window (XCom, manifest, Parquet rows) is identical to the first run's, no Iceberg table
 gets a new snapshot, and no watermark moves.
+
+A second, quick test pins the Airflow behaviour behind docs/backfill.md's warning: a backfill
+matches existing runs by logical date and re-runs them with their own data interval.
 """
 
 from __future__ import annotations
@@ -154,7 +157,7 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
             xcoms = before["runs"][run_id]["xcoms"]
             assert sorted(x["capture_instance"] for x in xcoms.values()) == sorted(REPLICATED)
             assert all(x["kind"] == "changes" and x["mode"] == "interval" for x in xcoms.values())
-        assert sum(x["row_count"] for r in before["runs"].values() for x in r["xcoms"].values()) > 0
+            assert all(x["row_count"] > 0 for x in xcoms.values()), xcoms
         unchanged = [n for n in REPLICATED if before["snapshots"][n] == after_snapshot[n]]
         assert not unchanged, f"the scheduled runs were meant to merge changes into {unchanged}"
         assert all(before["watermarks"].values()), before["watermarks"]
