@@ -8,17 +8,20 @@ before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read ta
 
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
 dev extra; one small untimed merge and rewrite run first (JVM warm-up), then every mode is measured
---rounds times (default 2; rewrite and merge of a round run back to back) and the best of each is
-reported, since the machine is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
+--rounds times (default 3; rewrite and merge of a round run back to back, after a JVM garbage
+collection; the order of the modes rotates from round to round). Each round prints wall time and the
+JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
+is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib.resources
 import json
+import os
 import shutil
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -29,8 +32,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_sqlserver_cdc.spark import merge_job
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 
-ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 SNAPSHOT_LSN = 0x1000
 CHANGES_PER_TRANSACTION = 1000
 COLUMNS = [
@@ -208,25 +211,32 @@ def snapshot_table(size: int, rng: np.random.Generator) -> pa.Table:
 
 
 def spark_session(warehouse: Path, shuffle_partitions: int):
-    from pyspark.sql import SparkSession
-
-    jar = str(importlib.resources.files("snowpark_connect_deps_iceberg") / "jars" / ICEBERG_JAR)
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sqlserver-cdc-merge-benchmark")
-        .config("spark.jars", jar)
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "6g")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-        .config("spark.sql.extensions", "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        .config("spark.sql.catalog.lake", "org.apache.iceberg.spark.SparkCatalog")
-        .config("spark.sql.catalog.lake.type", "hadoop")
-        .config("spark.sql.catalog.lake.warehouse", str(warehouse))
-        .getOrCreate()
+    return local_spark_session(
+        iceberg_spark_conf(warehouse),
+        app_name="sqlserver-cdc-merge-benchmark",
+        shuffle_partitions=shuffle_partitions,
+        driver_memory="6g",
     )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+
+
+class JvmClock:
+    """Wall time and the driver JVM's CPU time (local mode: the executors run in that JVM)."""
+
+    def __init__(self, spark) -> None:
+        self.jvm = spark.sparkContext._jvm
+        self.pid = self.jvm.java.lang.ProcessHandle.current().pid()
+        self.ticks = os.sysconf("SC_CLK_TCK")
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.ticks  # utime + stime
+
+    def measure(self, action) -> tuple[float, float]:
+        """Collect garbage first (so no step pays for the previous one's), then time ``action``."""
+        self.jvm.java.lang.System.gc()
+        cpu, started = self.cpu_seconds(), time.perf_counter()
+        action()
+        return time.perf_counter() - started, self.cpu_seconds() - cpu
 
 
 def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
@@ -258,21 +268,16 @@ def warm_up(spark, work: Path, rng: np.random.Generator) -> None:
         merge_job.run(spark, merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table}))
 
 
-def timed(action) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
-    parser.add_argument("--modes", default="copy-on-write,merge-on-read")
+    parser.add_argument("--modes", default="merge-on-read,copy-on-write")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=2, help="measure each mode this many times")
+    parser.add_argument("--rounds", type=int, default=3, help="measure each mode this many times")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     size, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
+    modes = args.modes.split(",")
     work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-"))
     rng = np.random.default_rng(6)
     try:
@@ -291,38 +296,46 @@ def main() -> None:
             f"windows written in {time.perf_counter() - started:.1f} s"
         )
         spark = spark_session(work / "warehouse", args.shuffle_partitions)
+        clock = JvmClock(spark)
         print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
         warm_up(spark, work, rng)
         print(
-            f"{'mode':<15} {'round':>5} {'rewrite s':>10} {'merge s':>10} {'merge/rewrite':>14} {'rows after':>12}"
+            f"{'mode':<15} {'round':>5} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
+            f"{'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} {'rows after':>12}"
         )
-        best: dict[str, tuple[float, float]] = {}
+        ratios: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
         for round_number in range(1, args.rounds + 1):
-            for mode in args.modes.split(","):
+            # Rotate the order of the modes: the first measurement of a round tends to be slower.
+            shift = (round_number - 1) % len(modes)
+            for mode in modes[shift:] + modes[:shift]:
                 table = f"lake.bench.orders_{mode.replace('-', '_')}_{round_number}"
                 load_baseline(spark, snapshot, table, mode)
-                rewrite = timed(
+                rewrite, rewrite_cpu = clock.measure(
                     lambda table=table: spark.sql(
                         f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
                     )
                 )
                 settings = merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table})
-                merge = timed(lambda settings=settings: merge_job.run(spark, settings))
+                merge, merge_cpu = clock.measure(lambda settings=settings: merge_job.run(spark, settings))
                 total = spark.table(table).count()
                 live = spark.table(table).where(f"NOT {merge_job.DELETED}").count()
                 expected_live = size + mix["inserts"] - mix["deletes"]
                 assert live == expected_live, (live, expected_live)
                 print(
-                    f"{mode:<15} {round_number:>5} {rewrite:>10.1f} {merge:>10.1f} {merge / rewrite:>13.2f}x "
-                    f"{total:>12,}",
+                    f"{mode:<15} {round_number:>5} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
+                    f"{rewrite_cpu:>13.1f} {merge_cpu:>11.1f} {merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}",
                     flush=True,
                 )
-                previous = best.get(mode, (float("inf"), float("inf")))
-                best[mode] = (min(previous[0], rewrite), min(previous[1], merge))
+                ratios[mode].append((merge / rewrite, merge_cpu / rewrite_cpu))
                 spark.sql(f"DROP TABLE {table}_rewrite PURGE")
-        for mode, (rewrite, merge) in best.items():
+                spark.sql(f"DROP TABLE {table} PURGE")
+        for mode, measured in ratios.items():
+            wall = sorted(r for r, _ in measured)
+            cpu = sorted(c for _, c in measured)
             print(
-                f"best of {args.rounds}: {mode:<15} rewrite {rewrite:.1f} s, merge {merge:.1f} s, {merge / rewrite:.2f}x"
+                f"{mode:<15} merge/rewrite over {len(measured)} rounds: wall median {statistics.median(wall):.2f}x "
+                f"(min {wall[0]:.2f}x, max {wall[-1]:.2f}x); JVM CPU median {statistics.median(cpu):.2f}x "
+                f"(min {cpu[0]:.2f}x, max {cpu[-1]:.2f}x)"
             )
         spark.stop()
     finally:
