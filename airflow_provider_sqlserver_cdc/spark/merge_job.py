@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
 
@@ -593,6 +593,9 @@ def read_window(spark: SparkSession, window: Window, table: str, check_count: bo
     for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
         if meta not in present:
             raise ManifestError(f"window {window.label}: column {meta} is missing from the Parquet files")
+    needed = before_image_needed(window, F.col(quote(present.get("__$update_mask", "__$update_mask"))))
+    if needed is not None and "__$update_mask" in present:
+        frame = frame.where(needed)
     selected += [
         F.col(quote("__$start_lsn")).alias(START_LSN),
         F.col(quote("__$seqval")).alias(SEQVAL),
@@ -600,6 +603,40 @@ def read_window(spark: SparkSession, window: Window, table: str, check_count: bo
         F.col(quote("__$commit_time")).cast("timestamp").alias(COMMIT_TIME),
     ]
     return frame.select(*selected)
+
+
+def key_ordinals(window: Window) -> list[int] | None:
+    """Return the update-mask bit positions (``ordinal``) of the window's key columns, or None if unknown."""
+    by_name = {c["name"].lower(): c.get("ordinal") for c in window.columns}
+    ordinals = [by_name.get(k.lower()) for k in window.key_columns]
+    if not all(isinstance(o, int) and o >= 1 for o in ordinals):
+        return None
+    return ordinals  # type: ignore[return-value]
+
+
+def before_image_needed(window: Window, update_mask: Column) -> Column | None:
+    """Return a condition that keeps every row except update before-images that cannot matter.
+
+    A before-image (operation 3) only decides the net effect when its update changed the key: then
+    it is the last word on the old key. When the update left the key alone, the after-image at the
+    same position (operation 4, sorting after it) always wins. SQL Server's ``__$update_mask`` has
+    the bit of every column the update changed (bit ``ordinal - 1``, counted from the last byte),
+    so before-images whose mask has no key column's bit set are dropped before the shuffle. Rows
+    without a mask, and windows whose manifest lacks key ordinals, are all kept.
+    """
+    from pyspark.sql import functions as F
+
+    ordinals = key_ordinals(window)
+    if window.kind != "changes" or ordinals is None:
+        return None
+    hex_mask = F.hex(update_mask)  # two hex digits per byte, ordinal 1 in the last byte
+    key_changed = F.lit(False)
+    for ordinal in ordinals:
+        byte_from_end, bit = divmod(ordinal - 1, 8)
+        byte = F.conv(F.substring(hex_mask, -2 * byte_from_end - 2, 2), 16, 10).cast("int")
+        # A mask too short to hold the bit (byte is NULL) counts as changed: keep the row.
+        key_changed = key_changed | F.coalesce(byte.bitwiseAND(1 << bit) != 0, F.lit(True))
+    return (F.col(quote("__$operation")) != 3) | update_mask.isNull() | key_changed
 
 
 def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:

@@ -593,6 +593,68 @@ def test_spark_net_effect_equals_the_python_rule(spark: Any) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize(
+    ("key_ordinals", "mask", "kept"),
+    [
+        ([1], "07", True),  # key bit set: the update may have changed the key
+        ([1], "06", False),  # only non-key columns changed
+        ([1], "0100", False),  # ordinal 9 changed, in the byte before the last
+        ([9], "0100", True),
+        ([10], "0200", True),
+        ([10], "0001", False),
+        ([1, 10], "0200", True),  # composite key: any key bit keeps it
+        ([10], "06", True),  # a mask too short for the key's bit is kept, to be safe
+        ([1], None, True),  # no mask: kept
+    ],
+)
+def test_before_image_filter_reads_the_update_mask_as_sql_server_lays_it_out(
+    spark: Any, key_ordinals: list[int], mask: str | None, kept: bool
+) -> None:
+    from pyspark.sql import functions as F
+
+    columns = tuple({"name": f"c{o}", "ordinal": o, "sql_type": "int"} for o in key_ordinals)
+    window = merge_job.Window(
+        uri="u", directory="d", kind="changes", capture_instance="dbo_t", from_lsn=merge_job.LSN_ZERO,
+        to_lsn=merge_job.LSN_ZERO, source={}, key_columns=tuple(c["name"] for c in columns), columns=columns,
+        files=(), row_count=0, document={},
+    )  # fmt: skip
+    frame = spark.createDataFrame(
+        [(3, None if mask is None else bytes.fromhex(mask)), (4, b"\x00"), (1, b"\x00")],
+        "`__$operation` INT, `__$update_mask` BINARY",
+    )
+    condition = merge_job.before_image_needed(window, F.col("`__$update_mask`"))
+    assert [r[0] for r in frame.where(condition).collect()] == ([3, 4, 1] if kept else [4, 1])
+
+
+@pytest.mark.spark
+def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    """SQL Server's update mask marks the columns an update changed; a before-image matters only for a key change."""
+    name_only, key_and_name = b"\x02", b"\x03"  # ordinals: id 1, name 2, amount 3
+    changes = [
+        Row(0x110, 0x11001, 2, {"id": 1, "name": "a", "amount": None}),
+        Row(0x110, 0x11002, 2, {"id": 2, "name": "b", "amount": None}),
+        Row(0x120, 0x12001, 3, {"id": 1, "name": "a", "amount": None}, update_mask=name_only),
+        Row(0x120, 0x12001, 4, {"id": 1, "name": "a2", "amount": None}, update_mask=name_only),
+        Row(0x130, 0x13001, 3, {"id": 2, "name": "b", "amount": None}, update_mask=key_and_name),
+        Row(0x130, 0x13001, 4, {"id": 7, "name": "b7", "amount": None}, update_mask=key_and_name),
+    ]
+    manifest = write_window(base, WindowSpec("dbo_orders", 0x100, 0x130, changes))
+    window = merge_job.read_manifest(spark, manifest)
+    read = merge_job.read_window(spark, window, f"{namespace}.dbo_orders")
+    positions = sorted((r.id, r._cdc_operation) for r in read.collect())
+    assert positions == [(1, 2), (1, 4), (2, 2), (2, 3), (7, 4)]  # only id 1's before-image is gone
+
+    run(spark, namespace, manifest)
+    assert contents(spark, f"{namespace}.dbo_orders") == {
+        1: (False, "a2", None),
+        2: (True, "b", None),  # the key change's before-image still deletes the old key
+        7: (False, "b7", None),
+    }
+
+
+@pytest.mark.spark
 def test_window_written_by_the_extraction_writer_merges(spark: Any, tmp_path: Path, namespace: str) -> None:
     """Contract check: a window made by the real Parquet writer and manifest code of the extraction."""
     import pyarrow.fs as pafs

@@ -69,6 +69,7 @@ class Row:
     operation: int
     values: dict[str, Any]
     commit_time: dt.datetime | None = None
+    update_mask: bytes | None = None  # None: every captured column's bit set
 
 
 @dataclass
@@ -138,12 +139,17 @@ def write_window(base: Path | str, spec: WindowSpec) -> str:
     return str(directory / "_manifest.json")
 
 
+def full_mask(column_count: int) -> bytes:
+    """The update mask with the bits of ``column_count`` captured columns set (SQL Server's layout)."""
+    return ((1 << column_count) - 1).to_bytes(max(1, (column_count + 7) // 8), "big")
+
+
 def _table(rows: Sequence[Row], columns: Sequence[Column], schema: pa.Schema) -> pa.Table:
     data: dict[str, list[Any]] = {
         "__$start_lsn": [lsn(r.start_lsn) for r in rows],
         "__$seqval": [lsn(r.seqval) for r in rows],
         "__$operation": [r.operation for r in rows],
-        "__$update_mask": [b"\x07" for _ in rows],
+        "__$update_mask": [full_mask(len(columns)) if r.update_mask is None else r.update_mask for r in rows],
         "__$commit_time": [r.commit_time or EPOCH + dt.timedelta(seconds=r.start_lsn % 3600) for r in rows],
     }
     for column in columns:
