@@ -176,7 +176,9 @@ def change_table(size: int, changes: int, rng: np.random.Generator) -> tuple[pa.
             "__$start_lsn": lsn_bytes(all_start),
             "__$seqval": lsn_bytes(all_seq),
             "__$operation": pa.array(all_ops, pa.int32()),
-            "__$update_mask": pa.array([b"\x3f"] * len(all_ids), pa.binary()),
+            # As SQL Server sets it: every column for inserts and deletes; for updates the columns
+            # they changed (name, status, amount, updated_at: ordinals 3-6), never the key.
+            "__$update_mask": pa.array(np.where(all_ops >= 3, b"\x3c", b"\x3f"), pa.binary()),
             "__$commit_time": pa.array(
                 np.datetime64("2026-01-02T00:00:00") + (all_start - SNAPSHOT_LSN).astype("timedelta64[ms]"),
                 pa.timestamp("us", tz="UTC"),
