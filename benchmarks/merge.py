@@ -7,7 +7,7 @@ before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read ta
 * merge:   ``merge_job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
 
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
-dev extra; one small untimed merge and rewrite run first (JVM warm-up), then every mode is measured
+dev extra; one full-size round runs first and is not counted (JIT warm-up), then every mode is measured
 --rounds times (default 3; rewrite and merge of a round run back to back, after a JVM garbage
 collection; the order of the modes rotates from round to round). Each round prints wall time and the
 JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
@@ -256,26 +256,18 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
     frame.writeTo(table).append()
 
 
-def warm_up(spark, work: Path, rng: np.random.Generator) -> None:
-    """Run one small rewrite and merge first, so that JVM warm-up is not billed to the first mode timed."""
-    snapshot = write_window(
-        work / "warm-up", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(20_000, rng)
-    )
-    changes, _ = change_table(20_000, 4_000, rng)
-    window = write_window(work / "warm-up", "changes", SNAPSHOT_LSN + 1, last_start_lsn(changes), changes)
-    for mode in ("copy-on-write", "merge-on-read"):
-        table = f"lake.warm_up.orders_{mode.replace('-', '_')}"
-        load_baseline(spark, snapshot, table, mode)
-        spark.sql(f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}")
-        merge_job.run(spark, merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table}))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
     parser.add_argument("--modes", default="merge-on-read,copy-on-write")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="measure each mode this many times")
+    parser.add_argument(
+        "--warm-up-rounds",
+        type=int,
+        default=1,
+        help="full-size rounds run first and not counted (JIT warm-up)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
     size, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
@@ -300,17 +292,17 @@ def main() -> None:
         spark = spark_session(work / "warehouse", args.shuffle_partitions)
         clock = JvmClock(spark)
         print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
-        warm_up(spark, work, rng)
         print(
-            f"{'mode':<15} {'round':>5} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
+            f"{'mode':<15} {'round':>7} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
             f"{'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} {'rows after':>12}"
         )
         ratios: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
-        for round_number in range(1, args.rounds + 1):
+        for round_number in range(1 - args.warm_up_rounds, args.rounds + 1):
             # Rotate the order of the modes: the first measurement of a round tends to be slower.
             shift = (round_number - 1) % len(modes)
+            label = str(round_number) if round_number > 0 else "warm-up"
             for mode in modes[shift:] + modes[:shift]:
-                table = f"lake.bench.orders_{mode.replace('-', '_')}_{round_number}"
+                table = f"lake.bench.orders_{mode.replace('-', '_')}_{round_number + args.warm_up_rounds}"
                 load_baseline(spark, snapshot, table, mode)
                 rewrite, rewrite_cpu = clock.measure(
                     lambda table=table: spark.sql(
@@ -324,11 +316,12 @@ def main() -> None:
                 expected_live = size + mix["inserts"] - mix["deletes"]
                 assert live == expected_live, (live, expected_live)
                 print(
-                    f"{mode:<15} {round_number:>5} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
+                    f"{mode:<15} {label:>7} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
                     f"{rewrite_cpu:>13.1f} {merge_cpu:>11.1f} {merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}",
                     flush=True,
                 )
-                ratios[mode].append((merge / rewrite, merge_cpu / rewrite_cpu))
+                if round_number > 0:
+                    ratios[mode].append((merge / rewrite, merge_cpu / rewrite_cpu))
                 spark.sql(f"DROP TABLE {table}_rewrite PURGE")
                 spark.sql(f"DROP TABLE {table} PURGE")
         for mode, measured in ratios.items():
