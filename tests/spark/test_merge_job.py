@@ -627,6 +627,19 @@ def test_before_image_filter_reads_the_update_mask_as_sql_server_lays_it_out(
 
 
 @pytest.mark.spark
+def test_net_effect_sorts_the_changes_once(spark: Any) -> None:
+    """After configure_session, the net effect has no partial window-group limit (an extra full sort)."""
+    merge_job.configure_session(spark)
+    frame = spark.createDataFrame(
+        [(1, b"\x01", b"\x01", 2, None)],
+        "id INT, _cdc_start_lsn BINARY, _cdc_seqval BINARY, _cdc_operation INT, _cdc_commit_time TIMESTAMP",
+    )
+    plan = merge_job.net_effect_frame(frame, ["id"])._jdf.queryExecution().executedPlan().toString()
+    assert "WindowGroupLimit" not in plan
+    assert plan.count("Sort [") == 1, plan
+
+
+@pytest.mark.spark
 def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged(
     spark: Any, base: Path, namespace: str
 ) -> None:
