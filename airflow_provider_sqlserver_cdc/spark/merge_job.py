@@ -896,11 +896,24 @@ def _newer(left: str, right: str) -> str:
 
 
 def merge_sql(
-    table: str, source_view: str, columns: Sequence[str], key_columns: Sequence[str], hard: bool
+    table: str,
+    source_view: str,
+    columns: Sequence[str],
+    key_columns: Sequence[str],
+    hard: bool,
+    key_range: tuple[str, int, int] | None = None,
 ) -> str:
-    """Return the MERGE INTO statement that applies net-effect rows newer than the target's rows."""
+    """Return the MERGE INTO statement that applies net-effect rows newer than the target's rows.
+
+    :param key_range: ``(key column, lowest, highest)`` of the source's keys: the target rows outside
+        it cannot match, and saying so lets Spark filter the target scan (and Iceberg skip data
+        files by their column bounds) before the join.
+    """
     keys = {k.lower() for k in key_columns}
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
+    if key_range is not None:
+        name, lowest, highest = key_range
+        on += f" AND t.{quote(name)} BETWEEN {int(lowest)} AND {int(highest)}"
     value_columns = [c for c in columns if c.lower() not in keys]
     meta = [c for c, _, _ in TARGET_META_COLUMNS]
     updates = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in (*value_columns, *meta))
@@ -945,6 +958,23 @@ def _state_after(state: dict[str, str], windows: Iterable[Window]) -> dict[str, 
     return new_state
 
 
+def source_key_range(changes: DataFrame, plan: TargetPlan) -> tuple[str, int, int] | None:
+    """Return the first key column with the lowest and highest value among the changes, if it is an integer.
+
+    Integer keys only: their bounds are exact literals in any SQL dialect. One small Spark job that
+    reads the key column of the windows.
+    """
+    from pyspark.sql import functions as F
+
+    key = plan.key_columns[0]
+    if plan.column_types.get(key.lower(), "").upper() not in ("INT", "BIGINT"):
+        return None
+    row = changes.agg(F.min(F.col(quote(key))), F.max(F.col(quote(key)))).first()
+    if row is None or row[0] is None:
+        return None
+    return key, int(row[0]), int(row[1])
+
+
 def _merge_windows(
     spark: SparkSession, plan: TargetPlan, windows: list[Window], state: dict[str, str], hard: bool
 ) -> dict[str, str]:
@@ -964,7 +994,8 @@ def _merge_windows(
     view = "sqlserver_cdc_merge_source"
     source.createOrReplaceTempView(view)
     columns = [c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME)]
-    statement = merge_sql(plan.table, view, columns, plan.key_columns, hard)
+    bounds = source_key_range(changes, plan) if snapshot is None else None
+    statement = merge_sql(plan.table, view, columns, plan.key_columns, hard, bounds)
     if snapshot is not None:
         statement += snapshot_clause(snapshot.to_lsn, hard)
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))

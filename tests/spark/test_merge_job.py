@@ -626,6 +626,54 @@ def test_before_image_filter_reads_the_update_mask_as_sql_server_lays_it_out(
     assert [r[0] for r in frame.where(condition).collect()] == ([3, 4, 1] if kept else [4, 1])
 
 
+def test_merge_sql_bounds_the_target_by_the_source_key_range() -> None:
+    statement = merge_job.merge_sql("lake.ns.t", "src", ["id", "name"], ["id"], False, ("id", -5, 42))
+    assert "ON t.`id` = s.`id` AND t.`id` BETWEEN -5 AND 42 WHEN MATCHED" in statement
+    assert "BETWEEN" not in merge_job.merge_sql("lake.ns.t", "src", ["id", "name"], ["id"], False)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("write_mode", merge_job.WRITE_MODES)
+def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
+    spark: Any, base: Path, namespace: str, write_mode: str
+) -> None:
+    """Rows outside the window's key range share data files with changed rows; none may be lost."""
+    log = ChangeLog()
+    first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 101))
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
+    start = log.lsn + 1
+    second = flatten(
+        [
+            log.update({"id": 50, "name": "n50", "amount": None}, name="changed"),
+            log.insert(id=150, name="new"),
+        ]
+    )
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, write_mode=write_mode)
+
+    window = merge_job.read_manifest(spark, w2)
+    plan = merge_job.TargetPlan(table, windows=[window])
+    merge_job.plan_schema(None, plan, None)
+    changes = merge_job.read_window(spark, window, table)
+    assert merge_job.source_key_range(changes, plan) == ("id", 50, 150)
+    merge_job.net_effect_frame(changes, ["id"]).createOrReplaceTempView("range_source")
+    bounds = merge_job.source_key_range(changes, plan)
+    statement = merge_job.merge_sql(table, "range_source", ["id", "name", "amount"], ["id"], False, bounds)
+    explained = spark.sql("EXPLAIN " + statement).first()[0]
+    assert "filters=id >= 50, id <= 150" in explained  # pushed into the Iceberg scan of the target
+
+    run(spark, namespace, w2, write_mode=write_mode)
+    rows = contents(spark, table)
+    assert len(rows) == 101 and rows[50] == (False, "changed", None) and rows[150] == (False, "new", None)
+    assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 101) if k != 50)
+
+
+def test_source_key_range_is_only_for_integer_keys() -> None:
+    plan = merge_job.TargetPlan("lake.ns.t", key_columns=("code",), column_types={"code": "STRING"})
+    assert merge_job.source_key_range(None, plan) is None  # no Spark job for a string key
+
+
 @pytest.mark.spark
 def test_net_effect_sorts_the_changes_once(spark: Any) -> None:
     """After configure_session, the net effect has no partial window-group limit (an extra full sort)."""
