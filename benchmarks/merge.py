@@ -148,11 +148,18 @@ def write_window(
     return str(directory / "_manifest.json")
 
 
-def change_table(size: int, changes: int, rng: np.random.Generator) -> tuple[pa.Table, dict[str, int]]:
-    """70% updates (before + after image), 20% inserts, 10% deletes, in transactions of 1000."""
+def change_table(
+    size: int, changes: int, rng: np.random.Generator, keys: str = "uniform"
+) -> tuple[pa.Table, dict[str, int]]:
+    """70% updates (before + after image), 20% inserts, 10% deletes, in transactions of 1000.
+
+    ``keys="uniform"`` updates and deletes keys drawn from the whole table; ``"recent"`` draws them
+    from the newest fifth of the keys (recent rows are the ones that change, as in most OLTP tables).
+    """
     updates, inserts = int(changes * 0.7), int(changes * 0.2)
     deletes = changes - updates - inserts
-    existing = rng.permutation(size)[: updates + deletes] + 1
+    first = 0 if keys == "uniform" else size - size // 5
+    existing = first + rng.permutation(size - first)[: updates + deletes] + 1
     updated, deleted = existing[:updates], existing[updates:]
     inserted = np.arange(size + 1, size + inserts + 1)
     # Interleave kinds: one change number per logical change, in random order.
@@ -261,6 +268,12 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
     parser.add_argument("--modes", default="merge-on-read,copy-on-write")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument(
+        "--keys",
+        choices=("uniform", "recent"),
+        default="uniform",
+        help="which rows the updates and deletes hit: any (default) or the newest fifth of the keys",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="measure each mode this many times")
     parser.add_argument(
         "--warm-up-rounds",
@@ -279,14 +292,14 @@ def main() -> None:
         snapshot = write_window(
             work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(size, rng)
         )
-        change_rows, mix = change_table(size, changes, rng)
+        change_rows, mix = change_table(size, changes, rng, args.keys)
         window = write_window(
             work / "windows", "changes", SNAPSHOT_LSN + 1, last_start_lsn(change_rows), change_rows
         )
         del change_rows
         print(
             f"target rows {size:,}; changes {changes:,} ({mix['updates']:,} updates, {mix['inserts']:,} inserts, "
-            f"{mix['deletes']:,} deletes; {mix['rows']:,} change rows with before-images); "
+            f"{mix['deletes']:,} deletes on {args.keys} keys; {mix['rows']:,} change rows with before-images); "
             f"windows written in {time.perf_counter() - started:.1f} s"
         )
         spark = spark_session(work / "warehouse", args.shuffle_partitions)
