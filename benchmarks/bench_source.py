@@ -1,4 +1,4 @@
-"""The benchmark source of ``extract.py`` and ``snapshot.py``: a simulator process holding 10-column tables.
+"""What the benchmarks share: the simulator process, its ODBC string, 10-column tables, CPU readings.
 
 Also runs one measured reader in a fresh process (the calling script again, with ``--child``),
 so that its CPU time and peak RSS belong to that reader alone.
@@ -84,6 +84,13 @@ def insert_rows(cursor: Any, table: str, first: int, end: int) -> None:
             f"INSERT INTO dbo.{table} VALUES {','.join([placeholders] * len(chunk))}",
             *[v for row in chunk for v in row],
         )
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds used so far by process ``pid`` (from ``/proc/<pid>/stat``)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(before: resource.struct_rusage, after: resource.struct_rusage) -> float:

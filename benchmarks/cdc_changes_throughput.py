@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pyodbc
+from bench_source import odbc, process_cpu_seconds, start_simulator
 
 TABLE = """CREATE TABLE dbo.bench (
     id bigint NOT NULL PRIMARY KEY,
@@ -37,42 +35,6 @@ TABLE = """CREATE TABLE dbo.bench (
     tag varbinary(16) NULL
 )"""
 SEED_ROWS = 1000
-
-
-def _cpu_seconds(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
-
-
-def start_simulator() -> tuple[subprocess.Popen[str], str]:
-    """Start the simulator on a free port; return the process and a FreeTDS connection string."""
-    password = "Bench-" + secrets.token_hex(8)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password},  # not on the command line
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().strip()
-    if not line.startswith("READY "):
-        proc.kill()
-        raise SystemExit(f"the simulator did not start: {line!r}")
-    host, port = line.split()[1].rsplit(":", 1)
-    connection_string = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{password}}};TDS_Version=7.4;ClientCharset=UTF-8"
-    return proc, connection_string
 
 
 def load(conn: pyodbc.Connection, rows: int) -> float:
@@ -119,7 +81,7 @@ def stream(
 ) -> tuple[int, float, float | None, float]:
     """Fetch every row of ``sql`` in batches; return (rows, seconds, server CPU s, client CPU s)."""
     cursor = conn.cursor()
-    cpu_before = _cpu_seconds(pid)
+    cpu_before = None if pid is None else process_cpu_seconds(pid)
     client_before = time.process_time()
     started = time.perf_counter()
     cursor.execute(sql, *params)
@@ -131,7 +93,7 @@ def stream(
         count += len(batch)
     seconds = time.perf_counter() - started
     client_cpu = time.process_time() - client_before
-    cpu_after = _cpu_seconds(pid)
+    cpu_after = None if pid is None else process_cpu_seconds(pid)
     cursor.close()
     cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return count, seconds, cpu, client_cpu
@@ -149,7 +111,8 @@ def main() -> int:
     if args.odbc:
         connection_string, pid = args.odbc, None
     else:
-        proc, connection_string = start_simulator()
+        proc, host, port = start_simulator()
+        connection_string = odbc(host, port)
         pid = proc.pid
     try:
         conn = pyodbc.connect(connection_string, autocommit=True)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import shutil
 import statistics
 import tempfile
@@ -30,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from bench_source import process_cpu_seconds
 
 from airflow_provider_sqlserver_cdc.spark import merge_job
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
@@ -234,18 +234,13 @@ class JvmClock:
     def __init__(self, spark) -> None:
         self.jvm = spark.sparkContext._jvm
         self.pid = self.jvm.java.lang.ProcessHandle.current().pid()
-        self.ticks = os.sysconf("SC_CLK_TCK")
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / self.ticks  # utime + stime
 
     def measure(self, action) -> tuple[float, float]:
         """Collect garbage first (so no step pays for the previous one's), then time ``action``."""
         self.jvm.java.lang.System.gc()
-        cpu, started = self.cpu_seconds(), time.perf_counter()
+        cpu, started = process_cpu_seconds(self.pid), time.perf_counter()
         action()
-        return time.perf_counter() - started, self.cpu_seconds() - cpu
+        return time.perf_counter() - started, process_cpu_seconds(self.pid) - cpu
 
 
 def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:

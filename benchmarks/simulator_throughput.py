@@ -15,20 +15,12 @@ import argparse
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pyodbc
+from bench_source import odbc, process_cpu_seconds, start_simulator
 
-PASSWORD = "Bench-Pw-1!"
 COLUMNS = "id bigint NOT NULL PRIMARY KEY, a int NOT NULL, b nvarchar(20) NULL, c decimal(12,2) NULL, d datetime2(7) NULL, e float NULL, f varchar(20) NULL, g bit NULL"
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
 
 
 def main() -> None:
@@ -39,25 +31,9 @@ def main() -> None:
     parser.add_argument("--fetch", type=int, default=10_000, help="rows per fetchmany")
     args = parser.parse_args()
 
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},  # not on the command line
-    )
+    proc, host, port = start_simulator()
     try:
-        line = proc.stdout.readline().strip()
-        host, port = line.split()[1].rsplit(":", 1)
-        conn = pyodbc.connect(
-            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={PASSWORD};TDS_Version=7.4;ClientCharset=UTF-8",
-            autocommit=True,
-        )
+        conn = pyodbc.connect(odbc(host, port), autocommit=True)
         cur = conn.cursor()
         t0 = time.perf_counter()
         cur.execute("CREATE DATABASE bench")
@@ -77,7 +53,7 @@ def main() -> None:
         load_s = time.perf_counter() - t0
         total = cur.execute("SELECT COUNT(*) FROM dbo.wide").fetchone()[0]
 
-        cpu0 = _cpu_seconds(proc.pid)
+        cpu0 = process_cpu_seconds(proc.pid)
         client0 = time.process_time()
         t1 = time.perf_counter()
         cur.execute("SELECT id, a, b, c, d, e, f, g FROM dbo.wide")
@@ -88,7 +64,7 @@ def main() -> None:
                 break
             rows += len(batch)
         elapsed = time.perf_counter() - t1
-        server_cpu = _cpu_seconds(proc.pid) - cpu0
+        server_cpu = process_cpu_seconds(proc.pid) - cpu0
         client_cpu = time.process_time() - client0
         conn.close()
         assert rows == total, (rows, total)
