@@ -593,9 +593,10 @@ def read_window(spark: SparkSession, window: Window, table: str, check_count: bo
     for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
         if meta not in present:
             raise ManifestError(f"window {window.label}: column {meta} is missing from the Parquet files")
-    needed = before_image_needed(window, F.col(quote(present.get("__$update_mask", "__$update_mask"))))
-    if needed is not None and "__$update_mask" in present:
-        frame = frame.where(needed)
+    if "__$update_mask" in present:
+        needed = before_image_needed(window, F.col(quote(present["__$update_mask"])))
+        if needed is not None:
+            frame = frame.where(needed)
     selected += [
         F.col(quote("__$start_lsn")).alias(START_LSN),
         F.col(quote("__$seqval")).alias(SEQVAL),
