@@ -23,7 +23,8 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -640,14 +641,27 @@ def before_image_needed(window: Window, update_mask: Column) -> Column | None:
     return (F.col(quote("__$operation")) != 3) | update_mask.isNull() | key_changed
 
 
-def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
-    """Apply the net-effect rule (see ``net_effect.py``) to a DataFrame of changes.
+RANK = "_cdc_rank"
 
-    One row per key: the change with the highest ``(_cdc_start_lsn, _cdc_seqval, _cdc_operation)``,
-    with ``_cdc_deleted`` true when that change is a delete or an update before-image. A window
-    function (one shuffle by key, one sort) rather than ``max(struct(...))``, which Spark can only
-    run as a sort-based aggregate with a partial and a final sort; its output stays partitioned
-    and sorted by key, which the MERGE join reuses.
+#: Session settings for the MERGE statement: let Spark build a Bloom filter of the source keys and
+#: apply it to the target scan (see ``cached_net_effect``). Spark's defaults only do so for scans
+#: over 10 GB and sources under 10 MB, and skip it when the source is small enough to broadcast
+#: (a MERGE cannot broadcast it: the target side of its outer join is the one that would be built).
+RUNTIME_KEY_FILTER_CONF = {
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
+    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "0",
+    "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1024TB",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+}
+
+
+def ranked_changes(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
+    """Number each key's changes from the newest: ``_cdc_rank`` 1 is the one the net effect keeps.
+
+    Newest means the highest ``(_cdc_start_lsn, _cdc_seqval, _cdc_operation)``. A window function
+    (one shuffle by key, one sort) rather than ``max(struct(...))``, which Spark can only run as a
+    sort-based aggregate with a partial and a final sort; its output stays partitioned and sorted
+    by key, which the MERGE join reuses.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -655,13 +669,66 @@ def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFram
     latest_first = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
         *[F.col(c).desc() for c in POSITION_COLUMNS]
     )
-    rank = "_cdc_rank"
+    return changes.withColumn(RANK, F.row_number().over(latest_first))
+
+
+def latest_per_key(ranked: DataFrame) -> DataFrame:
+    """Keep rank 1 of ``ranked_changes``, with ``_cdc_deleted`` true for a delete or a before-image."""
+    from pyspark.sql import functions as F
+
     return (
-        changes.withColumn(rank, F.row_number().over(latest_first))
-        .where(F.col(rank) == 1)
-        .drop(rank)
+        ranked.where(F.col(RANK) == 1)
+        .drop(RANK)
         .withColumn(DELETED, F.col(OPERATION).isin(*DELETING_OPERATIONS))
     )
+
+
+def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
+    """Apply the net-effect rule (see ``net_effect.py``) to a DataFrame of changes: one row per key."""
+    return latest_per_key(ranked_changes(changes, key_columns))
+
+
+@contextmanager
+def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """Set Spark SQL settings for the duration of the block, then put back what was there."""
+    previous = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@contextmanager
+def cached_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> Iterator[DataFrame]:
+    """Yield the net effect of ``changes``, computed once into Spark's cache and dropped afterwards.
+
+    The ranked changes are cached (uncompressed: cheaper to build, and read only twice) and the
+    yielded frame keeps rank 1 over the cache. That is a selective filter over a materialized leaf
+    with an exact row count: the shape Spark's runtime filter needs to build a Bloom filter of the
+    source keys (``RUNTIME_KEY_FILTER_CONF``) and drop, in the target scan, the rows no change
+    touches, before they are shuffled and sorted for the join. A window function between the
+    filter and the Parquet scan would hide that shape.
+    """
+    from pyspark import StorageLevel
+
+    ranked = ranked_changes(changes, key_columns)
+    with session_conf(changes.sparkSession, {"spark.sql.inMemoryColumnarStorage.compressed": "false"}):
+        ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            ranked.count()  # build the cache now, while compression is off
+        except BaseException:
+            ranked.unpersist()
+            raise
+    try:
+        yield latest_per_key(ranked)
+    finally:
+        ranked.unpersist()
 
 
 # --------------------------------------------------------------------------- table state
@@ -960,10 +1027,10 @@ def _state_after(state: dict[str, str], windows: Iterable[Window]) -> dict[str, 
 
 
 def source_key_range(changes: DataFrame, plan: TargetPlan) -> tuple[str, int, int] | None:
-    """Return the first key column with the lowest and highest value among the changes, if it is an integer.
+    """Return the first key column with its lowest and highest value in ``changes``, if it is an integer.
 
     Integer keys only: their bounds are exact literals in any SQL dialect. One small Spark job that
-    reads the key column of the windows.
+    reads the key column (of the cached net effect, in the job).
     """
     from pyspark.sql import functions as F
 
@@ -991,17 +1058,21 @@ def _merge_windows(
             changes = changes.unionByName(frame, allowMissingColumns=True)
     else:
         changes = _empty_changes(spark, plan, snapshot)
-    source = net_effect_frame(changes, plan.key_columns)
-    view = "sqlserver_cdc_merge_source"
-    source.createOrReplaceTempView(view)
     columns = [c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME)]
-    bounds = source_key_range(changes, plan) if snapshot is None else None
-    statement = merge_sql(plan.table, view, columns, plan.key_columns, hard, bounds)
-    if snapshot is not None:
-        statement += snapshot_clause(snapshot.to_lsn, hard)
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
-    with_commit_properties(spark, new_state, lambda: spark.sql(statement))
-    spark.catalog.dropTempView(view)
+    if snapshot is not None:
+        # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
+        # of the source keys could not prune any, and the snapshot (the whole table) is not cached.
+        statement = _merge_statement(plan, net_effect_frame(changes, plan.key_columns), columns, hard, None)
+        statement += snapshot_clause(snapshot.to_lsn, hard)
+        with_commit_properties(spark, new_state, lambda: spark.sql(statement))
+    else:
+        with cached_net_effect(changes, plan.key_columns) as source:
+            bounds = source_key_range(source, plan)
+            statement = _merge_statement(plan, source, columns, hard, bounds)
+            with session_conf(spark, RUNTIME_KEY_FILTER_CONF):
+                with_commit_properties(spark, new_state, lambda: spark.sql(statement))
+    spark.catalog.dropTempView(MERGE_SOURCE_VIEW)
     recorded = applied_state(spark, plan.table)
     if any(recorded.get(key) != value for key, value in new_state.items()):
         raise MergeJobError(
@@ -1010,6 +1081,16 @@ def _merge_windows(
             "only apply when newer); check that nothing else commits to the table at the same time"
         )
     return new_state
+
+
+MERGE_SOURCE_VIEW = "sqlserver_cdc_merge_source"
+
+
+def _merge_statement(
+    plan: TargetPlan, source: DataFrame, columns: list[str], hard: bool, bounds: tuple[str, int, int] | None
+) -> str:
+    source.createOrReplaceTempView(MERGE_SOURCE_VIEW)
+    return merge_sql(plan.table, MERGE_SOURCE_VIEW, columns, plan.key_columns, hard, bounds)
 
 
 def _empty_changes(spark: SparkSession, plan: TargetPlan, window: Window) -> DataFrame:

@@ -54,6 +54,7 @@ def test_merge_job_imports_only_stdlib_and_pyspark() -> None:
         "re",
         "sys",
         "collections",
+        "contextlib",
         "dataclasses",
         "typing",
         "pyspark",
@@ -667,6 +668,50 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
     rows = contents(spark, table)
     assert len(rows) == 101 and rows[50] == (False, "changed", None) and rows[150] == (False, "new", None)
     assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 101) if k != 50)
+
+
+@pytest.mark.spark
+def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    """The MERGE's target scan carries a Bloom filter of the source keys, built from the cached net effect."""
+    log = ChangeLog()
+    first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 201))
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
+    start = log.lsn + 1
+    second = flatten(
+        [log.update({"id": 7, "name": "n7", "amount": None}, name="changed"), log.insert(id=300)]
+    )
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, write_mode="merge-on-read")
+
+    window = merge_job.read_manifest(spark, w2)
+    plan = merge_job.TargetPlan(table, windows=[window])
+    merge_job.plan_schema(None, plan, None)
+    changes = merge_job.read_window(spark, window, table)
+    threshold = "spark.sql.autoBroadcastJoinThreshold"
+    before = spark.conf.get(threshold)
+    cache = spark._jsparkSession.sharedState().cacheManager()
+    with merge_job.cached_net_effect(changes, ["id"]) as source:
+        assert not cache.isEmpty()
+        source.createOrReplaceTempView("keyed_source")
+        statement = merge_job.merge_sql(table, "keyed_source", ["id", "name", "amount"], ["id"], False)
+        with merge_job.session_conf(spark, merge_job.RUNTIME_KEY_FILTER_CONF):
+            explained = spark.sql("EXPLAIN " + statement).first()[0]
+            assert spark.conf.get(threshold) == "-1"
+        default_plan = spark.sql("EXPLAIN " + statement).first()[0]
+    assert cache.isEmpty() and spark.conf.get(threshold) == before
+    bloom = re.search(r"Filter might_contain\(.*xxhash64\((id#\d+L?), 42\)\)", explained)
+    assert bloom, explained
+    target_scan = re.search(rf"BatchScan {re.escape(table)}\[{bloom.group(1)},", explained)
+    assert target_scan, explained  # it tests the key the target's scan reads
+    assert "might_contain" not in default_plan  # Spark's defaults would not add it for a small source
+
+    run(spark, namespace, w2, write_mode="merge-on-read")
+    rows = contents(spark, table)
+    assert len(rows) == 201 and rows[7] == (False, "changed", None) and rows[300][0] is False
+    assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 201) if k != 7)
 
 
 def test_source_key_range_is_only_for_integer_keys() -> None:
