@@ -11,7 +11,8 @@ dev extra; one full-size round runs first and is not counted (JIT warm-up), then
 --rounds times (default 3; rewrite and merge of a round run back to back, after a JVM garbage
 collection; the order of the modes rotates from round to round). Each round prints wall time and the
 JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
-is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--modes copy-on-write,merge-on-read]``.
+is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--changes 10000] [--keys recent]
+[--modes copy-on-write,merge-on-read]``.
 """
 
 from __future__ import annotations
@@ -261,6 +262,12 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
+    parser.add_argument(
+        "--changes",
+        type=int,
+        default=None,
+        help="changes in the window (default 1,000,000 x scale); e.g. 10000 for a minutely window",
+    )
     parser.add_argument("--modes", default="merge-on-read,copy-on-write")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
     parser.add_argument(
@@ -278,7 +285,8 @@ def main() -> None:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args()
-    size, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
+    size = int(5_000_000 * args.scale)
+    changes = args.changes if args.changes is not None else int(1_000_000 * args.scale)
     modes = args.modes.split(",")
     work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-"))
     rng = np.random.default_rng(6)

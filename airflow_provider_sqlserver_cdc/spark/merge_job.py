@@ -706,27 +706,21 @@ def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[N
 
 @contextmanager
 def cached_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> Iterator[DataFrame]:
-    """Yield the net effect of ``changes``, computed once into Spark's cache and dropped afterwards.
+    """Yield the net effect of ``changes`` over Spark's cache of the ranked changes; drop the cache afterwards.
 
-    The ranked changes are cached (uncompressed: cheaper to build, and read only twice) and the
-    yielded frame keeps rank 1 over the cache. That is a selective filter over a materialized leaf
-    with an exact row count: the shape Spark's runtime filter needs to build a Bloom filter of the
-    source keys (``RUNTIME_KEY_FILTER_CONF``) and drop, in the target scan, the rows no change
-    touches, before they are shuffled and sorted for the join. A window function between the
-    filter and the Parquet scan would hide that shape.
+    The yielded frame keeps rank 1 over the cached ranked changes. That is a selective filter over a
+    materialized leaf: the shape Spark's runtime filter needs to build a Bloom filter of the source
+    keys (``RUNTIME_KEY_FILTER_CONF``) and drop, in the target scan, the rows no change touches,
+    before they are shuffled and sorted for the join. A window function between the filter and the
+    Parquet scan would hide that shape. The first action on the frame builds the cache; it is built
+    uncompressed (cheaper to build, and read only a few times).
     """
     from pyspark import StorageLevel
 
-    ranked = ranked_changes(changes, key_columns)
-    with session_conf(changes.sparkSession, {"spark.sql.inMemoryColumnarStorage.compressed": "false"}):
-        ranked = ranked.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            ranked.count()  # build the cache now, while compression is off
-        except BaseException:
-            ranked.unpersist()
-            raise
+    ranked = ranked_changes(changes, key_columns).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        yield latest_per_key(ranked)
+        with session_conf(changes.sparkSession, {"spark.sql.inMemoryColumnarStorage.compressed": "false"}):
+            yield latest_per_key(ranked)
     finally:
         ranked.unpersist()
 
