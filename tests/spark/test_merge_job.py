@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import logging
 import random
 import re
 import zlib
@@ -672,7 +673,7 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
 
 @pytest.mark.spark
 def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
-    spark: Any, base: Path, namespace: str
+    spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The MERGE's target scan carries a Bloom filter of the source keys, built from the cached net effect."""
     log = ChangeLog()
@@ -684,7 +685,9 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     )
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
     table = f"{namespace}.dbo_orders"
-    run(spark, namespace, w1, write_mode="merge-on-read")
+    with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
+        run(spark, namespace, w1, write_mode="merge-on-read")
+    assert "runtime key filter on" not in caplog.text  # the table was empty: nothing to filter
 
     window = merge_job.read_manifest(spark, w2)
     plan = merge_job.TargetPlan(table, windows=[window])
@@ -708,10 +711,41 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     assert target_scan, explained  # it tests the key the target's scan reads
     assert "might_contain" not in default_plan  # Spark's defaults would not add it for a small source
 
-    run(spark, namespace, w2, write_mode="merge-on-read")
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
+        run(spark, namespace, w2, write_mode="merge-on-read")
+    assert "runtime key filter on (200 target rows to scan, 3 change rows)" in caplog.text
     rows = contents(spark, table)
     assert len(rows) == 201 and rows[7] == (False, "changed", None) and rows[300][0] is False
     assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 201) if k != 7)
+
+
+@pytest.mark.spark
+def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    log = ChangeLog()
+    low = flatten(log.insert(id=k, name="x", amount=None) for k in range(1, 31))
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, low))
+    start = log.lsn + 1
+    high = flatten(log.insert(id=k, name="x", amount=None) for k in range(1001, 1011))
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, high))
+    run(spark, namespace, w1)
+    run(spark, namespace, w2)  # a second data file: keys 1001-1010
+    table = f"{namespace}.dbo_orders"
+    assert merge_job.target_rows_scanned(spark, table, None) == 40
+    assert merge_job.target_rows_scanned(spark, table, ("id", 1005, 2000)) == 10
+    assert merge_job.target_rows_scanned(spark, table, ("id", 5000, 6000)) == 0
+
+
+@pytest.mark.parametrize(
+    ("target_rows", "change_rows", "pays"),
+    [(400, 100, True), (399, 100, False), (None, 100, False), (0, 1, False)],
+)
+def test_runtime_key_filter_pays_from_four_target_rows_per_change_row(
+    target_rows: int | None, change_rows: int, pays: bool
+) -> None:
+    assert merge_job.runtime_key_filter_pays(target_rows, change_rows) is pays
 
 
 def test_source_key_range_is_only_for_integer_keys() -> None:
