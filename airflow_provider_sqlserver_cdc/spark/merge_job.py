@@ -1126,7 +1126,9 @@ def _merge_changes(
 ) -> None:
     """MERGE change windows, with the key range and, where it pays, the runtime key filter."""
     bounds = source_key_range(changes, plan)
-    scanned = target_rows_scanned(spark, plan.table, bounds)
+    # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
+    merge_on_read = iceberg_table(spark, plan.table).properties().get("write.merge.mode") == "merge-on-read"
+    scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
     if not runtime_key_filter_pays(scanned, change_rows):
         statement = _merge_statement(plan, net_effect_frame(changes, plan.key_columns), columns, hard, bounds)
         with_commit_properties(spark, new_state, lambda: spark.sql(statement))

@@ -721,6 +721,23 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
 
 
 @pytest.mark.spark
+def test_copy_on_write_targets_merge_without_the_runtime_key_filter(
+    spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = ChangeLog()
+    first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 201))
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
+    start = log.lsn + 1
+    second = flatten([log.update({"id": 7, "name": "n7", "amount": None}, name="changed")])
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    run(spark, namespace, w1, write_mode="copy-on-write")
+    with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
+        run(spark, namespace, w2, write_mode="copy-on-write")
+    assert "MERGE of" in caplog.text and "runtime key filter on" not in caplog.text
+    assert contents(spark, f"{namespace}.dbo_orders")[7] == (False, "changed", None)
+
+
+@pytest.mark.spark
 def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps(
     spark: Any, base: Path, namespace: str
 ) -> None:
