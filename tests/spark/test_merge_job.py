@@ -671,11 +671,8 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
     assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 101) if k != 50)
 
 
-@pytest.mark.spark
-def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
-    spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The MERGE's target scan carries a Bloom filter of the source keys, built from the cached net effect."""
+def rows_then_a_few_changes(base: Path) -> tuple[str, str]:
+    """Write two windows: inserts of ids 1-200, then an update of id 7 and an insert of id 300."""
     log = ChangeLog()
     first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 201))
     w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
@@ -683,7 +680,15 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     second = flatten(
         [log.update({"id": 7, "name": "n7", "amount": None}, name="changed"), log.insert(id=300)]
     )
-    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    return w1, write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+
+
+@pytest.mark.spark
+def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
+    spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The MERGE's target scan carries a Bloom filter of the source keys, built from the cached net effect."""
+    w1, w2 = rows_then_a_few_changes(base)
     table = f"{namespace}.dbo_orders"
     with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
         run(spark, namespace, w1, write_mode="merge-on-read")
@@ -724,12 +729,7 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
 def test_copy_on_write_targets_merge_without_the_runtime_key_filter(
     spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = ChangeLog()
-    first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 201))
-    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
-    start = log.lsn + 1
-    second = flatten([log.update({"id": 7, "name": "n7", "amount": None}, name="changed")])
-    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    w1, w2 = rows_then_a_few_changes(base)
     run(spark, namespace, w1, write_mode="copy-on-write")
     with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
         run(spark, namespace, w2, write_mode="copy-on-write")
