@@ -24,7 +24,7 @@ import logging
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -643,17 +643,6 @@ def before_image_needed(window: Window, update_mask: Column) -> Column | None:
 
 RANK = "_cdc_rank"
 
-#: Session settings for the MERGE statement: let Spark build a Bloom filter of the source keys and
-#: apply it to the target scan (see ``cached_net_effect``). Spark's defaults only do so for scans
-#: over 10 GB and sources under 10 MB, and skip it when the source is small enough to broadcast
-#: (a MERGE cannot broadcast it: the target side of its outer join is the one that would be built).
-RUNTIME_KEY_FILTER_CONF = {
-    "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
-    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "0",
-    "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1024TB",
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-}
-
 
 def ranked_changes(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
     """Number each key's changes from the newest: ``_cdc_rank`` 1 is the one the net effect keeps.
@@ -1038,6 +1027,18 @@ def source_key_range(changes: DataFrame, plan: TargetPlan) -> tuple[str, int, in
     return key, int(row[0]), int(row[1])
 
 
+#: Session settings for the MERGE statement: let Spark build a Bloom filter of the source keys and
+#: apply it to the target scan (see ``cached_net_effect``). Spark's defaults only do so for scans
+#: over 10 GB and sources under 10 MB, and skip it when the source is small enough to broadcast
+#: (a MERGE cannot broadcast it: the target side of its outer join is the one that would be built).
+RUNTIME_KEY_FILTER_CONF = {
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
+    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "0",
+    "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1024TB",
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+}
+
+
 #: The runtime key filter pays for its cache when the target rows the MERGE scans outnumber the
 #: change rows at least this many times. Measured (docs/merge-job.md): 0.57x the merge time at
 #: ~300 times, no gain at ~3 times, 1.17x at ~1 time.
@@ -1129,20 +1130,20 @@ def _merge_changes(
     # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
     merge_on_read = iceberg_table(spark, plan.table).properties().get("write.merge.mode") == "merge-on-read"
     scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
-    if not runtime_key_filter_pays(scanned, change_rows):
-        statement = _merge_statement(plan, net_effect_frame(changes, plan.key_columns), columns, hard, bounds)
-        with_commit_properties(spark, new_state, lambda: spark.sql(statement))
-        return
-    LOG.info(
-        "target %s: runtime key filter on (%s target rows to scan, %s change rows)",
-        plan.table,
-        scanned,
-        change_rows,
-    )
-    with cached_net_effect(changes, plan.key_columns) as source:
+    with ExitStack() as stack:
+        if runtime_key_filter_pays(scanned, change_rows):
+            LOG.info(
+                "target %s: runtime key filter on (%s target rows to scan, %s change rows)",
+                plan.table,
+                scanned,
+                change_rows,
+            )
+            source = stack.enter_context(cached_net_effect(changes, plan.key_columns))
+            stack.enter_context(session_conf(spark, RUNTIME_KEY_FILTER_CONF))
+        else:
+            source = net_effect_frame(changes, plan.key_columns)
         statement = _merge_statement(plan, source, columns, hard, bounds)
-        with session_conf(spark, RUNTIME_KEY_FILTER_CONF):
-            with_commit_properties(spark, new_state, lambda: spark.sql(statement))
+        with_commit_properties(spark, new_state, lambda: spark.sql(statement))
 
 
 def _merge_statement(
