@@ -694,25 +694,24 @@ def session_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[N
 
 
 @contextmanager
-def cached_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> Iterator[DataFrame]:
-    """Yield the net effect of ``changes`` over Spark's cache of the ranked changes; drop the cache afterwards.
+def checkpointed_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> Iterator[DataFrame]:
+    """Yield the net effect of ``changes`` over a local checkpoint of the ranked changes; release it afterwards.
 
-    The yielded frame keeps rank 1 over the cached ranked changes. That is a selective filter over a
-    materialized leaf with an exact row count: the shape Spark's runtime filter needs to build a
-    Bloom filter of the source keys, sized for them (``RUNTIME_KEY_FILTER_CONF``), and drop, in the
-    target scan, the rows no change touches before they are shuffled and sorted for the join. A
-    window function between the filter and the Parquet scan would hide that shape. The cache is
-    built at once, uncompressed (cheaper to build, and read only twice).
+    The yielded frame keeps rank 1 over the checkpointed ranked changes. That is a selective filter
+    over a materialized leaf: the shape Spark's runtime filter needs to build a Bloom filter of the
+    source keys (``runtime_key_filter_conf``) and drop, in the target scan, the rows no change
+    touches before they are shuffled and sorted for the join. A window function between the filter
+    and the Parquet scan would hide that shape. A local checkpoint keeps the rows as they are
+    (memory, then disk), with their partitioning by key for the join; Spark's columnar cache, the
+    other such leaf, costs more to build than the filter saves on large windows (docs/merge-job.md).
+    Like any local checkpoint it is lost with an executor: the MERGE then fails before it commits,
+    and a retry is safe.
     """
-    from pyspark import StorageLevel
-
-    ranked = ranked_changes(changes, key_columns).persist(StorageLevel.MEMORY_AND_DISK)
+    ranked = ranked_changes(changes, key_columns).localCheckpoint(eager=True)
     try:
-        with session_conf(changes.sparkSession, {"spark.sql.inMemoryColumnarStorage.compressed": "false"}):
-            ranked.count()
         yield latest_per_key(ranked)
     finally:
-        ranked.unpersist()
+        ranked._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 # --------------------------------------------------------------------------- table state
@@ -1027,21 +1026,33 @@ def source_key_range(changes: DataFrame, plan: TargetPlan) -> tuple[str, int, in
     return key, int(row[0]), int(row[1])
 
 
-#: Session settings for the MERGE statement: let Spark build a Bloom filter of the source keys and
-#: apply it to the target scan (see ``cached_net_effect``). Spark's defaults only do so for scans
-#: over 10 GB and sources under 10 MB, and skip it when the source is small enough to broadcast
-#: (a MERGE cannot broadcast it: the target side of its outer join is the one that would be built).
-RUNTIME_KEY_FILTER_CONF = {
-    "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
-    "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "0",
-    "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1024TB",
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-}
+#: Spark's default cap on a runtime Bloom filter (``spark.sql.optimizer.runtime.bloomFilter.maxNumBits``).
+BLOOM_FILTER_MAX_BITS = 64 * 1024 * 1024
 
 
-#: The runtime key filter pays for its cache when the target rows the MERGE scans outnumber the
-#: change rows at least this many times. Measured (docs/merge-job.md): 0.57x the merge time at
-#: ~300 times, no gain at ~3 times, 1.17x at ~1 time.
+def runtime_key_filter_conf(change_rows: int) -> dict[str, str]:
+    """Return the session settings for the MERGE statement that make Spark filter the target scan by key.
+
+    They let Spark build a Bloom filter of the source keys and apply it to the target scan (see
+    ``checkpointed_net_effect``), sized for ``change_rows`` keys at most (8 bits a key: about 2 %
+    false positives, within Spark's 8 MB cap). Spark's defaults only filter scans over 10 GB by
+    sources under 10 MB, and skip a source small enough to broadcast (a MERGE cannot broadcast it:
+    the target side of its outer join is the one that would be built).
+    """
+    keys = max(change_rows, 1)
+    return {
+        "spark.sql.optimizer.runtime.bloomFilter.enabled": "true",
+        "spark.sql.optimizer.runtime.bloomFilter.applicationSideScanSizeThreshold": "0",
+        "spark.sql.optimizer.runtime.bloomFilter.creationSideThreshold": "1024TB",
+        "spark.sql.optimizer.runtime.bloomFilter.expectedNumItems": str(keys),
+        "spark.sql.optimizer.runtime.bloomFilter.numBits": str(min(8 * keys, BLOOM_FILTER_MAX_BITS)),
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+    }
+
+
+#: The runtime key filter pays for its checkpoint when the target rows the MERGE scans outnumber the
+#: change rows at least this many times. Measured (docs/merge-job.md): 0.34x the merge time at
+#: ~290 times, 1.00x at ~3 times, 1.31x at ~1 time.
 RUNTIME_KEY_FILTER_MIN_RATIO = 4
 
 
@@ -1069,7 +1080,7 @@ def target_rows_scanned(
 
 
 def runtime_key_filter_pays(target_rows: int | None, change_rows: int) -> bool:
-    """Say whether to merge through ``cached_net_effect`` with ``RUNTIME_KEY_FILTER_CONF``.
+    """Say whether to merge through ``checkpointed_net_effect`` with ``runtime_key_filter_conf``.
 
     :param target_rows: the rows the MERGE's target scan reads (``target_rows_scanned``), None if unknown.
     :param change_rows: the rows of the windows, update before-images included.
@@ -1138,8 +1149,8 @@ def _merge_changes(
                 scanned,
                 change_rows,
             )
-            source = stack.enter_context(cached_net_effect(changes, plan.key_columns))
-            stack.enter_context(session_conf(spark, RUNTIME_KEY_FILTER_CONF))
+            source = stack.enter_context(checkpointed_net_effect(changes, plan.key_columns))
+            stack.enter_context(session_conf(spark, runtime_key_filter_conf(change_rows)))
         else:
             source = net_effect_frame(changes, plan.key_columns)
         statement = _merge_statement(plan, source, columns, hard, bounds)

@@ -687,7 +687,7 @@ def rows_then_a_few_changes(base: Path) -> tuple[str, str]:
 def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The MERGE's target scan carries a Bloom filter of the source keys, built from the cached net effect."""
+    """The MERGE's target scan carries a Bloom filter of the source keys, built from the checkpointed net effect."""
     w1, w2 = rows_then_a_few_changes(base)
     table = f"{namespace}.dbo_orders"
     with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
@@ -700,21 +700,24 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     changes = merge_job.read_window(spark, window, table)
     threshold = "spark.sql.autoBroadcastJoinThreshold"
     before = spark.conf.get(threshold)
-    cache = spark._jsparkSession.sharedState().cacheManager()
-    with merge_job.cached_net_effect(changes, ["id"]) as source:
-        assert not cache.isEmpty()
+    persistent_rdds = spark.sparkContext._jsc.getPersistentRDDs
+    held = persistent_rdds().size()
+    with merge_job.checkpointed_net_effect(changes, ["id"]) as source:
+        assert persistent_rdds().size() == held + 1
         source.createOrReplaceTempView("keyed_source")
         statement = merge_job.merge_sql(table, "keyed_source", ["id", "name", "amount"], ["id"], False)
-        with merge_job.session_conf(spark, merge_job.RUNTIME_KEY_FILTER_CONF):
+        with merge_job.session_conf(spark, merge_job.runtime_key_filter_conf(window.row_count)):
             explained = spark.sql("EXPLAIN " + statement).first()[0]
             assert spark.conf.get(threshold) == "-1"
         default_plan = spark.sql("EXPLAIN " + statement).first()[0]
-    assert cache.isEmpty() and spark.conf.get(threshold) == before
+    assert persistent_rdds().size() == held and spark.conf.get(threshold) == before
     bloom = re.search(r"Filter might_contain\(.*xxhash64\((id#\d+L?), 42\)\)", explained)
     assert bloom, explained
     target_scan = re.search(rf"BatchScan {re.escape(table)}\[{bloom.group(1)},", explained)
     assert target_scan, explained  # it tests the key the target's scan reads
     assert "might_contain" not in default_plan  # Spark's defaults would not add it for a small source
+    sized_for_3_keys = r"bloom_filter_agg\(xxhash64\(id#\d+L?, 42\), 3, 24,"
+    assert re.search(sized_for_3_keys, explained), explained
 
     caplog.clear()
     with caplog.at_level(logging.INFO, logger=merge_job.LOG.name):
@@ -763,6 +766,14 @@ def test_runtime_key_filter_pays_from_four_target_rows_per_change_row(
     target_rows: int | None, change_rows: int, pays: bool
 ) -> None:
     assert merge_job.runtime_key_filter_pays(target_rows, change_rows) is pays
+
+
+def test_runtime_key_filter_is_sized_for_the_change_rows_within_sparks_cap() -> None:
+    small = merge_job.runtime_key_filter_conf(1000)
+    assert small["spark.sql.optimizer.runtime.bloomFilter.expectedNumItems"] == "1000"
+    assert small["spark.sql.optimizer.runtime.bloomFilter.numBits"] == "8000"
+    huge = merge_job.runtime_key_filter_conf(10**9)
+    assert huge["spark.sql.optimizer.runtime.bloomFilter.numBits"] == str(merge_job.BLOOM_FILTER_MAX_BITS)
 
 
 def test_source_key_range_is_only_for_integer_keys() -> None:
