@@ -711,7 +711,10 @@ def checkpointed_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> I
     try:
         yield latest_per_key(ranked)
     finally:
-        ranked._jdf.queryExecution().analyzed().rdd().unpersist(False)
+        try:
+            ranked._jdf.queryExecution().analyzed().rdd().unpersist(False)
+        except Exception as err:  # an internal Spark API: the blocks go with the session anyway
+            LOG.warning("could not release the local checkpoint of the ranked changes (%s)", err)
 
 
 # --------------------------------------------------------------------------- table state
@@ -952,19 +955,18 @@ def merge_sql(
     columns: Sequence[str],
     key_columns: Sequence[str],
     hard: bool,
-    key_range: tuple[str, int, int] | None = None,
+    key_range: KeyRange | None = None,
 ) -> str:
     """Return the MERGE INTO statement that applies net-effect rows newer than the target's rows.
 
-    :param key_range: ``(key column, lowest, highest)`` of the source's keys: the target rows outside
-        it cannot match, and saying so lets Spark filter the target scan (and Iceberg skip data
-        files by their column bounds) before the join.
+    :param key_range: the range of the source's first key column: the target rows outside it cannot
+        match, and saying so lets Spark filter the target scan (and Iceberg skip data files by their
+        column bounds) before the join.
     """
     keys = {k.lower() for k in key_columns}
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
     if key_range is not None:
-        name, lowest, highest = key_range
-        on += f" AND t.{quote(name)} BETWEEN {int(lowest)} AND {int(highest)}"
+        on += " AND " + key_range.condition("t.")
     value_columns = [c for c in columns if c.lower() not in keys]
     meta = [c for c, _, _ in TARGET_META_COLUMNS]
     updates = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in (*value_columns, *meta))
@@ -1009,21 +1011,50 @@ def _state_after(state: dict[str, str], windows: Iterable[Window]) -> dict[str, 
     return new_state
 
 
-def source_key_range(changes: DataFrame, plan: TargetPlan) -> tuple[str, int, int] | None:
-    """Return the first key column with its lowest and highest value in ``changes``, if it is an integer.
+INTEGER_KEY_TYPE = re.compile(r"^(INT|BIGINT|DECIMAL\(\d+,\s*0\))$")
 
-    Integer keys only: their bounds are exact literals in any SQL dialect. One small Spark job that
-    reads the key column of the windows.
+
+@dataclass(frozen=True)
+class KeyRange:
+    """The lowest and highest value of the first key column among a MERGE's changes.
+
+    :param sql_type: the column's Spark SQL type: INT, BIGINT or DECIMAL(p,0) (SQL Server's
+        integer types and numeric/decimal with scale 0).
+    """
+
+    column: str
+    lowest: int
+    highest: int
+    sql_type: str
+
+    def condition(self, qualifier: str = "") -> str:
+        """Return ``column BETWEEN lowest AND highest`` as Spark SQL, with literals of the column's type.
+
+        Decimal bounds are cast to the column's type, so Spark compares without casting the column
+        and can push the condition into the Iceberg scan.
+        """
+        low, high = str(self.lowest), str(self.highest)
+        if self.sql_type.startswith("DECIMAL"):
+            low, high = f"CAST({low} AS {self.sql_type})", f"CAST({high} AS {self.sql_type})"
+        return f"{qualifier}{quote(self.column)} BETWEEN {low} AND {high}"
+
+
+def source_key_range(changes: DataFrame, plan: TargetPlan) -> KeyRange | None:
+    """Return the range of the first key column in ``changes``, if it holds whole numbers.
+
+    Whole-number keys only (``INTEGER_KEY_TYPE``): their bounds are exact literals. One small Spark
+    job that reads the key column of the windows.
     """
     from pyspark.sql import functions as F
 
     key = plan.key_columns[0]
-    if plan.column_types.get(key.lower(), "").upper() not in ("INT", "BIGINT"):
+    sql_type = plan.column_types.get(key.lower(), "").upper()
+    if not INTEGER_KEY_TYPE.match(sql_type):
         return None
     row = changes.agg(F.min(F.col(quote(key))), F.max(F.col(quote(key)))).first()
     if row is None or row[0] is None:
         return None
-    return key, int(row[0]), int(row[1])
+    return KeyRange(key, int(row[0]), int(row[1]), sql_type)
 
 
 #: Spark's default cap on a runtime Bloom filter (``spark.sql.optimizer.runtime.bloomFilter.maxNumBits``).
@@ -1056,20 +1087,15 @@ def runtime_key_filter_conf(change_rows: int) -> dict[str, str]:
 RUNTIME_KEY_FILTER_MIN_RATIO = 4
 
 
-def target_rows_scanned(
-    spark: SparkSession, table: str, key_range: tuple[str, int, int] | None
-) -> int | None:
+def target_rows_scanned(spark: SparkSession, table: str, key_range: KeyRange | None) -> int | None:
     """Return how many rows the MERGE's target scan will read, from Iceberg's scan planning, or None.
 
     The record counts of the data files Iceberg plans for the key range (file metadata only: no
     data is read). None when Spark reports no row count.
     """
-    from pyspark.sql import functions as F
-
     frame = spark.table(quote_table(table))
     if key_range is not None:
-        name, lowest, highest = key_range
-        frame = frame.where(F.col(quote(name)).between(lowest, highest))
+        frame = frame.where(key_range.condition())
     try:
         statistics = frame._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
         row_count = statistics.rowCount()
@@ -1158,7 +1184,7 @@ def _merge_changes(
 
 
 def _merge_statement(
-    plan: TargetPlan, source: DataFrame, columns: list[str], hard: bool, bounds: tuple[str, int, int] | None
+    plan: TargetPlan, source: DataFrame, columns: list[str], hard: bool, bounds: KeyRange | None
 ) -> str:
     source.createOrReplaceTempView(MERGE_SOURCE_VIEW)
     return merge_sql(plan.table, MERGE_SOURCE_VIEW, columns, plan.key_columns, hard, bounds)

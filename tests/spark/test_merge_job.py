@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from window_builder import (
+    AMOUNT,
     INT_KEY,
     NAME,
     ChangeLog,
@@ -629,28 +630,46 @@ def test_before_image_filter_reads_the_update_mask_as_sql_server_lays_it_out(
 
 
 def test_merge_sql_bounds_the_target_by_the_source_key_range() -> None:
-    statement = merge_job.merge_sql("lake.ns.t", "src", ["id", "name"], ["id"], False, ("id", -5, 42))
+    key_range = merge_job.KeyRange("id", -5, 42, "INT")
+    statement = merge_job.merge_sql("lake.ns.t", "src", ["id", "name"], ["id"], False, key_range)
     assert "ON t.`id` = s.`id` AND t.`id` BETWEEN -5 AND 42 WHEN MATCHED" in statement
     assert "BETWEEN" not in merge_job.merge_sql("lake.ns.t", "src", ["id", "name"], ["id"], False)
 
 
+def test_decimal_key_range_bounds_are_literals_of_the_column_type() -> None:
+    key_range = merge_job.KeyRange("order no", -(10**37), 10**37, "DECIMAL(38,0)")
+    assert key_range.condition("t.") == (
+        f"t.`order no` BETWEEN CAST({-(10**37)} AS DECIMAL(38,0)) AND CAST({10**37} AS DECIMAL(38,0))"
+    )
+
+
+NUMERIC_KEY = Column("id", "numeric", pa.decimal128(38, 0), nullable=False, max_length=17, precision=38)
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("write_mode", merge_job.WRITE_MODES)
+@pytest.mark.parametrize(
+    ("write_mode", "key", "offset"),
+    [
+        *[(mode, INT_KEY, 0) for mode in merge_job.WRITE_MODES],
+        ("merge-on-read", NUMERIC_KEY, 10**20),  # numeric(38,0): beyond bigint
+    ],
+)
 def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
-    spark: Any, base: Path, namespace: str, write_mode: str
+    spark: Any, base: Path, namespace: str, write_mode: str, key: Column, offset: int
 ) -> None:
     """Rows outside the window's key range share data files with changed rows; none may be lost."""
+    columns = (key, NAME, AMOUNT)
     log = ChangeLog()
-    first = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 101))
-    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first))
+    first = flatten(log.insert(id=offset + k, name=f"n{k}", amount=None) for k in range(1, 101))
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, first, columns=columns))
     start = log.lsn + 1
     second = flatten(
         [
-            log.update({"id": 50, "name": "n50", "amount": None}, name="changed"),
-            log.insert(id=150, name="new"),
+            log.update({"id": offset + 50, "name": "n50", "amount": None}, name="changed"),
+            log.insert(id=offset + 150, name="new"),
         ]
     )
-    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second))
+    w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second, columns=columns))
     table = f"{namespace}.dbo_orders"
     run(spark, namespace, w1, write_mode=write_mode)
 
@@ -658,17 +677,20 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
     plan = merge_job.TargetPlan(table, windows=[window])
     merge_job.plan_schema(None, plan, None)
     changes = merge_job.read_window(spark, window, table)
-    assert merge_job.source_key_range(changes, plan) == ("id", 50, 150)
-    merge_job.net_effect_frame(changes, ["id"]).createOrReplaceTempView("range_source")
     bounds = merge_job.source_key_range(changes, plan)
+    assert bounds == merge_job.KeyRange("id", offset + 50, offset + 150, plan.column_types["id"])
+    merge_job.net_effect_frame(changes, ["id"]).createOrReplaceTempView("range_source")
     statement = merge_job.merge_sql(table, "range_source", ["id", "name", "amount"], ["id"], False, bounds)
     explained = spark.sql("EXPLAIN " + statement).first()[0]
-    assert "filters=id >= 50, id <= 150" in explained  # pushed into the Iceberg scan of the target
+    # Pushed into the Iceberg scan of the target.
+    assert f"filters=id >= {offset + 50}, id <= {offset + 150}" in explained, explained
+    assert merge_job.target_rows_scanned(spark, table, bounds) == 100
 
     run(spark, namespace, w2, write_mode=write_mode)
     rows = contents(spark, table)
-    assert len(rows) == 101 and rows[50] == (False, "changed", None) and rows[150] == (False, "new", None)
-    assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 101) if k != 50)
+    assert len(rows) == 101
+    assert rows[offset + 50] == (False, "changed", None) and rows[offset + 150] == (False, "new", None)
+    assert all(rows[offset + k] == (False, f"n{k}", None) for k in range(1, 101) if k != 50)
 
 
 def rows_then_a_few_changes(base: Path) -> tuple[str, str]:
@@ -754,8 +776,8 @@ def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps
     run(spark, namespace, w2)  # a second data file: keys 1001-1010
     table = f"{namespace}.dbo_orders"
     assert merge_job.target_rows_scanned(spark, table, None) == 40
-    assert merge_job.target_rows_scanned(spark, table, ("id", 1005, 2000)) == 10
-    assert merge_job.target_rows_scanned(spark, table, ("id", 5000, 6000)) == 0
+    assert merge_job.target_rows_scanned(spark, table, merge_job.KeyRange("id", 1005, 2000, "INT")) == 10
+    assert merge_job.target_rows_scanned(spark, table, merge_job.KeyRange("id", 5000, 6000, "INT")) == 0
 
 
 @pytest.mark.parametrize(
@@ -776,9 +798,10 @@ def test_runtime_key_filter_is_sized_for_the_change_rows_within_sparks_cap() -> 
     assert huge["spark.sql.optimizer.runtime.bloomFilter.numBits"] == str(merge_job.BLOOM_FILTER_MAX_BITS)
 
 
-def test_source_key_range_is_only_for_integer_keys() -> None:
-    plan = merge_job.TargetPlan("lake.ns.t", key_columns=("code",), column_types={"code": "STRING"})
-    assert merge_job.source_key_range(None, plan) is None  # no Spark job for a string key
+@pytest.mark.parametrize("key_type", ["STRING", "DECIMAL(18,2)", "TIMESTAMP_NTZ", "BINARY"])
+def test_source_key_range_is_only_for_whole_number_keys(key_type: str) -> None:
+    plan = merge_job.TargetPlan("lake.ns.t", key_columns=("code",), column_types={"code": key_type})
+    assert merge_job.source_key_range(None, plan) is None  # and no Spark job
 
 
 @pytest.mark.spark
