@@ -9,7 +9,13 @@ from urllib.parse import urlsplit
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
-from airflow_provider_sqlserver_cdc.spark.merge_job import DELETE_MODES, WRITE_MODES, manifest_uris
+from airflow_provider_sqlserver_cdc.spark.merge_job import (
+    DELETE_MODES,
+    WRITE_MODES,
+    MergeJobError,
+    manifest_uris,
+    table_properties,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -23,6 +29,7 @@ def merge_job_arguments(
     targets: Mapping[str, str] | None = None,
     delete_mode: str = "soft",
     write_mode: str = "merge-on-read",
+    properties: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -32,7 +39,10 @@ def merge_job_arguments(
     :param targets: capture instance -> ``catalog.namespace.table``, overriding the template.
     :param delete_mode: ``soft`` (flag deleted rows) or ``hard`` (remove them; windows in LSN order).
     :param write_mode: Iceberg row-level write mode set when a target is created.
+    :param properties: further Iceberg table properties set when a target is created, e.g.
+        ``{"write.target-file-size-bytes": "134217728"}``.
     """
+    property_arguments = table_property_arguments(properties)
     if delete_mode not in DELETE_MODES:
         raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
     if write_mode not in WRITE_MODES:
@@ -52,7 +62,17 @@ def merge_job_arguments(
         arguments += ["--table-name-template", table_name_template]
     for capture_instance, table in (targets or {}).items():
         arguments += ["--target", f"{capture_instance}={table}"]
-    return [*arguments, "--delete-mode", delete_mode, "--write-mode", write_mode]
+    return [*arguments, "--delete-mode", delete_mode, "--write-mode", write_mode, *property_arguments]
+
+
+def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
+    """Return ``--table-property KEY=VALUE`` arguments, checked as the merge job checks them."""
+    items = [f"{key}={value}" for key, value in (properties or {}).items()]
+    try:
+        table_properties(items)
+    except MergeJobError as err:
+        raise ValueError(str(err)) from None
+    return [argument for item in items for argument in ("--table-property", item)]
 
 
 class CdcSparkMergeOperator(SparkSubmitOperator):
@@ -73,6 +93,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param targets: capture instance -> ``catalog.namespace.table`` overrides. (templated)
     :param delete_mode: ``soft`` (default) or ``hard``.
     :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
+    :param table_properties: further Iceberg table properties set on table creation. (templated)
     """
 
     template_fields: Sequence[str] = (
@@ -81,6 +102,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "windows",
         "table_name_template",
         "targets",
+        "table_properties",
     )
 
     def __init__(
@@ -93,6 +115,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         targets: Mapping[str, str] | None = None,
         delete_mode: str = "soft",
         write_mode: str = "merge-on-read",
+        table_properties: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -112,6 +135,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.targets = dict(targets or {})
         self.delete_mode = delete_mode
         self.write_mode = write_mode
+        self.table_properties = dict(table_properties or {})
 
     def _window_value(self, context: Context) -> Any:
         if self.windows is not None:
@@ -136,6 +160,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             targets=self.targets,
             delete_mode=self.delete_mode,
             write_mode=self.write_mode,
+            properties=self.table_properties,
         )
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         super().execute(context)

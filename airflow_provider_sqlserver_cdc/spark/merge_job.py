@@ -11,6 +11,7 @@ Usage::
     spark-submit merge_job.py --manifest URI [--manifest URI ...] --namespace CATALOG.NAMESPACE
         [--table-name-template '{schema}_{table}'] [--target CAPTURE_INSTANCE=CATALOG.NS.TABLE]
         [--delete-mode soft|hard] [--write-mode merge-on-read|copy-on-write]
+        [--table-property KEY=VALUE ...]
 
 ``--manifest`` takes a manifest URI, a window directory, or the JSON the extract task pushed to
 XCom (a string, an object with ``manifest_uri``, or a list of those). See ``docs/merge-job.md``.
@@ -448,6 +449,7 @@ class MergeSettings:
     targets: dict[str, str] = field(default_factory=dict)
     delete_mode: str = "soft"
     write_mode: str = "merge-on-read"
+    table_properties: dict[str, str] = field(default_factory=dict)
 
     def target_for(self, window: Window) -> str:
         """Return the dotted target table name for a window."""
@@ -478,6 +480,35 @@ class MergeSettings:
         return f"{self.namespace}.{name}"
 
 
+#: Table properties the job itself sets on the tables it creates (``create_table``).
+JOB_TABLE_PROPERTIES = ("format-version", "write.merge.mode", "write.update.mode", "write.delete.mode")
+
+
+def table_properties(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``KEY=VALUE`` Iceberg table properties for the tables the job creates.
+
+    The job's own properties (``JOB_TABLE_PROPERTIES``, ``--write-mode`` for the write modes, and the
+    ``sqlserver-cdc.`` ones) cannot be given, nor quotes or backslashes, which the ``TBLPROPERTIES``
+    clause would have to escape.
+    """
+    properties: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise MergeJobError(
+                f"table property {item!r}: expected KEY=VALUE, e.g. write.target-file-size-bytes=134217728"
+            )
+        if key.lower() in JOB_TABLE_PROPERTIES or key.lower().startswith(SUMMARY_PREFIX):
+            raise MergeJobError(
+                f"table property {key!r} is set by the merge job itself (use --write-mode for the write modes)"
+            )
+        if any(c in item for c in "'\\"):
+            raise MergeJobError(f"table property {item!r}: quotes and backslashes are not supported")
+        properties[key] = value.strip()
+    return properties
+
+
 def parse_args(argv: Sequence[str]) -> MergeSettings:
     """Parse the command line of the job."""
     parser = argparse.ArgumentParser(
@@ -491,7 +522,17 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
     parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
     parser.add_argument("--delete-mode", choices=DELETE_MODES, default="soft")
     parser.add_argument("--write-mode", choices=WRITE_MODES, default="merge-on-read")
+    parser.add_argument(
+        "--table-property",
+        action="append",
+        default=[],
+        help="KEY=VALUE Iceberg table property for the tables the job creates",
+    )
     args = parser.parse_args(list(argv))
+    try:
+        properties = table_properties(args.table_property)
+    except MergeJobError as err:
+        parser.error(str(err))
     targets = {}
     for item in args.target:
         ci, sep, table = item.partition("=")
@@ -505,6 +546,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         targets=targets,
         delete_mode=args.delete_mode,
         write_mode=args.write_mode,
+        table_properties=properties,
     )
 
 
@@ -892,8 +934,13 @@ def _table_schema(spark: SparkSession, table: str) -> dict[str, str]:
     return {f.name.lower(): f.dataType.simpleString() for f in spark.table(table).schema.fields}
 
 
-def create_table(spark: SparkSession, plan: TargetPlan, write_mode: str) -> None:
-    """Create the target table with the windows' schema, metadata columns and identifier fields."""
+def create_table(
+    spark: SparkSession, plan: TargetPlan, write_mode: str, extra_properties: Mapping[str, str] | None = None
+) -> None:
+    """Create the target table with the windows' schema, metadata columns and identifier fields.
+
+    :param extra_properties: further Iceberg table properties (``table_properties``).
+    """
     windows_columns: dict[str, dict[str, Any]] = {}
     for window in plan.windows:
         for column in window.columns:
@@ -914,6 +961,7 @@ def create_table(spark: SparkSession, plan: TargetPlan, write_mode: str) -> None
         "write.update.mode": write_mode,
         "write.delete.mode": write_mode,
         "sqlserver-cdc.source-table": source,
+        **(extra_properties or {}),
     }
     props = ", ".join(f"'{k}'='{v.replace(chr(39), '')}'" for k, v in properties.items())
     LOG.info("creating target table %s (%s)", plan.table, write_mode)
@@ -1279,7 +1327,7 @@ def run(spark: SparkSession, settings: MergeSettings) -> dict[str, Any]:
         state = plan.state
         if plan.windows:
             if not plan.exists:
-                create_table(spark, plan, settings.write_mode)
+                create_table(spark, plan, settings.write_mode, settings.table_properties)
             else:
                 evolve_table(spark, plan)
             snapshots = sorted(

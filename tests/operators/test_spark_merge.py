@@ -55,6 +55,13 @@ def test_arguments_for_the_job() -> None:
     ]
 
 
+def test_arguments_pass_table_properties_checked_as_the_job_checks_them() -> None:
+    arguments = merge_job_arguments(["/w/a"], properties={"write.target-file-size-bytes": "134217728"})
+    assert arguments[-2:] == ["--table-property", "write.target-file-size-bytes=134217728"]
+    with pytest.raises(ValueError, match="set by the merge job itself"):
+        merge_job_arguments(["/w/a"], properties={"write.merge.mode": "copy-on-write"})
+
+
 def test_arguments_refuse_credentials_in_uris() -> None:
     with pytest.raises(ValueError, match="carries credentials") as caught:
         merge_job_arguments(["s3a://AKIA:s3cr3t@bucket/w/_manifest.json"])
@@ -68,7 +75,9 @@ def test_operator_settings_are_checked_without_io() -> None:
         CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", delete_mode="purge")
     operator = CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", namespace="lake.cdc")
     assert operator.application == MERGE_JOB_PATH
-    assert {"application_args", "namespace", "windows", "targets", "conf"} <= set(operator.template_fields)
+    assert {"application_args", "namespace", "windows", "targets", "table_properties", "conf"} <= set(
+        operator.template_fields
+    )
 
 
 class _FakeTaskInstance:

@@ -216,6 +216,37 @@ def test_parse_args_builds_settings_from_xcom_json() -> None:
     assert settings.manifests == ("/w/a/_manifest.json",)
     assert settings.targets == {"dbo_x": "lake.o.x"}
     assert settings.delete_mode == "soft"
+    assert settings.table_properties == {}
+
+
+def test_parse_args_collects_table_properties() -> None:
+    settings = merge_job.parse_args(
+        [
+            "--manifest",
+            "/w/a",
+            "--table-property",
+            "write.merge.distribution-mode=none",
+            "--table-property",
+            "comment=a=b",
+        ]
+    )
+    assert settings.table_properties == {"write.merge.distribution-mode": "none", "comment": "a=b"}
+
+
+@pytest.mark.parametrize(
+    ("item", "problem"),
+    [
+        ("write.merge.mode=copy-on-write", "set by the merge job itself"),
+        ("Format-Version=3", "set by the merge job itself"),
+        ("sqlserver-cdc.max-applied-lsn.dbo_x=0x00", "set by the merge job itself"),
+        ("no-value", "expected KEY=VALUE"),
+        ("=x", "expected KEY=VALUE"),
+        ("comment=it's", "quotes and backslashes"),
+    ],
+)
+def test_table_properties_refused(item: str, problem: str) -> None:
+    with pytest.raises(MergeJobError, match=problem):
+        merge_job.table_properties([item])
 
 
 # --------------------------------------------------------------------------- Spark
@@ -748,6 +779,22 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     rows = contents(spark, table)
     assert len(rows) == 201 and rows[7] == (False, "changed", None) and rows[300][0] is False
     assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 201) if k != 7)
+
+
+@pytest.mark.spark
+def test_table_properties_are_set_on_tables_the_job_creates_only(
+    spark: Any, base: Path, namespace: str
+) -> None:
+    w1, w2 = rows_then_a_few_changes(base)
+    table = f"{namespace}.dbo_orders"
+    run(spark, namespace, w1, table_properties={"write.merge.distribution-mode": "none"})
+    properties = merge_job.iceberg_table(spark, table).properties()
+    assert properties.get("write.merge.distribution-mode") == "none"
+    assert properties.get("write.merge.mode") == "merge-on-read"
+    run(spark, namespace, w2, table_properties={"write.merge.distribution-mode": "hash"})
+    properties = merge_job.iceberg_table(spark, table).properties()
+    assert properties.get("write.merge.distribution-mode") == "none"  # an existing table keeps its own
+    assert contents(spark, table)[7] == (False, "changed", None)
 
 
 @pytest.mark.spark
