@@ -14,7 +14,7 @@ from airflow_provider_sqlserver_cdc.spark.merge_job import (
     WRITE_MODES,
     MergeJobError,
     manifest_uris,
-    table_properties,
+    parse_table_properties,
 )
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     """Return ``--table-property KEY=VALUE`` arguments, checked as the merge job checks them."""
     items = [f"{key}={value}" for key, value in (properties or {}).items()]
     try:
-        table_properties(items)
+        parse_table_properties(items)
     except MergeJobError as err:
         raise ValueError(str(err)) from None
     return [argument for item in items for argument in ("--table-property", item)]

@@ -484,7 +484,7 @@ class MergeSettings:
 JOB_TABLE_PROPERTIES = ("format-version", "write.merge.mode", "write.update.mode", "write.delete.mode")
 
 
-def table_properties(items: Iterable[str]) -> dict[str, str]:
+def parse_table_properties(items: Iterable[str]) -> dict[str, str]:
     """Parse ``KEY=VALUE`` Iceberg table properties for the tables the job creates.
 
     The job's own properties (``JOB_TABLE_PROPERTIES``, ``--write-mode`` for the write modes, and the
@@ -530,7 +530,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
     )
     args = parser.parse_args(list(argv))
     try:
-        properties = table_properties(args.table_property)
+        properties = parse_table_properties(args.table_property)
     except MergeJobError as err:
         parser.error(str(err))
     targets = {}
@@ -939,7 +939,7 @@ def create_table(
 ) -> None:
     """Create the target table with the windows' schema, metadata columns and identifier fields.
 
-    :param extra_properties: further Iceberg table properties (``table_properties``).
+    :param extra_properties: further Iceberg table properties (``parse_table_properties``).
     """
     windows_columns: dict[str, dict[str, Any]] = {}
     for window in plan.windows:

@@ -246,7 +246,7 @@ def test_parse_args_collects_table_properties() -> None:
 )
 def test_table_properties_refused(item: str, problem: str) -> None:
     with pytest.raises(MergeJobError, match=problem):
-        merge_job.table_properties([item])
+        merge_job.parse_table_properties([item])
 
 
 # --------------------------------------------------------------------------- Spark
