@@ -480,14 +480,20 @@ class MergeSettings:
         return f"{self.namespace}.{name}"
 
 
-#: Table properties the job itself sets on the tables it creates (``create_table``).
-JOB_TABLE_PROPERTIES = ("format-version", "write.merge.mode", "write.update.mode", "write.delete.mode")
+def job_table_properties(write_mode: str) -> dict[str, str]:
+    """Return the Iceberg table properties the job itself sets on the tables it creates."""
+    return {
+        "format-version": "2",
+        "write.merge.mode": write_mode,
+        "write.update.mode": write_mode,
+        "write.delete.mode": write_mode,
+    }
 
 
 def parse_table_properties(items: Iterable[str]) -> dict[str, str]:
     """Parse ``KEY=VALUE`` Iceberg table properties for the tables the job creates.
 
-    The job's own properties (``JOB_TABLE_PROPERTIES``, ``--write-mode`` for the write modes, and the
+    The job's own properties (``job_table_properties``, ``--write-mode`` for the write modes, and the
     ``sqlserver-cdc.`` ones) cannot be given, nor quotes or backslashes, which the ``TBLPROPERTIES``
     clause would have to escape.
     """
@@ -499,7 +505,7 @@ def parse_table_properties(items: Iterable[str]) -> dict[str, str]:
             raise MergeJobError(
                 f"table property {item!r}: expected KEY=VALUE, e.g. write.target-file-size-bytes=134217728"
             )
-        if key.lower() in JOB_TABLE_PROPERTIES or key.lower().startswith(SUMMARY_PREFIX):
+        if key.lower() in job_table_properties("") or key.lower().startswith(SUMMARY_PREFIX):
             raise MergeJobError(
                 f"table property {key!r} is set by the merge job itself (use --write-mode for the write modes)"
             )
@@ -956,10 +962,7 @@ def create_table(
     first = plan.windows[0]
     source = ".".join(str(first.source.get(k, "")) for k in ("database", "schema", "table"))
     properties = {
-        "format-version": "2",
-        "write.merge.mode": write_mode,
-        "write.update.mode": write_mode,
-        "write.delete.mode": write_mode,
+        **job_table_properties(write_mode),
         "sqlserver-cdc.source-table": source,
         **(extra_properties or {}),
     }
@@ -1181,7 +1184,7 @@ def _merge_windows(
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
     if snapshot is not None:
         # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
-        # of the source keys could not prune any, and the snapshot (the whole table) is not cached.
+        # of the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
         statement = _merge_statement(plan, net_effect_frame(changes, plan.key_columns), columns, hard, None)
         statement += snapshot_clause(snapshot.to_lsn, hard)
         with_commit_properties(spark, new_state, lambda: spark.sql(statement))
