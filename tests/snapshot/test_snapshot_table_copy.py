@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import METADATA_FIELDS
+from airflow_provider_sqlserver_cdc.hooks.change_reader import METADATA_FIELDS
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.operators.extract import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile

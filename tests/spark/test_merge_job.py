@@ -898,7 +898,7 @@ def test_window_written_by_the_extraction_writer_merges(spark: Any, tmp_path: Pa
     import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import METADATA_FIELDS
+    from airflow_provider_sqlserver_cdc.hooks.change_reader import METADATA_FIELDS
     from airflow_provider_sqlserver_cdc.lsn import Lsn
     from airflow_provider_sqlserver_cdc.operators.extract import column_descriptions
     from airflow_provider_sqlserver_cdc.parquet.manifest import WindowManifest, write_manifest
