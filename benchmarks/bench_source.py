@@ -17,6 +17,8 @@ import tempfile
 import uuid
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+
 PASSWORD = "Bench-Pa55word!"
 COLUMNS = (
     "id int NOT NULL PRIMARY KEY, c_bigint bigint NULL, c_decimal decimal(18,4) NULL, c_nvarchar nvarchar(50) NULL, "
@@ -55,8 +57,7 @@ def start_simulator(*options: str) -> tuple[subprocess.Popen, str, int]:
 
 def odbc(host: str, port: int, database: str | None = None) -> str:
     """The pyodbc + FreeTDS connection string of the simulator (as ``sa``)."""
-    text = f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{PASSWORD}}};TDS_Version=7.4;ClientCharset=UTF-8;"
-    return text + (f"DATABASE={database};" if database else "")
+    return odbc_connection_string(host=host, port=port, database=database, user="sa", password=PASSWORD)
 
 
 def bench_row(i: int) -> tuple:

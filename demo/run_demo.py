@@ -32,6 +32,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.hooks import odbc_connection
+
 REPO = Path(__file__).resolve().parent.parent
 DAGS_FOLDER = REPO / "dags"
 DEMO_DIR = REPO / ".demo"
@@ -95,10 +97,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
 
 def odbc_connection_string(host: str, port: int, password: str) -> str:
     """The FreeTDS connection string the workload generator uses (contains the password: never print it)."""
-    return (
-        f"DRIVER={{FreeTDS}};SERVER={host};PORT={port};UID=sa;PWD={{{password}}};"
-        "TDS_Version=7.4;ClientCharset=UTF-8"
-    )
+    return odbc_connection.odbc_connection_string(host=host, port=port, user="sa", password=password)
 
 
 class Processes:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.testing.simulator import Engine, SimulatorServer
     from airflow_provider_sqlserver_cdc.testing.simulator.clock import ServerClock
@@ -60,18 +62,9 @@ class SimulatorHandle:
 
     def odbc_connection_string(self, database: str | None = None) -> str:
         """A pyodbc connection string using the FreeTDS driver (TDS 7.4)."""
-        parts = [
-            "DRIVER=FreeTDS",
-            f"SERVER={self.host}",
-            f"PORT={self.port}",
-            f"UID={self.user}",
-            f"PWD={self.password}",
-            "TDS_Version=7.4",
-            "ClientCharset=UTF-8",
-        ]
-        if database:
-            parts.append(f"DATABASE={database}")
-        return ";".join(parts) + ";"
+        return odbc_connection_string(
+            host=self.host, port=self.port, database=database, user=self.user, password=self.password
+        )
 
     def connect(self, database: str | None = None, autocommit: bool = True) -> Any:
         """A pyodbc connection."""

@@ -784,15 +784,16 @@ class _KeyedRows:
 def _connect(args: argparse.Namespace) -> Any:
     import pyodbc
 
+    from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+
     connection_string = args.odbc or os.environ.get("SQLSERVER_CDC_ODBC")
     if not connection_string:
         if not args.server:
             raise SystemExit("give --odbc, --server or set SQLSERVER_CDC_ODBC to an ODBC connection string")
         host, _, port = args.server.partition(":")
         password = os.environ.get("SQLSERVER_CDC_PASSWORD", "")
-        connection_string = (
-            f"DRIVER={{FreeTDS}};SERVER={host};PORT={port or 1433};UID={args.user};PWD={{{password}}};"
-            "TDS_Version=7.4;ClientCharset=UTF-8"
+        connection_string = odbc_connection_string(
+            host=host, port=int(port or 1433), user=args.user, password=password
         )
     return pyodbc.connect(connection_string, autocommit=True)
 

@@ -15,6 +15,8 @@ import pymssql
 import pyodbc
 import pytest
 
+from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+
 
 def test_fixture_serves_fresh_state_quickly(sqlserver_simulator: Any) -> None:
     conn = sqlserver_simulator.connect()
@@ -50,8 +52,13 @@ def test_created_login_can_connect_and_role_membership_is_visible(sqlserver_simu
     admin.execute("CREATE ROLE cdc_readers")
     admin.execute("ALTER ROLE cdc_readers ADD MEMBER reader")
     conn = pyodbc.connect(
-        f"DRIVER=FreeTDS;SERVER={sqlserver_simulator.host};PORT={sqlserver_simulator.port};UID=reader;PWD=Read-Only-1!;"
-        "TDS_Version=7.4;DATABASE=app",
+        odbc_connection_string(
+            host=sqlserver_simulator.host,
+            port=sqlserver_simulator.port,
+            database="app",
+            user="reader",
+            password="Read-Only-1!",
+        ),
         autocommit=True,
     )
     assert tuple(
@@ -280,7 +287,7 @@ def _cli_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def _login_works(host: str, port: str, password: str) -> bool:
-    odbc = f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={{{password}}};TDS_Version=7.4;"
+    odbc = odbc_connection_string(host=host, port=int(port), user="sa", password=password)
     try:
         conn = pyodbc.connect(odbc, autocommit=True, timeout=10)
     except pyodbc.Error as e:
@@ -386,7 +393,7 @@ def test_command_line_without_a_usable_password_exits_2_with_a_clear_message(
 def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path) -> None:
     password = "Cli-Pw-9!"
     proc, host, port = _start_cli(tmp_path, password)
-    odbc = f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;"
+    odbc = odbc_connection_string(host=host, port=int(port), user="sa", password=password)
     conn = pyodbc.connect(odbc, autocommit=True)
     conn.execute("CREATE DATABASE keep")
     conn.execute("USE keep")
@@ -399,8 +406,8 @@ def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path
 
     proc, host, port = _start_cli(tmp_path, password)
     try:
-        odbc = (
-            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;DATABASE=keep;"
+        odbc = odbc_connection_string(
+            host=host, port=int(port), database="keep", user="sa", password=password
         )
         conn = pyodbc.connect(odbc, autocommit=True)
         conn.execute("INSERT INTO dbo.t (v) VALUES (N'c')")
@@ -415,8 +422,8 @@ def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path
         proc.wait()
     proc, host, port = _start_cli(tmp_path, password)
     try:
-        odbc = (
-            f"DRIVER=FreeTDS;SERVER={host};PORT={port};UID=sa;PWD={password};TDS_Version=7.4;DATABASE=keep;"
+        odbc = odbc_connection_string(
+            host=host, port=int(port), database="keep", user="sa", password=password
         )
         conn = pyodbc.connect(odbc, autocommit=True)
         assert conn.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 3
@@ -446,7 +453,12 @@ def test_dm_views_need_view_server_state_for_logins_that_are_not_sysadmin(sqlser
     admin = sqlserver_simulator.connect()
     admin.execute("CREATE LOGIN watcher WITH PASSWORD = 'W4tcher!pw'")
     conn = pyodbc.connect(
-        f"DRIVER=FreeTDS;SERVER={sqlserver_simulator.host};PORT={sqlserver_simulator.port};UID=watcher;PWD=W4tcher!pw;TDS_Version=7.4",
+        odbc_connection_string(
+            host=sqlserver_simulator.host,
+            port=sqlserver_simulator.port,
+            user="watcher",
+            password="W4tcher!pw",
+        ),
         autocommit=True,
     )
     query = "SELECT COUNT(*) FROM sys.dm_tran_database_transactions"
