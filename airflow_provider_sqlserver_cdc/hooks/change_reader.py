@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime, timedelta, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -147,6 +148,7 @@ def rows_to_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+@dataclass(frozen=True)
 class ChangeReader:
     """
     Read the change rows of one capture instance over an LSN window as record batches.
@@ -158,37 +160,30 @@ class ChangeReader:
     :param tz: the server's time zone, for ``__$commit_time`` in UTC.
     :param row_filter_option: ``all`` or ``all update old``.
     :param batch_size: rows per batch.
-    :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc``; ``auto`` uses arrow-odbc when it is
+    :param choice: ``auto``, ``arrow-odbc`` or ``pyodbc``; ``auto`` uses arrow-odbc when it is
         installed and no captured column is a (max)/LOB type, whose size arrow-odbc must bound.
     """
 
-    def __init__(
-        self,
-        instance: CaptureInstance,
-        window: LsnWindow,
-        *,
-        tz: ServerTimeZone,
-        row_filter_option: str,
-        batch_size: int,
-        reader: str = "auto",
-    ) -> None:
-        tsql.validate_row_filter_option(row_filter_option)
-        if reader not in READERS:
-            raise ValueError(f"reader must be one of {READERS}, got {reader!r}")
-        if not instance.columns:
-            raise ValueError(f"Capture instance {instance.name!r} was loaded without its columns")
-        self.instance = instance
-        self.window = window
-        self.tz = tz
-        self.row_filter_option = row_filter_option
-        self.batch_size = batch_size
-        self._reader = reader
+    instance: CaptureInstance
+    window: LsnWindow
+    _: KW_ONLY
+    tz: ServerTimeZone
+    row_filter_option: str
+    batch_size: int
+    choice: str = "auto"
+
+    def __post_init__(self) -> None:
+        tsql.validate_row_filter_option(self.row_filter_option)
+        if self.choice not in READERS:
+            raise ValueError(f"reader must be one of {READERS}, got {self.choice!r}")
+        if not self.instance.columns:
+            raise ValueError(f"Capture instance {self.instance.name!r} was loaded without its columns")
 
     @cached_property
     def reader(self) -> str:
         """The reader used: ``arrow-odbc`` or ``pyodbc`` (``auto`` resolved)."""
-        if self._reader != "auto":
-            return self._reader
+        if self.choice != "auto":
+            return self.choice
         lob = any(map(is_large_object, self.instance.columns))
         return ARROW_ODBC if arrow_odbc_available() and not lob else PYODBC
 

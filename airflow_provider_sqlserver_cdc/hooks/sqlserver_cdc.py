@@ -408,7 +408,7 @@ class SqlServerCdcHook(BaseHook):
         :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc``.
         """
         changes = ChangeReader(
-            instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, reader=reader
+            instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, choice=reader
         )
         if window.is_empty:
             return

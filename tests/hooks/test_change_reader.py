@@ -103,7 +103,7 @@ def test_reader_checks_its_arguments():
     instance = CaptureInstance("dbo_t", "dbo", "t", Lsn.zero(), columns=COLUMNS)
     tz = ServerTimeZone(offset=timedelta(0))
     with pytest.raises(ValueError, match="reader must be one of"):
-        ChangeReader(instance, window(), tz=tz, row_filter_option="all", batch_size=1, reader="odbc")
+        ChangeReader(instance, window(), tz=tz, row_filter_option="all", batch_size=1, choice="odbc")
     with pytest.raises(ValueError, match="without its columns"):
         ChangeReader(
             CaptureInstance("dbo_t", "dbo", "t", Lsn.zero()),
@@ -129,7 +129,7 @@ def test_auto_reader_avoids_arrow_odbc_for_large_objects():
     auto = ChangeReader(plain, window(), tz=tz, row_filter_option="all", batch_size=1)
     assert auto.reader == (ARROW_ODBC if arrow_odbc_available() else PYODBC)
     assert ChangeReader(lob, window(), tz=tz, row_filter_option="all", batch_size=1).reader == PYODBC
-    forced = ChangeReader(lob, window(), tz=tz, row_filter_option="all", batch_size=1, reader=ARROW_ODBC)
+    forced = ChangeReader(lob, window(), tz=tz, row_filter_option="all", batch_size=1, choice=ARROW_ODBC)
     assert forced.reader == ARROW_ODBC
 
 
