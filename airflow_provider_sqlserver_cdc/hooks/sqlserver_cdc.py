@@ -154,6 +154,11 @@ class SqlServerCdcHook(BaseHook):
         finally:
             cursor.close()
 
+    def _query_instance(self, sql: str, capture_instance: str, *, doing: str) -> list[Any]:
+        """Run ``sql`` with the capture instance (checked to be a valid name) as its one parameter."""
+        tsql.validate_capture_instance(capture_instance)
+        return self._query(sql, capture_instance, doing=doing, capture_instance=capture_instance)
+
     def _scalar(self, sql: str, *params: Any, doing: str, capture_instance: str | None = None) -> Any:
         rows = self._query(sql, *params, doing=doing, capture_instance=capture_instance)
         return rows[0][0] if rows else None
@@ -208,14 +213,8 @@ class SqlServerCdcHook(BaseHook):
 
     def get_min_lsn(self, capture_instance: str) -> Lsn:
         """``sys.fn_cdc_get_min_lsn(ci)``: the instance's low-water mark (zero when unknown or not permitted)."""
-        tsql.validate_capture_instance(capture_instance)
-        value = self._scalar(
-            tsql.MIN_LSN,
-            capture_instance,
-            doing="reading sys.fn_cdc_get_min_lsn",
-            capture_instance=capture_instance,
-        )
-        return Lsn(value) if value is not None else Lsn.zero()
+        rows = self._query_instance(tsql.MIN_LSN, capture_instance, doing="reading sys.fn_cdc_get_min_lsn")
+        return Lsn(rows[0][0]) if rows and rows[0][0] is not None else Lsn.zero()
 
     def increment_lsn(self, lsn: Lsn) -> Lsn:
         """``sys.fn_cdc_increment_lsn``: the next LSN after ``lsn``."""
@@ -279,13 +278,7 @@ class SqlServerCdcHook(BaseHook):
 
     def get_captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
         """The captured columns of an instance with their full types, in ``column_ordinal`` order."""
-        tsql.validate_capture_instance(capture_instance)
-        rows = self._query(
-            tsql.CAPTURED_COLUMNS,
-            capture_instance,
-            doing="reading captured columns",
-            capture_instance=capture_instance,
-        )
+        rows = self._query_instance(tsql.CAPTURED_COLUMNS, capture_instance, doing="reading captured columns")
         return [
             CapturedColumn(
                 name=r[0],

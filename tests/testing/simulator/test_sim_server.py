@@ -18,6 +18,14 @@ import pytest
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
 
 
+def _connect_as(sim: Any, user: str, password: str, database: str | None = None) -> pyodbc.Connection:
+    """A pyodbc connection to the simulator as another login than ``sa``."""
+    odbc = odbc_connection_string(
+        host=sim.host, port=sim.port, database=database, user=user, password=password
+    )
+    return pyodbc.connect(odbc, autocommit=True)
+
+
 def test_fixture_serves_fresh_state_quickly(sqlserver_simulator: Any) -> None:
     conn = sqlserver_simulator.connect()
     names = {r[0] for r in conn.execute("SELECT name FROM sys.databases").fetchall()}
@@ -51,16 +59,7 @@ def test_created_login_can_connect_and_role_membership_is_visible(sqlserver_simu
     admin.execute("CREATE USER reader FOR LOGIN reader")
     admin.execute("CREATE ROLE cdc_readers")
     admin.execute("ALTER ROLE cdc_readers ADD MEMBER reader")
-    conn = pyodbc.connect(
-        odbc_connection_string(
-            host=sqlserver_simulator.host,
-            port=sqlserver_simulator.port,
-            database="app",
-            user="reader",
-            password="Read-Only-1!",
-        ),
-        autocommit=True,
-    )
+    conn = _connect_as(sqlserver_simulator, "reader", "Read-Only-1!", database="app")
     assert tuple(
         conn.execute(
             "SELECT SUSER_SNAME(), USER_NAME(), IS_MEMBER('cdc_readers'), IS_MEMBER('db_owner')"
@@ -452,15 +451,7 @@ def test_cancelling_a_parameterised_stream_keeps_the_protocol_in_step(sqlserver_
 def test_dm_views_need_view_server_state_for_logins_that_are_not_sysadmin(sqlserver_simulator: Any) -> None:
     admin = sqlserver_simulator.connect()
     admin.execute("CREATE LOGIN watcher WITH PASSWORD = 'W4tcher!pw'")
-    conn = pyodbc.connect(
-        odbc_connection_string(
-            host=sqlserver_simulator.host,
-            port=sqlserver_simulator.port,
-            user="watcher",
-            password="W4tcher!pw",
-        ),
-        autocommit=True,
-    )
+    conn = _connect_as(sqlserver_simulator, "watcher", "W4tcher!pw")
     query = "SELECT COUNT(*) FROM sys.dm_tran_database_transactions"
     with pytest.raises(pyodbc.Error) as err:
         conn.execute(query)
