@@ -19,7 +19,7 @@ import datetime as dt
 import decimal
 import struct
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,61 +114,78 @@ def add_exact_converters(conn: Any) -> None:
 # --------------------------------------------------------------------------- normalisation
 
 
-def _type(column: CapturedColumn) -> str:
-    return column.sql_type.lower()
+def _float32(value: float) -> float:
+    """The value rounded to single precision (``real``, ``float(1..24)``), as Python's float."""
+    return struct.unpack("<f", struct.pack("<f", value))[0]
+
+
+def _source_time(value: Any) -> TimeOfDay:
+    return value if isinstance(value, TimeOfDay) else TimeOfDay.parse(str(value))
+
+
+def _source_datetimeoffset(value: Any) -> OffsetDateTime:
+    if isinstance(value, OffsetDateTime):
+        return value
+    if isinstance(value, dt.datetime):
+        offset = value.utcoffset() or dt.timedelta(0)
+        return OffsetDateTime(
+            value.replace(tzinfo=None), value.microsecond * 1000, int(offset.total_seconds() // 60)
+        )
+    return OffsetDateTime.parse(str(value))
+
+
+# How both sides bring a value of a SQL type to the documented representation; a type that is not
+# listed keeps its value (datetime, smalldatetime and datetime2: pyodbc and Spark both give naive
+# datetimes in microseconds, the target's precision; strings; dates).
+_BOTH_SIDES: dict[str, Callable[[Any], Any]] = {
+    **dict.fromkeys(("binary", "varbinary", "image", "rowversion", "timestamp"), bytes),
+    **dict.fromkeys(("decimal", "numeric", "money", "smallmoney"), decimal.Decimal),
+    "real": _float32,
+}
+_SOURCE_VALUES: dict[str, Callable[[Any], Any]] = {
+    **_BOTH_SIDES,
+    **dict.fromkeys(("tinyint", "smallint", "int", "bigint"), int),
+    "bit": bool,
+    "float": float,
+    "uniqueidentifier": lambda value: str(value).upper(),
+    "time": _source_time,
+    "datetimeoffset": _source_datetimeoffset,
+}
+_TARGET_VALUES: dict[str, Callable[[Any], Any]] = {
+    **_BOTH_SIDES,
+    "time": TimeOfDay.parse,
+    "datetimeoffset": OffsetDateTime.parse,
+}
+
+
+def _normalise(column: CapturedColumn, value: Any, conversions: dict[str, Callable[[Any], Any]]) -> Any:
+    if value is None:
+        return None
+    sql_type = column.sql_type.lower()
+    if sql_type == "float" and column.precision <= 24:
+        sql_type = "real"
+    convert = conversions.get(sql_type)
+    return value if convert is None else convert(value)
 
 
 def source_value(column: CapturedColumn, value: Any) -> Any:
-    """Bring a value read from SQL Server to the representation the target documents for its type."""
-    if value is None:
-        return None
-    sql_type = _type(column)
-    if sql_type == "bit":
-        return bool(value)
-    if sql_type in ("tinyint", "smallint", "int", "bigint"):
-        return int(value)
-    if sql_type in ("decimal", "numeric", "money", "smallmoney"):
-        return decimal.Decimal(value)
-    if sql_type == "real" or (sql_type == "float" and column.precision <= 24):
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    if sql_type == "float":
-        return float(value)
-    if sql_type in ("binary", "varbinary", "image", "rowversion", "timestamp"):
-        return bytes(value)
-    if sql_type == "uniqueidentifier":
-        return str(value).upper()
-    if sql_type == "time":
-        return value if isinstance(value, TimeOfDay) else TimeOfDay.parse(str(value))
-    if sql_type == "datetimeoffset":
-        if isinstance(value, OffsetDateTime):
-            return value
-        if isinstance(value, dt.datetime):
-            offset = value.utcoffset() or dt.timedelta(0)
-            return OffsetDateTime(
-                value.replace(tzinfo=None), value.microsecond * 1000, int(offset.total_seconds() // 60)
-            )
-        return OffsetDateTime.parse(str(value))
-    if sql_type in ("datetime", "smalldatetime", "datetime2"):
-        return value  # pyodbc: naive datetime in microseconds, the target's precision
-    return value
+    """
+    Bring a value read from SQL Server to the representation the target documents for its type.
+
+    :param column: the captured column.
+    :param value: the value pyodbc returned (with :func:`add_exact_converters`).
+    """
+    return _normalise(column, value, _SOURCE_VALUES)
 
 
 def target_value(column: CapturedColumn, value: Any) -> Any:
-    """Bring a value read from the Iceberg target (Spark) to the same representation as :func:`source_value`."""
-    if value is None:
-        return None
-    sql_type = _type(column)
-    if sql_type in ("binary", "varbinary", "image", "rowversion", "timestamp"):
-        return bytes(value)
-    if sql_type in ("decimal", "numeric", "money", "smallmoney"):
-        return decimal.Decimal(value)
-    if sql_type == "real" or (sql_type == "float" and column.precision <= 24):
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    if sql_type == "time":
-        return TimeOfDay.parse(value)
-    if sql_type == "datetimeoffset":
-        return OffsetDateTime.parse(value)
-    return value
+    """
+    Bring a value read from the Iceberg target (Spark) to the same representation as :func:`source_value`.
+
+    :param column: the captured column.
+    :param value: the value Spark returned.
+    """
+    return _normalise(column, value, _TARGET_VALUES)
 
 
 def _python_type_ok(column: CapturedColumn, value: Any) -> bool:
