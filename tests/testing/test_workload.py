@@ -16,6 +16,8 @@ from airflow_provider_sqlserver_cdc.testing.workload import (
     Workload,
     WorkloadMix,
     main,
+    read_all_changes,
+    replay_changes,
 )
 
 SQL_SS_TIMESTAMPOFFSET = -155
@@ -126,23 +128,7 @@ def test_replaying_the_captured_changes_rebuilds_the_tables(conn, sample, sqlser
     cursor = conn.cursor()
     high = cursor.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
     for table in SAMPLE_TABLES:
-        names = [c.name for c in table.writable_columns]
-        low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(?)", table.capture_instance).fetchone()[0]
-        cursor.execute(
-            f"SELECT __$operation, {', '.join(f'[{n}]' for n in names)} "
-            f"FROM cdc.fn_cdc_get_all_changes_{table.capture_instance}(?, ?, N'all') "
-            "ORDER BY __$start_lsn, __$seqval, __$operation",
-            low,
-            high,
-        )
-        replica: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for record in cursor.fetchall():
-            row = dict(zip(names, record[1:], strict=True))
-            key = tuple(row[k] for k in table.key)
-            if record[0] == 1:
-                del replica[key]
-            else:
-                replica[key] = row
+        replica = replay_changes(table, read_all_changes(cursor, table, high=high))
         assert replica == workload.model[table.qualified_name], table.qualified_name
     assert stats.key_updates > 0
 

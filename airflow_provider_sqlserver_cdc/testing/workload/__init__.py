@@ -29,11 +29,17 @@ Command line (connection string from ``--odbc`` or ``$SQLSERVER_CDC_ODBC``)::
 Modules: ``schema`` (how a table is described), ``sample_tables`` (the four tables),
 ``value_generators`` (seeded values per type), ``sample_database`` (create it and enable CDC),
 ``change_generator`` (the workload and its model), ``statements`` (the DML it sends),
-``keyed_rows`` (the model's index), ``odbc_client`` (pyodbc conversions), ``command_line``.
+``keyed_rows`` (the model's index), ``captured_changes`` (read and replay what CDC captured),
+``odbc_client`` (pyodbc conversions), ``command_line``.
 """
 
 from __future__ import annotations
 
+from airflow_provider_sqlserver_cdc.testing.workload.captured_changes import (
+    CHANGE_COLUMNS,
+    read_all_changes,
+    replay_changes,
+)
 from airflow_provider_sqlserver_cdc.testing.workload.change_generator import (
     STATEMENT_KINDS,
     Workload,
@@ -46,6 +52,7 @@ from airflow_provider_sqlserver_cdc.testing.workload.sample_tables import SAMPLE
 from airflow_provider_sqlserver_cdc.testing.workload.schema import ColumnSpec, Key, Row, SampleTable
 
 __all__ = [
+    "CHANGE_COLUMNS",
     "SAMPLE_TABLES",
     "STATEMENT_KINDS",
     "ColumnSpec",
@@ -57,4 +64,6 @@ __all__ = [
     "WorkloadMix",
     "WorkloadStats",
     "main",
+    "read_all_changes",
+    "replay_changes",
 ]

@@ -111,6 +111,23 @@ class CdcDb:
         cursor.close()
         return None if row is None else row[0]
 
+    def run(self, *statements: str) -> None:
+        """Run statements one after another on the fixture's connection."""
+        for sql in statements:
+            self.execute(sql).close()
+
+    def track(self, create_table: str, table: str, **options: Any) -> None:
+        """
+        Create a table, enable it for CDC and stop the capture job, so that scans happen only on request.
+
+        :param create_table: the CREATE TABLE statement.
+        :param table: the table's name in ``dbo``.
+        :param options: ``sys.sp_cdc_enable_table`` parameters (see :meth:`enable_table`).
+        """
+        self.run(create_table)
+        self.enable_table(table, **options)
+        self.run("EXEC sys.sp_cdc_stop_job @job_type = N'capture'")
+
     def capture(self) -> None:
         """Run the capture job synchronously."""
         self.backend.capture(self.conn, self.name)

@@ -42,35 +42,36 @@ def _drop(conn: pyodbc.Connection, name: str) -> None:
     cursor.close()
 
 
-@pytest.fixture
-def cdc_db(backend: Backend) -> Iterator[CdcDb]:
-    """A new database with ``sys.sp_cdc_enable_db`` run in it (tables are enabled by each test)."""
-    name = f"cdc_t_{uuid.uuid4().hex[:10]}"
+@contextlib.contextmanager
+def _fresh_database(backend: Backend, prefix: str, *, enable_cdc: bool) -> Iterator[CdcDb]:
+    """Create a database, yield a handle with a connection to it, then drop it."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
     admin = backend.connect()
     admin.cursor().execute(f"CREATE DATABASE [{name}]").close()
     conn = backend.connect(name)
     db = CdcDb(backend, name, conn)
-    db.execute("EXEC sys.sp_cdc_enable_db").close()
+    if enable_cdc:
+        db.execute("EXEC sys.sp_cdc_enable_db").close()
     try:
         yield db
     finally:
-        with contextlib.suppress(pyodbc.Error):
-            conn.cursor().execute("EXEC sys.sp_cdc_disable_db").close()
+        if enable_cdc:
+            with contextlib.suppress(pyodbc.Error):
+                conn.cursor().execute("EXEC sys.sp_cdc_disable_db").close()
         conn.close()
         _drop(admin, name)
         admin.close()
+
+
+@pytest.fixture
+def cdc_db(backend: Backend) -> Iterator[CdcDb]:
+    """A new database with ``sys.sp_cdc_enable_db`` run in it (tables are enabled by each test)."""
+    with _fresh_database(backend, "cdc_t", enable_cdc=True) as db:
+        yield db
 
 
 @pytest.fixture
 def plain_db(backend: Backend) -> Iterator[CdcDb]:
     """A new database without CDC."""
-    name = f"cdc_p_{uuid.uuid4().hex[:10]}"
-    admin = backend.connect()
-    admin.cursor().execute(f"CREATE DATABASE [{name}]").close()
-    conn = backend.connect(name)
-    try:
-        yield CdcDb(backend, name, conn)
-    finally:
-        conn.close()
-        _drop(admin, name)
-        admin.close()
+    with _fresh_database(backend, "cdc_p", enable_cdc=False) as db:
+        yield db

@@ -19,6 +19,8 @@ from airflow_provider_sqlserver_cdc.testing.workload import (
     SampleDatabase,
     Workload,
     WorkloadMix,
+    read_all_changes,
+    replay_changes,
 )
 
 TABLES = SAMPLE_TABLES[:3]  # customers, orders, order_lines
@@ -47,8 +49,7 @@ def test_consecutive_windows_during_a_workload_add_up_to_every_change(sqlserver_
 
     thread = threading.Thread(target=write)
     thread.start()
-    names = {t.capture_instance: [c.name for c in t.writable_columns] for t in TABLES}
-    seen: dict[str, list[tuple[Any, ...]]] = {ci: [] for ci in names}
+    seen: dict[str, list[tuple[Any, ...]]] = {t.capture_instance: [] for t in TABLES}
     previous: bytes | None = None
     windows = 0
 
@@ -57,18 +58,11 @@ def test_consecutive_windows_during_a_workload_add_up_to_every_change(sqlserver_
         high = cursor.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
         if high is None or (previous is not None and high <= previous):
             return
-        for ci, cols in names.items():
-            if previous is None:
-                low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(?)", ci).fetchone()[0]
-            else:
+        for table in TABLES:
+            low = None
+            if previous is not None:
                 low = cursor.execute("SELECT sys.fn_cdc_increment_lsn(?)", previous).fetchone()[0]
-            cursor.execute(
-                f"SELECT __$start_lsn, __$seqval, __$operation, {', '.join(f'[{c}]' for c in cols)} "
-                f"FROM cdc.fn_cdc_get_all_changes_{ci}(?, ?, N'all')",
-                low,
-                high,
-            )
-            seen[ci].extend(tuple(r) for r in cursor.fetchall())
+            seen[table.capture_instance].extend(read_all_changes(cursor, table, low, high))
         previous = high
         windows += 1
 
@@ -86,23 +80,10 @@ def test_consecutive_windows_during_a_workload_add_up_to_every_change(sqlserver_
     assert windows > 3
     high = cursor.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()[0]
     for table in TABLES:
-        ci, cols = table.capture_instance, names[table.capture_instance]
-        low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(?)", ci).fetchone()[0]
-        cursor.execute(
-            f"SELECT __$start_lsn, __$seqval, __$operation, {', '.join(f'[{c}]' for c in cols)} "
-            f"FROM cdc.fn_cdc_get_all_changes_{ci}(?, ?, N'all')",
-            low,
-            high,
+        everything = read_all_changes(cursor, table, high=high)
+        # same rows, same order: nothing missed, nothing twice
+        assert seen[table.capture_instance] == everything, table.capture_instance
+        assert replay_changes(table, everything) == workload.model[table.qualified_name], (
+            table.capture_instance
         )
-        everything = [tuple(r) for r in cursor.fetchall()]
-        assert seen[ci] == everything, ci  # same rows, same order: nothing missed, nothing twice
-        replica: dict[tuple[Any, ...], dict[str, Any]] = {}
-        for row in everything:
-            values = dict(zip(cols, row[3:], strict=True))
-            key = tuple(values[k] for k in table.key)
-            if row[2] == 1:
-                del replica[key]
-            else:
-                replica[key] = values
-        assert replica == workload.model[table.qualified_name], ci
     reader.close()

@@ -19,9 +19,7 @@ TABLE = """CREATE TABLE dbo.items (
 @pytest.fixture
 def items(cdc_db):
     """dbo.items enabled for CDC, with the capture job stopped so scans happen only on request."""
-    cdc_db.execute(TABLE).close()
-    cdc_db.enable_table("items")
-    cdc_db.execute("EXEC sys.sp_cdc_stop_job @job_type = N'capture'").close()
+    cdc_db.track(TABLE, "items")
     return cdc_db
 
 
@@ -160,9 +158,11 @@ def _wait_for(predicate, timeout: float = 15.0) -> bool:
 
 
 def test_background_job_captures_and_a_stopped_job_freezes_the_max_lsn(items):
-    items.execute("EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = 1").close()
-    items.execute("EXEC sys.sp_cdc_start_job @job_type = N'capture'").close()
-    items.execute("INSERT INTO dbo.items (id) VALUES (1)").close()
+    items.run(
+        "EXEC sys.sp_cdc_change_job @job_type = N'capture', @pollinginterval = 1",
+        "EXEC sys.sp_cdc_start_job @job_type = N'capture'",
+        "INSERT INTO dbo.items (id) VALUES (1)",
+    )
     assert _wait_for(lambda: len(_ct_rows(items)) == 1)
     items.execute("EXEC sys.sp_cdc_stop_job @job_type = N'capture'").close()
     time.sleep(1.5)

@@ -13,9 +13,7 @@ TABLE = "CREATE TABLE dbo.orders (id int NOT NULL PRIMARY KEY, customer nvarchar
 
 @pytest.fixture
 def orders(cdc_db):
-    cdc_db.execute(TABLE).close()
-    cdc_db.enable_table("orders")
-    cdc_db.execute("EXEC sys.sp_cdc_stop_job").close()
+    cdc_db.track(TABLE, "orders")
     return cdc_db
 
 
@@ -25,19 +23,24 @@ def _all_changes(db, instance, columns="*"):
     return db.rows(f"SELECT {columns} FROM cdc.fn_cdc_get_all_changes_{instance}(?, ?, N'all')", low, high)
 
 
-def test_add_and_drop_column_keep_the_instance_shape_and_write_ddl_history(orders):
-    orders.execute("INSERT INTO dbo.orders VALUES (1, N'a', 10)").close()
-    orders.execute("ALTER TABLE dbo.orders ADD region nvarchar(10) NULL").close()
-    orders.execute(
-        "INSERT INTO dbo.orders (id, customer, amount, region) VALUES (2, N'b', 20, N'eu')"
-    ).close()
-    orders.execute("ALTER TABLE dbo.orders DROP COLUMN amount").close()
-    orders.execute("INSERT INTO dbo.orders (id, customer, region) VALUES (3, N'c', N'us')").close()
-    orders.capture()
-    cursor = orders.execute(
-        "DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn(N'dbo_orders'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
-        "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_orders(@f, @t, N'all')"
+def _all_changes_in_a_batch(db, instance):
+    """All changes of ``instance``, read in one batch that declares its LSN bounds as variables."""
+    return db.execute(
+        f"DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn(N'{instance}'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
+        f"SELECT * FROM cdc.fn_cdc_get_all_changes_{instance}(@f, @t, N'all')"
     )
+
+
+def test_add_and_drop_column_keep_the_instance_shape_and_write_ddl_history(orders):
+    orders.run(
+        "INSERT INTO dbo.orders VALUES (1, N'a', 10)",
+        "ALTER TABLE dbo.orders ADD region nvarchar(10) NULL",
+        "INSERT INTO dbo.orders (id, customer, amount, region) VALUES (2, N'b', 20, N'eu')",
+        "ALTER TABLE dbo.orders DROP COLUMN amount",
+        "INSERT INTO dbo.orders (id, customer, region) VALUES (3, N'c', N'us')",
+    )
+    orders.capture()
+    cursor = _all_changes_in_a_batch(orders, "dbo_orders")
     assert [d[0] for d in cursor.description][4:] == ["id", "customer", "amount"]
     assert [tuple(r)[4:] for r in cursor.fetchall()] == [(1, "a", 10), (2, "b", 20), (3, "c", None)]
     history = orders.rows(
@@ -50,10 +53,7 @@ def test_add_and_drop_column_keep_the_instance_shape_and_write_ddl_history(order
     orders.enable_table("orders", capture_instance="dbo_orders_v2")
     orders.execute("INSERT INTO dbo.orders (id, customer, region) VALUES (4, N'd', N'ap')").close()
     orders.capture()
-    v2 = orders.execute(
-        "DECLARE @f binary(10) = sys.fn_cdc_get_min_lsn(N'dbo_orders_v2'), @t binary(10) = sys.fn_cdc_get_max_lsn(); "
-        "SELECT * FROM cdc.fn_cdc_get_all_changes_dbo_orders_v2(@f, @t, N'all')"
-    )
+    v2 = _all_changes_in_a_batch(orders, "dbo_orders_v2")
     assert [d[0] for d in v2.description][4:] == ["id", "customer", "region"]
     assert [tuple(r)[4:] for r in v2.fetchall()] == [(4, "d", "ap")]
     assert [r[0] for r in _all_changes(orders, "dbo_orders", "id")] == [1, 2, 3, 4]

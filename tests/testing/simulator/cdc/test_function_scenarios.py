@@ -14,21 +14,20 @@ TABLE = """CREATE TABLE dbo.accounts (
     balance decimal(18,2) NULL,
     opened date NULL
 )"""
+ACCOUNT_COLUMNS = ["id", "owner", "balance", "opened"]
 
 
 @pytest.fixture
 def accounts(cdc_db):
     """dbo.accounts with net changes, a few committed transactions, captured."""
-    cdc_db.execute(TABLE).close()
-    cdc_db.enable_table("accounts", supports_net_changes=1)
-    cdc_db.execute("EXEC sys.sp_cdc_stop_job").close()
-    cdc_db.execute(
-        "INSERT INTO dbo.accounts VALUES (1, N'ann', 10.00, '2024-01-02'), (2, N'bob', 20.00, NULL)"
-    ).close()
-    cdc_db.execute("UPDATE dbo.accounts SET balance = 11.50 WHERE id = 1").close()
-    cdc_db.execute("INSERT INTO dbo.accounts VALUES (3, N'cy', 0, NULL)").close()
-    cdc_db.execute("DELETE FROM dbo.accounts WHERE id = 3").close()
-    cdc_db.execute("DELETE FROM dbo.accounts WHERE id = 2").close()
+    cdc_db.track(TABLE, "accounts", supports_net_changes=1)
+    cdc_db.run(
+        "INSERT INTO dbo.accounts VALUES (1, N'ann', 10.00, '2024-01-02'), (2, N'bob', 20.00, NULL)",
+        "UPDATE dbo.accounts SET balance = 11.50 WHERE id = 1",
+        "INSERT INTO dbo.accounts VALUES (3, N'cy', 0, NULL)",
+        "DELETE FROM dbo.accounts WHERE id = 3",
+        "DELETE FROM dbo.accounts WHERE id = 2",
+    )
     cdc_db.capture()
     return cdc_db
 
@@ -50,10 +49,7 @@ def test_all_changes_columns_types_and_rows_with_parameters(accounts):
         "__$seqval",
         "__$operation",
         "__$update_mask",
-        "id",
-        "owner",
-        "balance",
-        "opened",
+        *ACCOUNT_COLUMNS,
     ]
     assert description[0][1] is bytearray and description[0][3] == 10
     assert description[1][3] == 10
@@ -78,10 +74,7 @@ def test_net_changes_all_mask_and_merge(accounts):
         "__$start_lsn",
         "__$operation",
         "__$update_mask",
-        "id",
-        "owner",
-        "balance",
-        "opened",
+        *ACCOUNT_COLUMNS,
     ]
     rows = cursor.fetchall()
     # id 1: inserted then updated -> one insert with the final values; ids 2 and 3: inserted then deleted -> nothing
@@ -202,10 +195,7 @@ def test_change_tables_are_readable_directly_in_their_column_order(accounts):
         "__$seqval",
         "__$operation",
         "__$update_mask",
-        "id",
-        "owner",
-        "balance",
-        "opened",
+        *ACCOUNT_COLUMNS,
         "__$command_id",
     ]
     assert len(cursor.fetchall()) == 7
