@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymssql
@@ -115,6 +115,24 @@ def connect(sql_backend: Backend, driver: str) -> Any:
         return sql_backend.pymssql(autocommit=autocommit, database=database)
 
     return factory
+
+
+@pytest.fixture
+def cursor_after(connect: Any) -> Iterator[Callable[..., Any]]:
+    """``cursor_after(*statements)`` -> a cursor of a new connection that has run them (closed after the test)."""
+    connections: list[Any] = []
+
+    def factory(*statements: str) -> Any:
+        conn = connect()
+        connections.append(conn)
+        cursor = conn.cursor()
+        for sql in statements:
+            cursor.execute(sql)
+        return cursor
+
+    yield factory
+    for conn in connections:
+        conn.close()
 
 
 def sql_error_number(exc: BaseException) -> int | None:

@@ -9,15 +9,13 @@ import pytest
 
 
 @pytest.fixture
-def cur(connect: Any) -> Any:
-    conn = connect()
-    c = conn.cursor()
-    c.execute("CREATE TABLE dbo.a (id int PRIMARY KEY, g varchar(5))")
-    c.execute("CREATE TABLE dbo.b (id int PRIMARY KEY, a_id int, v int)")
-    c.execute("INSERT INTO dbo.a VALUES (1, 'x'), (2, 'y'), (3, 'x')")
-    c.execute("INSERT INTO dbo.b VALUES (10, 1, 5), (11, 1, 6), (12, 4, 7)")
-    yield c
-    conn.close()
+def cur(cursor_after: Any) -> Any:
+    return cursor_after(
+        "CREATE TABLE dbo.a (id int PRIMARY KEY, g varchar(5))",
+        "CREATE TABLE dbo.b (id int PRIMARY KEY, a_id int, v int)",
+        "INSERT INTO dbo.a VALUES (1, 'x'), (2, 'y'), (3, 'x')",
+        "INSERT INTO dbo.b VALUES (10, 1, 5), (11, 1, 6), (12, 4, 7)",
+    )
 
 
 def _rows(cur: Any, sql: str) -> list[tuple[Any, ...]]:

@@ -119,14 +119,26 @@ def test_multiple_statements_and_result_sets_in_one_batch(sqlserver_simulator: A
     assert not cur.nextset()
 
 
-def test_abandoned_result_is_cancelled_and_connection_stays_usable(sqlserver_simulator: Any) -> None:
-    conn = sqlserver_simulator.connect()
-    conn.execute("CREATE DATABASE big")
-    conn.execute("USE big")
-    conn.execute("CREATE TABLE dbo.n (i int PRIMARY KEY, pad nchar(200))")
-    conn.execute("INSERT INTO dbo.n VALUES (1, N'x')")
+def _create_8192_wide_rows(conn: Any, database: str, pad_type: str, pad: str) -> None:
+    """
+    Create ``database`` with ``dbo.n (i, pad)`` holding 2**13 rows, far more than one TDS packet; stay in it.
+
+    :param conn: a connection to the simulator.
+    :param database: the database to create.
+    :param pad_type: the type of the ``pad`` column.
+    :param pad: the T-SQL expression of the first row's ``pad`` (copied to every row).
+    """
+    conn.execute(f"CREATE DATABASE {database}")
+    conn.execute(f"USE {database}")
+    conn.execute(f"CREATE TABLE dbo.n (i int PRIMARY KEY, pad {pad_type})")
+    conn.execute(f"INSERT INTO dbo.n VALUES (1, {pad})")
     for k in range(1, 14):
         conn.execute(f"INSERT INTO dbo.n SELECT i + {2 ** (k - 1)}, pad FROM dbo.n")
+
+
+def test_abandoned_result_is_cancelled_and_connection_stays_usable(sqlserver_simulator: Any) -> None:
+    conn = sqlserver_simulator.connect()
+    _create_8192_wide_rows(conn, "big", "nchar(200)", "N'x'")
     cur = conn.cursor()
     cur.execute("SELECT i, pad FROM dbo.n")
     assert cur.fetchone() is not None
@@ -434,12 +446,7 @@ def test_command_line_prints_ready_and_keeps_data_across_restarts(tmp_path: Path
 
 def test_cancelling_a_parameterised_stream_keeps_the_protocol_in_step(sqlserver_simulator: Any) -> None:
     conn = sqlserver_simulator.connect()
-    conn.execute("CREATE DATABASE st")
-    conn.execute("USE st")
-    conn.execute("CREATE TABLE dbo.n (i int PRIMARY KEY, pad nvarchar(400))")
-    conn.execute("INSERT INTO dbo.n VALUES (1, REPLICATE(N'x', 400))")
-    for k in range(1, 14):
-        conn.execute(f"INSERT INTO dbo.n SELECT i + {2 ** (k - 1)}, pad FROM dbo.n")
+    _create_8192_wide_rows(conn, "st", "nvarchar(400)", "REPLICATE(N'x', 400)")
     for _ in range(3):
         cur = conn.cursor()
         cur.execute("SELECT i, pad FROM dbo.n WHERE i > ?", 0)

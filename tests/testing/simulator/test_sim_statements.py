@@ -176,10 +176,11 @@ def test_update_and_delete_top_change_exactly_n_rows(shop: Any) -> None:
     assert _rows(shop, "SELECT COUNT(*) FROM sales.orders") == [(2,)]
 
 
-def test_update_and_delete_top_take_a_variable(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE TABLE dbo.q (id int NOT NULL PRIMARY KEY, done bit NOT NULL)")
-    cur.execute("INSERT INTO dbo.q VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0)")
+def test_update_and_delete_top_take_a_variable(cursor_after: Any) -> None:
+    cur = cursor_after(
+        "CREATE TABLE dbo.q (id int NOT NULL PRIMARY KEY, done bit NOT NULL)",
+        "INSERT INTO dbo.q VALUES (1, 0), (2, 0), (3, 0), (4, 0), (5, 0)",
+    )
     cur.execute("SET NOCOUNT ON; DECLARE @n int = 3; UPDATE TOP (@n) dbo.q SET done = 1 WHERE done = 0")
     assert _rows(cur, "SELECT COUNT(*) FROM dbo.q WHERE done = 1") == [(3,)]
     cur.execute("SET NOCOUNT ON; DECLARE @n int = 2; DELETE TOP (@n) FROM dbo.q WHERE done = 1")
@@ -195,11 +196,12 @@ _ROLE_MEMBERS = (
 )
 
 
-def test_drop_role_fails_15144_while_it_has_members(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE USER alice WITHOUT LOGIN")
-    cur.execute("CREATE ROLE data_reader")
-    cur.execute("ALTER ROLE data_reader ADD MEMBER alice")
+def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
+    cur = cursor_after(
+        "CREATE USER alice WITHOUT LOGIN",
+        "CREATE ROLE data_reader",
+        "ALTER ROLE data_reader ADD MEMBER alice",
+    )
     with pytest.raises(DRIVER_ERRORS) as err:
         cur.execute("DROP ROLE data_reader")
     assert _number(err.value) == 15144
@@ -210,11 +212,12 @@ def test_drop_role_fails_15144_while_it_has_members(connect: Any) -> None:
     assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name = 'data_reader'") == [(0,)]
 
 
-def test_drop_user_leaves_its_roles_so_they_can_be_dropped(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE USER bob WITHOUT LOGIN")
-    cur.execute("CREATE ROLE auditors")
-    cur.execute("ALTER ROLE auditors ADD MEMBER bob")
+def test_drop_user_leaves_its_roles_so_they_can_be_dropped(cursor_after: Any) -> None:
+    cur = cursor_after(
+        "CREATE USER bob WITHOUT LOGIN",
+        "CREATE ROLE auditors",
+        "ALTER ROLE auditors ADD MEMBER bob",
+    )
     cur.execute("DROP USER bob")
     cur.execute("CREATE USER bob WITHOUT LOGIN")
     assert _rows(cur, _ROLE_MEMBERS.format(role="auditors")) == []
@@ -268,10 +271,8 @@ def test_exec_with_named_and_positional_arguments(connect: Any) -> None:
     assert named[0][0] == "varchar" and named[0][1] == 12
 
 
-def test_use_and_three_part_names(connect: Any, sql_backend: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE TABLE dbo.t (id int)")
-    cur.execute("INSERT INTO dbo.t VALUES (7)")
+def test_use_and_three_part_names(cursor_after: Any, sql_backend: Any) -> None:
+    cur = cursor_after("CREATE TABLE dbo.t (id int)", "INSERT INTO dbo.t VALUES (7)")
     cur.execute("USE master")
     assert _rows(cur, f"SELECT id FROM [{sql_backend.database}].dbo.t") == [(7,)]
     assert _rows(cur, "SELECT DB_NAME()") == [("master",)]
@@ -341,9 +342,8 @@ def test_drop_table_schema_and_database(connect: Any, sql_backend: Any) -> None:
     assert _rows(cur, "SELECT COUNT(*) FROM sys.databases WHERE name = 'scratch_sim_db'") == [(0,)]
 
 
-def test_if_else_and_begin_end_blocks(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("IF OBJECT_ID('dbo.u') IS NOT NULL DROP TABLE dbo.u")
+def test_if_else_and_begin_end_blocks(cursor_after: Any) -> None:
+    cur = cursor_after("IF OBJECT_ID('dbo.u') IS NOT NULL DROP TABLE dbo.u")
     cur.execute(
         "IF NOT EXISTS (SELECT 1 FROM sys.tables WHERE name = 'u')\n"
         "BEGIN\n    CREATE TABLE dbo.u (id int)\n    INSERT INTO dbo.u VALUES (1)\nEND\n"
@@ -386,12 +386,13 @@ def test_raiserror_and_throw_report_their_numbers_and_messages(connect: Any) -> 
     assert _rows(cur, "SELECT 1") == [(1,)]
 
 
-def test_update_and_delete_with_joins(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
-    cur.execute("CREATE TABLE dbo.s (id int PRIMARY KEY, v int)")
-    cur.execute("INSERT INTO dbo.t VALUES (1, 0), (2, 0), (3, 0)")
-    cur.execute("INSERT INTO dbo.s VALUES (1, 10), (2, 20)")
+def test_update_and_delete_with_joins(cursor_after: Any) -> None:
+    cur = cursor_after(
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v int)",
+        "CREATE TABLE dbo.s (id int PRIMARY KEY, v int)",
+        "INSERT INTO dbo.t VALUES (1, 0), (2, 0), (3, 0)",
+        "INSERT INTO dbo.s VALUES (1, 10), (2, 20)",
+    )
     cur.execute("UPDATE t SET v = s.v FROM dbo.t AS t JOIN dbo.s AS s ON s.id = t.id WHERE s.v > 10")
     assert cur.rowcount == 1
     cur.execute("UPDATE dbo.t SET v = s.v + 1 FROM dbo.s WHERE s.id = t.id")
@@ -402,9 +403,8 @@ def test_update_and_delete_with_joins(connect: Any) -> None:
     assert _rows(cur, "SELECT id, v FROM dbo.t ORDER BY id") == [(2, 21), (3, 0)]
 
 
-def test_output_clause_returns_inserted_and_deleted_rows(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE TABLE dbo.t (id int IDENTITY PRIMARY KEY, v nvarchar(5))")
+def test_output_clause_returns_inserted_and_deleted_rows(cursor_after: Any) -> None:
+    cur = cursor_after("CREATE TABLE dbo.t (id int IDENTITY PRIMARY KEY, v nvarchar(5))")
     assert _rows(cur, "INSERT INTO dbo.t (v) OUTPUT inserted.id, inserted.v VALUES (N'a'), (N'b')") == [
         (1, "a"),
         (2, "b"),
@@ -416,9 +416,8 @@ def test_output_clause_returns_inserted_and_deleted_rows(connect: Any) -> None:
     assert _rows(cur, "SELECT id, v FROM dbo.t") == [(2, "z")]
 
 
-def test_while_loops_with_break_and_continue(connect: Any) -> None:
-    cur = connect().cursor()
-    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+def test_while_loops_with_break_and_continue(cursor_after: Any) -> None:
+    cur = cursor_after("CREATE TABLE dbo.t (id int PRIMARY KEY)")
     cur.execute(
         "DECLARE @i int = 0\nWHILE @i < 10\nBEGIN\n    SET @i += 1\n    IF @i = 3 CONTINUE\n    IF @i > 6 BREAK\n"
         "    INSERT INTO dbo.t VALUES (@i)\nEND"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pymssql
@@ -19,13 +20,10 @@ def _count(cur: Any, table: str = "dbo.t") -> int:
 
 
 @pytest.fixture
-def table(connect: Any) -> Any:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int NOT NULL)")
-    cur.execute("INSERT INTO dbo.t VALUES (1, 10), (2, 20)")
-    yield cur
-    conn.close()
+def table(cursor_after: Any) -> Any:
+    return cursor_after(
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v int NOT NULL)", "INSERT INTO dbo.t VALUES (1, 10), (2, 20)"
+    )
 
 
 def test_begin_commit_rollback_and_trancount(table: Any) -> None:
@@ -73,8 +71,7 @@ def test_failed_statement_inside_a_transaction_keeps_earlier_work(table: Any) ->
 
 
 def test_driver_transactions_commit_and_rollback(sql_backend: Any, driver: str) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    setup = _setup(sql_backend, "CREATE TABLE dbo.t (id int PRIMARY KEY)")
     if driver == "pyodbc":
         conn = sql_backend.pyodbc(autocommit=False)  # Transaction Manager requests
     else:
@@ -101,9 +98,11 @@ def test_uncommitted_rows_are_invisible_to_a_snapshot_reader(sql_backend: Any) -
 
 
 def test_snapshot_transaction_sees_a_point_in_time_while_others_write(sql_backend: Any, driver: str) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
-    setup.execute("INSERT INTO dbo.t VALUES (1, 1), (2, 2)")
+    setup = _setup(
+        sql_backend,
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v int)",
+        "INSERT INTO dbo.t VALUES (1, 1), (2, 2)",
+    )
     conn = sql_backend.pyodbc() if driver == "pyodbc" else sql_backend.pymssql()
     cur = conn.cursor()
     cur.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
@@ -121,9 +120,9 @@ def test_snapshot_transaction_sees_a_point_in_time_while_others_write(sql_backen
 
 
 def test_snapshot_update_conflict_is_error_3960(sql_backend: Any) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
-    setup.execute("INSERT INTO dbo.t VALUES (1, 1)")
+    setup = _setup(
+        sql_backend, "CREATE TABLE dbo.t (id int PRIMARY KEY, v int)", "INSERT INTO dbo.t VALUES (1, 1)"
+    )
     snap = sql_backend.pyodbc()
     snap.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
     snap.execute("BEGIN TRAN")
@@ -133,6 +132,14 @@ def test_snapshot_update_conflict_is_error_3960(sql_backend: Any) -> None:
         snap.execute("UPDATE dbo.t SET v = 3 WHERE id = 1")
     assert "(3960)" in str(err.value)
     assert snap.execute("SELECT @@TRANCOUNT").fetchone()[0] == 0
+
+
+def _setup(sql_backend: Any, *statements: str) -> Any:
+    """An autocommit pyodbc connection that has run ``statements`` (the tables a test starts from)."""
+    conn = sql_backend.pyodbc()
+    for sql in statements:
+        conn.execute(sql)
+    return conn
 
 
 def _run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
@@ -150,10 +157,26 @@ def _run_in_thread(fn: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return t, result
 
 
+def _assert_waits_for(statement: Callable[[], int], release: Callable[[], None], reason: str) -> None:
+    """
+    Run ``statement`` in a thread; check that it waits until ``release()`` and then changes one row.
+
+    :param statement: runs the blocked statement and returns its row count.
+    :param release: ends what blocks it (a commit).
+    :param reason: the message when the statement does not wait.
+    """
+    thread, result = _run_in_thread(statement)
+    time.sleep(0.4)
+    assert "done_at" not in result, reason
+    released_at = time.monotonic()
+    release()
+    thread.join(10)
+    assert result.get("value") == 1, result.get("error")
+    assert result["done_at"] >= released_at
+
+
 def test_tablock_holdlock_blocks_writers_until_commit(sql_backend: Any, driver: str) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
-    setup.execute("INSERT INTO dbo.t VALUES (1)")
+    setup = _setup(sql_backend, "CREATE TABLE dbo.t (id int PRIMARY KEY)", "INSERT INTO dbo.t VALUES (1)")
     holder = (
         sql_backend.pyodbc(autocommit=False) if driver == "pyodbc" else sql_backend.pymssql(autocommit=False)
     )
@@ -162,40 +185,33 @@ def test_tablock_holdlock_blocks_writers_until_commit(sql_backend: Any, driver: 
     assert hcur.fetchone()[0] == 1
     writer = sql_backend.pyodbc()
     writer.execute("SET LOCK_TIMEOUT 20000")
-    thread, result = _run_in_thread(lambda: writer.execute("INSERT INTO dbo.t VALUES (2)").rowcount)
-    time.sleep(0.4)
-    assert "done_at" not in result, "the INSERT should wait for the table lock"
-    released_at = time.monotonic()
-    holder.commit()
-    thread.join(10)
-    assert result.get("value") == 1, result.get("error")
-    assert result["done_at"] >= released_at
+    _assert_waits_for(
+        lambda: writer.execute("INSERT INTO dbo.t VALUES (2)").rowcount,
+        holder.commit,
+        "the INSERT should wait for the table lock",
+    )
     assert setup.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 2
 
 
 def test_writer_waits_for_another_writer_of_the_same_row(sql_backend: Any) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
-    setup.execute("INSERT INTO dbo.t VALUES (1, 0)")
+    setup = _setup(
+        sql_backend, "CREATE TABLE dbo.t (id int PRIMARY KEY, v int)", "INSERT INTO dbo.t VALUES (1, 0)"
+    )
     first = sql_backend.pyodbc(autocommit=False)
     first.execute("UPDATE dbo.t SET v = v + 1 WHERE id = 1")
     second = sql_backend.pyodbc(autocommit=False)
     second.execute("SET LOCK_TIMEOUT 20000")
-    thread, result = _run_in_thread(
-        lambda: second.execute("UPDATE dbo.t SET v = v + 10 WHERE id = 1").rowcount
+    _assert_waits_for(
+        lambda: second.execute("UPDATE dbo.t SET v = v + 10 WHERE id = 1").rowcount,
+        first.commit,
+        "the UPDATE should wait for the other writer's row lock",
     )
-    time.sleep(0.4)
-    assert "done_at" not in result
-    first.commit()
-    thread.join(10)
-    assert result.get("value") == 1, result.get("error")
     second.commit()
     assert setup.execute("SELECT v FROM dbo.t").fetchone()[0] == 11
 
 
 def test_lock_timeout_is_error_1222(sql_backend: Any) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY)")
+    _setup(sql_backend, "CREATE TABLE dbo.t (id int PRIMARY KEY)")
     holder = sql_backend.pyodbc(autocommit=False)
     holder.execute("SELECT * FROM dbo.t WITH (TABLOCKX, HOLDLOCK)").fetchall()
     other = sql_backend.pyodbc()
@@ -207,9 +223,11 @@ def test_lock_timeout_is_error_1222(sql_backend: Any) -> None:
 
 
 def test_snapshot_reader_finds_rows_by_key_after_others_change_or_delete_them(sql_backend: Any) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(5))")
-    setup.execute("INSERT INTO dbo.t VALUES (1, N'one'), (2, N'two')")
+    setup = _setup(
+        sql_backend,
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v nvarchar(5))",
+        "INSERT INTO dbo.t VALUES (1, N'one'), (2, N'two')",
+    )
     snap = sql_backend.pyodbc()
     snap.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
     snap.execute("BEGIN TRAN")
@@ -227,9 +245,11 @@ def test_snapshot_reader_finds_rows_by_key_after_others_change_or_delete_them(sq
 
 
 def test_deadlock_victim_gets_error_1205_and_the_other_transaction_proceeds(sql_backend: Any) -> None:
-    setup = sql_backend.pyodbc()
-    setup.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)")
-    setup.execute("INSERT INTO dbo.t VALUES (1, 0), (2, 0)")
+    setup = _setup(
+        sql_backend,
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v int)",
+        "INSERT INTO dbo.t VALUES (1, 0), (2, 0)",
+    )
     first = sql_backend.pyodbc(autocommit=False)
     second = sql_backend.pyodbc(autocommit=False)
     first.execute("UPDATE dbo.t SET v = 1 WHERE id = 1")

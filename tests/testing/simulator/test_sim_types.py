@@ -143,11 +143,11 @@ def test_datetimeoffset_reaches_pyodbc_through_an_output_converter(sql_backend: 
     assert value == "2024-01-02 03:04:05.1234567 +05:30"
 
 
-def test_rowversion_is_generated_and_grows_on_update(connect: Any) -> None:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int, rv rowversion)")
-    cur.execute("INSERT INTO dbo.t (id, v) VALUES (1, 1), (2, 2)")
+def test_rowversion_is_generated_and_grows_on_update(cursor_after: Any) -> None:
+    cur = cursor_after(
+        "CREATE TABLE dbo.t (id int PRIMARY KEY, v int, rv rowversion)",
+        "INSERT INTO dbo.t (id, v) VALUES (1, 1), (2, 2)",
+    )
     cur.execute("SELECT rv FROM dbo.t ORDER BY id")
     before = [r[0] for r in cur.fetchall()]
     assert all(isinstance(b, bytes) and len(b) == 8 for b in before)
@@ -157,11 +157,8 @@ def test_rowversion_is_generated_and_grows_on_update(connect: Any) -> None:
     assert cur.fetchone()[0] > before[1]
 
 
-def test_string_comparison_follows_the_case_insensitive_default_collation(connect: Any) -> None:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute("CREATE TABLE dbo.t (k nvarchar(10) PRIMARY KEY)")
-    cur.execute("INSERT INTO dbo.t VALUES (N'Abc')")
+def test_string_comparison_follows_the_case_insensitive_default_collation(cursor_after: Any) -> None:
+    cur = cursor_after("CREATE TABLE dbo.t (k nvarchar(10) PRIMARY KEY)", "INSERT INTO dbo.t VALUES (N'Abc')")
     cur.execute("SELECT COUNT(*) FROM dbo.t WHERE k = N'aBC  '")
     assert cur.fetchone()[0] == 1
     with pytest.raises(Exception) as err:
