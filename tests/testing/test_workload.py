@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import struct
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -142,6 +145,18 @@ def test_command_line_creates_and_runs(sqlserver_simulator, capsys):
     with pyodbc.connect(odbc, autocommit=True) as check:
         count = check.cursor().execute("SELECT COUNT(*) FROM wl_cli.dbo.orders").fetchone()[0]
     assert count >= 1
+
+
+def test_command_line_runs_as_a_module(sqlserver_simulator):
+    env = {**os.environ, "SQLSERVER_CDC_ODBC": sqlserver_simulator.odbc_connection_string()}
+    module = [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.workload"]
+    for args in (
+        ["create", "--database", "wl_module"],
+        ["run", "--database", "wl_module", "--transactions", "3"],
+    ):
+        done = subprocess.run([*module, *args], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert "transactions committed" in done.stdout
 
 
 def test_rate_paces_the_transactions(conn, sample):
