@@ -225,14 +225,17 @@ class Workload:
         return value
 
     def _bump_counters(self, table: SampleTable, row: Row) -> None:
-        for name in table.key:
-            if isinstance(row[name], int) and not isinstance(row[name], bool):
-                counter = f"{table.qualified_name}.{name}"
-                self._counters[counter] = max(self._counters.get(counter, 0), row[name])
+        """Make new keys continue after those of an existing row."""
+        seen = {
+            name: row[name]
+            for name in table.key
+            if isinstance(row[name], int) and not isinstance(row[name], bool)
+        }
         if table.unique:
-            counter = f"{table.qualified_name}.{table.unique}"
-            number = int("".join(ch for ch in str(row[table.unique]) if ch.isdigit()) or 0)
-            self._counters[counter] = max(self._counters.get(counter, 0), number)
+            seen[table.unique] = int("".join(ch for ch in str(row[table.unique]) if ch.isdigit()) or 0)
+        for name, value in seen.items():
+            counter = f"{table.qualified_name}.{name}"
+            self._counters[counter] = max(self._counters.get(counter, 0), value)
 
     def _new_key(self, table: SampleTable) -> dict[str, Any]:
         if table.qualified_name == "dbo.order_lines":
