@@ -165,3 +165,21 @@ def test_rate_paces_the_transactions(conn, sample):
     assert stats.seconds >= 9 / 20  # the tenth transaction starts 0.45 s after the first
     timed = Workload(seed=2).run(conn, duration=0.3)
     assert 0.3 <= timed.seconds < 5 and timed.transactions + timed.rolled_back >= 1
+
+
+def test_replay_applies_inserts_updates_and_deletes_in_order():
+    orders = SAMPLE_TABLES[1]
+    names = [c.name for c in orders.writable_columns]
+
+    def change(operation: int, order_id: int, status: str) -> tuple[Any, ...]:
+        row = dict.fromkeys(names) | {"order_id": order_id, "status": status}
+        return (b"lsn", b"seq", operation, *(row[n] for n in names))
+
+    changes = [change(2, 1, "new"), change(2, 2, "new"), change(4, 1, "paid"), change(1, 2, "new")]
+    replica = replay_changes(orders, changes)
+    assert list(replica) == [(1,)] and replica[(1,)]["status"] == "paid"
+
+
+def test_unknown_table_names_the_known_ones(conn):
+    with pytest.raises(KeyError, match="dbo.nope is not one of the tables.*dbo.orders"):
+        Workload(seed=1).insert_rows(conn, "dbo.nope", 1)
