@@ -22,15 +22,17 @@ import itertools
 import logging
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import types as T
 from .clock import ServerClock
+from .collation import ci_key
 from .errors import SqlError, duplicate_key, login_failed, unknown_database
 from .extensions import ExtensionRegistry
 from .log import CommittedTransaction, DdlOperation, RowOperation
-from .sql.expressions import ci_key
+from .login import Login
+from .persistence import Durability
+from .session import Session
 from .storage import Database, LockManager, RowVersion, Table, Transaction
 
 log = logging.getLogger(__name__)
@@ -40,28 +42,6 @@ VERSION_STRING = (
     "\tSQL Server CDC simulator (airflow-provider-sqlserver-cdc) \n"
     "\tDeveloper Edition (64-bit) on Linux"
 )
-
-
-@dataclass
-class Login:
-    """A server login."""
-
-    name: str
-    password: str
-    principal_id: int
-    default_database: str = "master"
-    is_sysadmin: bool = False
-    disabled: bool = False
-    sid: bytes = b""
-    server_permissions: set[str] = field(default_factory=set)  # e.g. {"VIEW SERVER STATE"}
-
-    def has_server_permission(self, permission: str) -> bool:
-        """sysadmin has every server permission; others need a GRANT."""
-        if self.is_sysadmin:
-            return True
-        if permission == "VIEW SERVER STATE" and "VIEW SERVER PERFORMANCE STATE" in self.server_permissions:
-            return True
-        return permission in self.server_permissions
 
 
 class Engine:
@@ -91,8 +71,6 @@ class Engine:
         self._reset_state()
         self._install_extensions()
         if data_dir:
-            from .persistence import Durability
-
             self.durable = Durability(data_dir)
             self.durable.load(self)
 
@@ -212,8 +190,6 @@ class Engine:
         self, login: Login | None = None, database: str | None = None, app_name: str = "", host_name: str = ""
     ) -> Any:
         """A new session (connection state) for *login* (``sa`` by default)."""
-        from .session import Session
-
         login = login or self.logins["sa"]
         db = database or login.default_database
         self.database(db)

@@ -21,6 +21,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .collation import ci_key
+from .login import Login
 from .storage import Column, Database, Index, Principal, RowVersion, Schema, Table
 
 _SNAPSHOT = "snapshot.pickle"
@@ -145,8 +147,6 @@ def _replay(engine: Any, record: Any) -> None:
     if kind != "commit":
         return
     _, actions, log_records = record
-    from .sql.expressions import ci_key
-
     for action in actions:
         if action[0] == "ddl":
             _, dbname, sql, default_schema = action
@@ -281,9 +281,6 @@ def _dump_engine(engine: Any) -> dict[str, Any]:
 
 
 def _load_engine(engine: Any, state: dict[str, Any]) -> None:
-    from .engine import Login
-    from .sql.expressions import ci_key
-
     engine.databases.clear()
     engine.logins.clear()
     for lg in state["logins"]:

@@ -21,15 +21,9 @@ from typing import Any
 from . import types as T
 from .engine import Engine
 from .errors import SqlError
+from .events import EnvChange, ErrorEvent, Message, ResultSet, StatementDone
 from .extensions import ProcedureArgs, TypedValue
-from .session import (
-    EnvChange,
-    ErrorEvent,
-    Message,
-    ResultSet,
-    Session,
-    StatementDone,
-)
+from .session import Session
 from .tds import packets as P
 from .tds import requests as R
 from .tds import tokens as K

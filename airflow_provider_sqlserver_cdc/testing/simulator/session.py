@@ -20,9 +20,22 @@ from sqlglot.tokens import TokenType
 from . import types as T
 from . import values as V
 from .errors import SqlError, invalid_object, must_declare, not_supported, unknown_procedure
-from .extensions import ProcedureArgs, ProcedureResult, ResultColumn, Rowset, TypedValue
-from .sql.dialect import RawStatement, parse_expression, parse_statement, split_batch, type_name_of
-from .sql.expressions import Compiler, Scope, converter
+from .events import EnvChange, ErrorEvent, Message, ResultSet, StatementDone
+from .extensions import ProcedureArgs, ProcedureResult, Rowset, TypedValue
+from .sql import ddl, dml, procedures
+from .sql.catalog import table_source
+from .sql.compiler import Compiler
+from .sql.context import SubqueryPlan
+from .sql.dialect import (
+    RawStatement,
+    parse_expression,
+    parse_statement,
+    split_batch,
+    table_name,
+    type_name_of,
+)
+from .sql.expressions import Scope, converter
+from .sql.query import compile_query
 from .storage import Table, Transaction
 
 log = logging.getLogger(__name__)
@@ -55,50 +68,6 @@ STATEMENT_LEVEL_ERRORS = {
     4711,
     22832,
 }
-
-
-@dataclass
-class ResultSet:
-    columns: list[ResultColumn]
-    rows: Iterable[tuple[Any, ...]]
-
-
-@dataclass
-class StatementDone:
-    rowcount: int | None = None  # None: no count to report
-
-
-@dataclass
-class Message:
-    number: int
-    state: int
-    severity: int
-    text: str
-
-
-@dataclass
-class EnvChange:
-    kind: str  # database / begin_tran / commit_tran / rollback_tran
-    new: Any
-    old: Any
-
-
-@dataclass
-class ErrorEvent:
-    error: SqlError
-
-
-@dataclass
-class ReturnStatus:
-    value: int
-
-
-@dataclass
-class OutputParam:
-    ordinal: int
-    name: str
-    type: T.SqlType
-    value: Any
 
 
 @dataclass
@@ -141,6 +110,9 @@ class Session:
         self._pending_error: SqlError | None = None
         self.in_rpc = False
         self.temp_tables: set[str] = set()
+        self.current_snapshot: int | None = None  # the read snapshot of the running statement
+        self.ctes: dict[str, tuple[exp.Expression, list[str]]] = {}  # WITH names in scope
+        self.ctes_compiling: set[str] = set()  # CTEs being compiled (recursion guard)
 
     # ---------------------------------------------------------------- helpers
     def current_db(self) -> Any:
@@ -583,8 +555,6 @@ class Session:
             "DISABLE",
         ):
             raise not_supported(f"{w0} statements")
-        from .sql import ddl
-
         handled = ddl.try_special_ddl(self, raw)
         if handled is not None:
             yield from handled
@@ -593,9 +563,6 @@ class Session:
         yield from self._execute_node(node, raw)
 
     def _execute_node(self, node: exp.Expression, raw: RawStatement) -> Iterator[Any]:
-        from .sql import ddl, dml
-        from .sql.query import compile_query
-
         if isinstance(node, (exp.Select, exp.Union, exp.Except, exp.Intersect, exp.Subquery)):
             xact = self.read_xact()
             snap_holder: list[int] = []
@@ -728,9 +695,15 @@ class Session:
 
     def table_source(self, node: exp.Table, alias: str, hints: list[str]) -> Any:
         """A FROM item for a table, view, system catalog or table-valued function."""
-        from .sql.catalog import table_source
-
         return table_source(self, node, alias, hints)
+
+    def compile_subquery(self, node: exp.Expression, outer: Scope | None) -> SubqueryPlan:
+        """Compile a subquery of an expression.
+
+        :param node: the subquery's SELECT (or set operation).
+        :param outer: the scope of the expression, for correlated column references.
+        """
+        return compile_query(self, node, outer)
 
     # ---------------------------------------------------------------- SET
     def _set(self, raw: RawStatement) -> Iterator[Any]:
@@ -748,8 +721,6 @@ class Session:
             if op != "=":
                 expr_text = f"{name} {op[0]} ({expr_text})"
             node = parse_expression(expr_text)
-            from .sql.query import CompiledQuery  # noqa: F401
-
             with self.statement_locks() as owner:
                 self.lock_owner = owner
                 snap = self.engine.begin_read(self.read_xact())
@@ -898,7 +869,7 @@ class Session:
             inner = raw.text[toks[i].end + 1 - toks[0].start : toks[-1].start - toks[0].start]
             e = Compiler(self, Scope()).compile(parse_expression(inner))
             sql = e.fn(())
-            yield from self._nested_batch(sql)
+            yield from self.nested_batch(sql)
             return
         # procedure name: dotted identifiers
         name_parts = []
@@ -989,8 +960,6 @@ class Session:
     def call_procedure(
         self, proc: str, raw_args: list[tuple[str | None, str, bool]], ret_var: str | None = None
     ) -> Iterator[Any]:
-        from .sql import procedures
-
         key = proc.lower().strip("[]")
         short = key.split(".")[-1]
         if short == "sp_executesql":
@@ -1014,11 +983,8 @@ class Session:
                 key = name.lstrip("@").lower()
                 if var is not None and key in outputs:
                     var.value = outputs[key]
-        del procedures
 
     def run_procedure(self, proc: str, args: ProcedureArgs, ret_var: str | None = None) -> Iterator[Any]:
-        from .sql import procedures
-
         parts = [p.strip("[]") for p in proc.split(".")]
         saved_db = None
         if len(parts) == 3 and parts[0]:
@@ -1076,7 +1042,8 @@ class Session:
         params = [(n, tv) for n, tv, _o in values[2:]]
         yield from self.execute_parameterized(sql, decl or "", params)
 
-    def _nested_batch(self, sql: str) -> Iterator[Any]:
+    def nested_batch(self, sql: str) -> Iterator[Any]:
+        """Run *sql* as a batch inside the current statement (its own variables; errors raise)."""
         saved = self.variables
         self.variables = {}
         try:
@@ -1127,17 +1094,6 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
-
-
-def table_name(node: exp.Table) -> str:
-    """The name of a table reference, with ``#`` for temporary tables (sqlglot flags them)."""
-    ident = node.this
-    if isinstance(ident, exp.Identifier):
-        if ident.args.get("global_") or ident.args.get("global"):
-            return "##" + ident.name
-        if ident.args.get("temporary"):
-            return "#" + ident.name
-    return node.name
 
 
 def _control_flow(statements: list[RawStatement]) -> list[Any]:

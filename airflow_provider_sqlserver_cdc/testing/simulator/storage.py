@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .collation import ci_key
 from .errors import SqlError
 from .log import TransactionLog
 from .types import SqlType
@@ -194,22 +195,18 @@ class Table:
 _STRING_TYPES = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext"})
 
 
-def _casefold_key(v: Any) -> Any:
-    return v.rstrip(" ").casefold() if isinstance(v, str) else v
-
-
 def _key_function(positions: tuple[int, ...], is_string: list[bool]) -> Any:
     """A function giving an index key from a row: strings compare case-insensitively, without trailing spaces."""
     if len(positions) == 1:
         p = positions[0]
         if is_string[0]:
-            return lambda row: (_casefold_key(row[p]),)
+            return lambda row: (ci_key(row[p]),)
         return lambda row: (row[p],)
     if not any(is_string):
         getter = operator.itemgetter(*positions)
         return getter
     pairs = list(zip(positions, is_string, strict=True))
-    return lambda row: tuple(_casefold_key(row[p]) if s else row[p] for p, s in pairs)
+    return lambda row: tuple(ci_key(row[p]) if s else row[p] for p, s in pairs)
 
 
 class Schema:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
-from airflow_provider_sqlserver_cdc.testing.simulator.sql.expressions import ci_key
+from airflow_provider_sqlserver_cdc.testing.simulator.collation import ci_key
 from airflow_provider_sqlserver_cdc.testing.simulator.sql.query import may_hold_text, sort_order
 from airflow_provider_sqlserver_cdc.testing.simulator.values import DateTimeOffset
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
@@ -22,13 +22,15 @@ from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset, TypedValue
 from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
+from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, Table
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
+from airflow_provider_sqlserver_cdc.testing.simulator.values import round_datetime_ticks
 
-from .expressions import Compiler, Scope, Source
-
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
-    from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, Table
+from .compiler import Compiler
+from .context import ExecutionContext
+from .dialect import table_name
+from .expressions import Scope, Source
+from .query import FromItem, cte_item
 
 SYSNAME = T.SYSNAME
 INT = T.INT
@@ -46,20 +48,14 @@ def _char(n: int) -> SqlType:
     return SqlType("char", length=n)
 
 
-def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]) -> Any:
-    from .query import _FromItem
-
+def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
     this = node.this
     schema = node.args.get("db").name if node.args.get("db") else None
     catalog = node.args.get("catalog").name if node.args.get("catalog") else None
     if isinstance(this, exp.Anonymous):
         return _table_function(session, node, this, schema, catalog, alias)
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import table_name
-
     name = table_name(node)
     if schema is None and catalog is None:
-        from .query import cte_item
-
         item = cte_item(session, name, alias)
         if item is not None:
             return item
@@ -77,7 +73,7 @@ def table_source(session: Session, node: exp.Table, alias: str, hints: list[str]
     else:
         table = db.table(schema, name)
     if table is not None:
-        return _FromItem(_table_src(table, alias, name), _table_rows(session, db, table, hints), table)
+        return FromItem(_table_src(table, alias, name), _table_rows(session, db, table, hints), table)
     # registered views
     reg = session.engine.registry
     for key in (
@@ -105,7 +101,7 @@ def _table_src(table: Table, alias: str, name: str) -> Source:
     return Source((alias or name).lower(), table.name, cols)
 
 
-def _table_rows(session: Session, db: Database, table: Table, hints: list[str]) -> Callable[[], Any]:
+def _table_rows(session: ExecutionContext, db: Database, table: Table, hints: list[str]) -> Callable[[], Any]:
     hold = any(
         h in ("HOLDLOCK", "SERIALIZABLE", "REPEATABLEREAD", "UPDLOCK", "XLOCK", "TABLOCKX") for h in hints
     )
@@ -170,8 +166,6 @@ _KNOWN_HINTS = {
 
 
 def _rowset_item(alias: str, name: str, make: Callable[[], Rowset]) -> Any:
-    from .query import _FromItem
-
     probe = make()
     cols = probe.columns
     first = [probe]
@@ -180,19 +174,17 @@ def _rowset_item(alias: str, name: str, make: Callable[[], Rowset]) -> Any:
         rs = first.pop() if first else make()
         return rs.rows
 
-    return _FromItem(Source(alias.lower(), name, cols), rows)
+    return FromItem(Source(alias.lower(), name, cols), rows)
 
 
 def _table_function(
-    session: Session,
+    session: ExecutionContext,
     node: exp.Table,
     fn_node: exp.Anonymous,
     schema: str | None,
     catalog: str | None,
     alias: str,
 ) -> Any:
-    from .query import _FromItem
-
     fname = fn_node.name
     full = f"{schema}.{fname}" if schema else fname
     found = session.engine.registry.find_table_function(full)
@@ -217,19 +209,17 @@ def _table_function(
         used[0] = True
         return rowset.rows
 
-    return _FromItem(Source((alias or fname).lower(), fname, rowset.columns), rows)
+    return FromItem(Source((alias or fname).lower(), fname, rowset.columns), rows)
 
 
 # ---------------------------------------------------------------- system views
 
 
 def _ticks(t: int) -> int:
-    from airflow_provider_sqlserver_cdc.testing.simulator.values import round_datetime_ticks
-
     return round_datetime_ticks(t)
 
 
-def v_databases(s: Session, db: Database) -> Rowset:
+def v_databases(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("database_id", INT, False),
@@ -281,7 +271,7 @@ def v_databases(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_schemas(s: Session, db: Database) -> Rowset:
+def v_schemas(s: ExecutionContext, db: Database) -> Rowset:
     cols = [_col("name", SYSNAME, False), _col("schema_id", INT, False), _col("principal_id", INT)]
     return Rowset(
         cols,
@@ -308,7 +298,7 @@ _OBJ_COLS = [
 ]
 
 
-def v_tables(s: Session, db: Database) -> Rowset:
+def v_tables(s: ExecutionContext, db: Database) -> Rowset:
     cols = _OBJ_COLS + [
         _col("lob_data_space_id", INT),
         _col("max_column_id_used", INT),
@@ -369,7 +359,7 @@ def _table_object_row(t: Table) -> tuple:
     return _object_row(t, t.name, t.object_id, 0, "U ", "USER_TABLE", t.modify_ticks)
 
 
-def v_objects(s: Session, db: Database) -> Rowset:
+def v_objects(s: ExecutionContext, db: Database) -> Rowset:
     rows = []
     for t in db.all_tables():
         rows.append(_table_object_row(t))
@@ -395,7 +385,7 @@ def v_objects(s: Session, db: Database) -> Rowset:
     return Rowset(list(_OBJ_COLS), rows)
 
 
-def v_columns(s: Session, db: Database) -> Rowset:
+def v_columns(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("object_id", INT, False),
         _col("name", SYSNAME),
@@ -502,7 +492,7 @@ _TYPE_ROWS = [
 ]
 
 
-def v_types(s: Session, db: Database) -> Rowset:
+def v_types(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("system_type_id", TINYINT, False),
@@ -546,7 +536,7 @@ def v_types(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_indexes(s: Session, db: Database) -> Rowset:
+def v_indexes(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("object_id", INT, False),
         _col("name", SYSNAME),
@@ -598,7 +588,7 @@ def v_indexes(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_index_columns(s: Session, db: Database) -> Rowset:
+def v_index_columns(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("object_id", INT, False),
         _col("index_id", INT, False),
@@ -619,7 +609,7 @@ def v_index_columns(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_key_constraints(s: Session, db: Database) -> Rowset:
+def v_key_constraints(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("object_id", INT, False),
@@ -644,7 +634,7 @@ def v_key_constraints(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_database_principals(s: Session, db: Database) -> Rowset:
+def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("principal_id", INT, False),
@@ -670,7 +660,7 @@ def v_database_principals(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_database_role_members(s: Session, db: Database) -> Rowset:
+def v_database_role_members(s: ExecutionContext, db: Database) -> Rowset:
     cols = [_col("role_principal_id", INT, False), _col("member_principal_id", INT, False)]
     rows = []
     for r in db.principals.values():
@@ -682,7 +672,7 @@ def v_database_role_members(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_server_principals(s: Session, db: Database) -> Rowset:
+def v_server_principals(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("principal_id", INT, False),
@@ -701,7 +691,7 @@ def v_server_principals(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_dm_tran_database_transactions(s: Session, db: Database) -> Rowset:
+def v_dm_tran_database_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
     cols = [
         _col("transaction_id", T.BIGINT, False),
@@ -741,7 +731,7 @@ def v_dm_tran_database_transactions(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_dm_tran_session_transactions(s: Session, db: Database) -> Rowset:
+def v_dm_tran_session_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
     cols = [
         _col("session_id", INT, False),
@@ -757,7 +747,7 @@ def v_dm_tran_session_transactions(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_dm_exec_sessions(s: Session, db: Database) -> Rowset:
+def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("session_id", SMALLINT, False),
         _col("login_name", SYSNAME, False),
@@ -794,7 +784,7 @@ def v_dm_exec_sessions(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_system_views(s: Session, db: Database) -> Rowset:
+def v_system_views(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("name", SYSNAME, False),
         _col("object_id", INT, False),
@@ -805,7 +795,7 @@ def v_system_views(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def v_extended_properties(s: Session, db: Database) -> Rowset:
+def v_extended_properties(s: ExecutionContext, db: Database) -> Rowset:
     cols = [
         _col("class", TINYINT, False),
         _col("major_id", INT, False),
@@ -873,7 +863,7 @@ def _data_type_row(t: SqlType) -> tuple[Any, Any, Any, Any, Any, Any]:
     return None, None, None, None, None, None
 
 
-def i_columns(s: Session, db: Database) -> Rowset:
+def i_columns(s: ExecutionContext, db: Database) -> Rowset:
     nv = T.nvarchar(128)
     cols = [
         _col("TABLE_CATALOG", nv),
@@ -930,7 +920,7 @@ def i_columns(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def i_tables(s: Session, db: Database) -> Rowset:
+def i_tables(s: ExecutionContext, db: Database) -> Rowset:
     nv = T.nvarchar(128)
     cols = [
         _col("TABLE_CATALOG", nv),
@@ -941,7 +931,7 @@ def i_tables(s: Session, db: Database) -> Rowset:
     return Rowset(cols, [(db.name, t.schema.name, t.name, "BASE TABLE") for t in db.all_tables()])
 
 
-def i_table_constraints(s: Session, db: Database) -> Rowset:
+def i_table_constraints(s: ExecutionContext, db: Database) -> Rowset:
     nv = T.nvarchar(128)
     cols = [
         _col("CONSTRAINT_CATALOG", nv),
@@ -964,7 +954,7 @@ def i_table_constraints(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def i_key_column_usage(s: Session, db: Database) -> Rowset:
+def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
     nv = T.nvarchar(128)
     cols = [
         _col("CONSTRAINT_CATALOG", nv),
@@ -988,7 +978,7 @@ def i_key_column_usage(s: Session, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
-def i_schemata(s: Session, db: Database) -> Rowset:
+def i_schemata(s: ExecutionContext, db: Database) -> Rowset:
     nv = T.nvarchar(128)
     cols = [
         _col("CATALOG_NAME", nv),

@@ -9,12 +9,13 @@ database's transaction log as a :class:`~..log.DdlOperation`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator.collation import ci_key
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     SqlError,
     invalid_object,
@@ -22,13 +23,14 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     object_exists,
     syntax_error,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.events import StatementDone
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import DdlEvent
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Index, Principal, Schema, Table
+from airflow_provider_sqlserver_cdc.testing.simulator.values import convert
 
+from .context import ExecutionContext
 from .dialect import RawStatement, parse_expression
-
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+from .dml import default_value
 
 
 class _Cursor:
@@ -330,7 +332,7 @@ def _parse_table_constraint(c: _Cursor) -> tuple[str | None, str, bool | None, l
 
 
 def _add_constraint(
-    session: Session,
+    session: ExecutionContext,
     db: Any,
     table: Table,
     cname: str | None,
@@ -385,9 +387,7 @@ def _add_constraint(
     return ix
 
 
-def _rebuild_index(session: Session, table: Table, ix: Index) -> None:
-    from .expressions import ci_key
-
+def _rebuild_index(session: ExecutionContext, table: Table, ix: Index) -> None:
     ix.keys = {}
     for rowid, v in table.rows.items():
         if v.values is None:
@@ -406,7 +406,7 @@ def _rebuild_index(session: Session, table: Table, ix: Index) -> None:
 
 
 def _fire(
-    session: Session,
+    session: ExecutionContext,
     phase: str,
     kind: str,
     db: Any,
@@ -431,7 +431,7 @@ def _fire(
     )
 
 
-def _target_db(session: Session, parts: list[str]) -> tuple[Any, str, str]:
+def _target_db(session: ExecutionContext, parts: list[str]) -> tuple[Any, str, str]:
     if len(parts) == 1:
         return session.current_db(), session.default_schema(), parts[0]
     if len(parts) == 2:
@@ -449,7 +449,7 @@ def _target_db(session: Session, parts: list[str]) -> tuple[Any, str, str]:
 # ---------------------------------------------------------------- CREATE TABLE
 
 
-def create_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def create_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     parts = c.dotted()
     db, schema_name, name = _target_db(session, parts)
     if name.startswith("#"):
@@ -560,15 +560,13 @@ def create_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
 
 
 def _done() -> Any:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import StatementDone
-
     return StatementDone(None)
 
 
 # ---------------------------------------------------------------- ALTER TABLE
 
 
-def alter_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     parts = c.dotted()
     db, schema_name, name = _target_db(session, parts)
     table = db.table(schema_name, name) or (db.table("dbo", name) if len(parts) == 1 else None)
@@ -635,8 +633,6 @@ def alter_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
                         col.default_name = f"DF__{table.name[:9]}__{col.name[:5]}__{format(db.new_object_id() & 0xFFFF, 'X')}"
                     col.default_object_id = db.new_object_id()
                     if not col.nullable:
-                        from .dml import default_value
-
                         fill = default_value(session, col)
                 table.add_column(col)
                 _extend_rows(
@@ -742,8 +738,6 @@ def alter_table(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any
         elif c.accept("NULL"):
             nullable = True
         old = table.columns[i]
-        from airflow_provider_sqlserver_cdc.testing.simulator.values import convert
-
         _fire(session, "before", "alter_column", db, table, "", "", (old.name,), raw.text)
         state = _snapshot_table(table)
         with engine.mutex:
@@ -835,7 +829,7 @@ def _restore_table(table: Table, state: dict[str, Any]) -> None:
 # ---------------------------------------------------------------- sqlglot-parsed DDL
 
 
-def execute(session: Session, node: exp.Expression, text: str) -> Iterator[Any]:
+def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Iterator[Any]:
     engine = session.engine
     if isinstance(node, exp.TruncateTable):
         for tnode in node.expressions:
@@ -943,7 +937,7 @@ def execute(session: Session, node: exp.Expression, text: str) -> Iterator[Any]:
     raise not_supported(type(node).__name__)
 
 
-def _create_index(session: Session, node: exp.Create, text: str, kind: str) -> Iterator[Any]:
+def _create_index(session: ExecutionContext, node: exp.Create, text: str, kind: str) -> Iterator[Any]:
     idx = node.this
     tnode = idx.args.get("table")
     db, table, _, _ = session.resolve_table(tnode)
@@ -1004,7 +998,7 @@ def _create_index(session: Session, node: exp.Create, text: str, kind: str) -> I
 # ---------------------------------------------------------------- statements recognised from tokens
 
 
-def try_special_ddl(session: Session, raw: RawStatement) -> Iterator[Any] | None:
+def try_special_ddl(session: ExecutionContext, raw: RawStatement) -> Iterator[Any] | None:
     """Handle DDL parsed from tokens; None if the statement is not one of them."""
     words = raw.words
     w0 = words[0]
@@ -1063,7 +1057,7 @@ def try_special_ddl(session: Session, raw: RawStatement) -> Iterator[Any] | None
     return None
 
 
-def _create_database(session: Session, c: _Cursor) -> Iterator[Any]:
+def _create_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     if not c.at_end():
         raise not_supported("CREATE DATABASE options")
@@ -1073,7 +1067,7 @@ def _create_database(session: Session, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _drop_database(session: Session, c: _Cursor) -> Iterator[Any]:
+def _drop_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     if c.word() == "IF":
         c.take()
         c.expect("EXISTS")
@@ -1105,7 +1099,7 @@ def _drop_database(session: Session, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _alter_database(session: Session, c: _Cursor) -> Iterator[Any]:
+def _alter_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     name = session.database if c.accept("CURRENT") else c.name()
     db = session.engine.database(name)
     c.expect("SET")
@@ -1138,7 +1132,7 @@ def _alter_database(session: Session, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _create_schema(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     if c.accept("AUTHORIZATION"):
         c.name()
@@ -1160,7 +1154,7 @@ def _create_schema(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[
     yield _done()
 
 
-def _drop_schema(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     if c.word() == "IF":
         c.take()
         c.expect("EXISTS")
@@ -1201,7 +1195,7 @@ def _drop_schema(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
     yield _done()
 
 
-def _create_login(session: Session, c: _Cursor) -> Iterator[Any]:
+def _create_login(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     c.expect("WITH")
     c.expect("PASSWORD")
@@ -1222,7 +1216,7 @@ def _create_login(session: Session, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _create_user(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def _create_user(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     login = name
     default_schema = "dbo"
@@ -1249,7 +1243,7 @@ def _create_user(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
 
 
 def _add_principal(
-    session: Session, raw: RawStatement, name: str, operation: str, make: Callable[[int], Principal]
+    session: ExecutionContext, raw: RawStatement, name: str, operation: str, make: Callable[[int], Principal]
 ) -> None:
     """Add the principal ``make(next id)`` to the current database and log it so a rollback drops it.
 
@@ -1266,7 +1260,7 @@ def _add_principal(
 
 
 def _log_principal_ddl(
-    session: Session,
+    session: ExecutionContext,
     xact: Any,
     db: Any,
     raw: RawStatement,
@@ -1278,7 +1272,7 @@ def _log_principal_ddl(
     session.engine.log_ddl(xact, db, None, operation, (), raw.text, undo, schema="", name=name)
 
 
-def _create_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def _create_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     if c.accept("AUTHORIZATION"):
         c.name()
@@ -1288,7 +1282,7 @@ def _create_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[An
     yield _done()
 
 
-def _alter_role(session: Session, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+def _alter_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     db = session.current_db()
     role = db.principals.get(name.lower())
@@ -1352,7 +1346,7 @@ _FIXED_PRINCIPALS = frozenset(
 )
 
 
-def _drop_principal(session: Session, raw: RawStatement, c: _Cursor, kind: str) -> Iterator[Any]:
+def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor, kind: str) -> Iterator[Any]:
     if c.word() == "IF":
         c.take()
         c.expect("EXISTS")

@@ -275,3 +275,14 @@ def type_name_of(dt: exp.DataType) -> tuple[str, list[str]]:
         inner = p.this if isinstance(p, exp.DataTypeParam) else p
         args.append(inner.name if isinstance(inner, (exp.Literal, exp.Var, exp.Identifier)) else inner.sql())
     return name, args
+
+
+def table_name(node: exp.Table) -> str:
+    """The name of a table reference, with ``#`` for temporary tables (sqlglot flags them)."""
+    ident = node.this
+    if isinstance(ident, exp.Identifier):
+        if ident.args.get("global_") or ident.args.get("global"):
+            return "##" + ident.name
+        if ident.args.get("temporary"):
+            return "#" + ident.name
+    return node.name

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlglot import exp
 
@@ -23,19 +23,19 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     null_not_allowed,
     truncation,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Table
 
+from .compiler import Compiler
+from .context import ExecutionContext
 from .dialect import parse_expression
-from .expressions import Compiler, Scope, Source, converter
-from .query import compile_query, key_lookup, top_count
-
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+from .expressions import Scope, Source, converter
+from .query import FromItem, build_from, compile_query, expand_star, key_lookup, output_name, top_count
 
 _R = TypeVar("_R")
 
 
-def default_value(session: Session, col: Column) -> Any:
+def default_value(session: ExecutionContext, col: Column) -> Any:
     """The value of a column's DEFAULT expression, converted to the column type."""
     if col.default_sql is None:
         return None
@@ -46,7 +46,7 @@ def default_value(session: Session, col: Column) -> Any:
 
 
 def _write(
-    session: Session, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
+    session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
 ) -> str:
     engine = session.engine
     while True:
@@ -110,7 +110,7 @@ def _assign_converter(src: T.SqlType, col: Column) -> Any:
     return converter(src, dst)
 
 
-def execute(session: Session, node: exp.Expression, text: str) -> tuple[int, Any]:
+def execute(session: ExecutionContext, node: exp.Expression, text: str) -> tuple[int, Any]:
     """Run INSERT / UPDATE / DELETE: (row count, OUTPUT rowset or None)."""
     returning = node.args.get("returning")
     if returning is not None:
@@ -139,12 +139,10 @@ def execute(session: Session, node: exp.Expression, text: str) -> tuple[int, Any
     return n, _output_rows(session, returning, xact.undo[mark:], table)
 
 
-def _output_rows(session: Session, returning: exp.Expression, entries: list[Any], table: Table | None) -> Any:
+def _output_rows(
+    session: ExecutionContext, returning: exp.Expression, entries: list[Any], table: Table | None
+) -> Any:
     """The OUTPUT clause's rows from the statement's row changes (``inserted.*`` / ``deleted.*``)."""
-    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
-
-    from .query import _expand_star, _output_name
-
     changes = [e for e in entries if e[0] != "ddl"]
     if changes:
         table = changes[0][0]
@@ -156,7 +154,7 @@ def _output_rows(session: Session, returning: exp.Expression, entries: list[Any]
     exprs: list[Any] = []
     names: list[str] = []
     for item in returning.expressions:
-        stars = _expand_star(item, scope)
+        stars = expand_star(item, scope)
         if stars is not None:
             for name, e in stars:
                 names.append(name)
@@ -164,7 +162,7 @@ def _output_rows(session: Session, returning: exp.Expression, entries: list[Any]
             continue
         e = compiler.compile(item)
         exprs.append(e)
-        names.append(_output_name(item, e))
+        names.append(output_name(item, e))
     width = len(cols)
     nulls = (None,) * width
     rows = []
@@ -175,7 +173,7 @@ def _output_rows(session: Session, returning: exp.Expression, entries: list[Any]
     return Rowset([ResultColumn(n, x.type, True) for n, x in zip(names, exprs, strict=True)], rows)
 
 
-def _target(session: Session, tnode: exp.Expression) -> tuple[Any, Table]:
+def _target(session: ExecutionContext, tnode: exp.Expression) -> tuple[Any, Table]:
     if not isinstance(tnode, exp.Table) or isinstance(tnode.this, exp.Anonymous):
         raise not_supported("this DML target")
     db, table, schema, name = session.resolve_table(tnode)
@@ -189,7 +187,7 @@ def _target(session: Session, tnode: exp.Expression) -> tuple[Any, Table]:
     return db, table
 
 
-def _insert(session: Session, node: exp.Insert, text: str) -> int:
+def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
     target = node.this
     columns_given = None
     if isinstance(target, exp.Schema):
@@ -394,13 +392,11 @@ def _is_constant(sql: str) -> bool:
 
 
 def _table_scope(table: Table, alias: str | None) -> Scope:
-    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
-
     cols = [ResultColumn(c.name, c.type, c.nullable) for c in table.columns]
     return Scope([Source((alias or table.name).lower(), table.name, cols)])
 
 
-def _top_rows(session: Session, node: exp.Expression, rows: list[_R]) -> list[_R]:
+def _top_rows(session: ExecutionContext, node: exp.Expression, rows: list[_R]) -> list[_R]:
     """The first rows of ``rows`` that UPDATE/DELETE ``TOP (n) [PERCENT]`` allows (all without TOP).
 
     SQL Server picks the rows arbitrarily; here they are the first candidates in scan order.
@@ -417,7 +413,7 @@ def _top_rows(session: Session, node: exp.Expression, rows: list[_R]) -> list[_R
 
 
 def _candidates(
-    session: Session, table: Table, where: Any, tnode: Any, xact: Any, snap: int, where_fn: Any
+    session: ExecutionContext, table: Table, where: Any, tnode: Any, xact: Any, snap: int, where_fn: Any
 ) -> list[int]:
     """Row ids the statement changes: by unique-key lookup when WHERE fixes a key, else by a scan."""
     lookup = (
@@ -438,21 +434,22 @@ def _candidates(
 
 
 def _joined_rows(
-    session: Session, target: exp.Table, frm: exp.Expression, extra_joins: list[Any], where: Any, xact: Any
+    session: ExecutionContext,
+    target: exp.Table,
+    frm: exp.Expression,
+    extra_joins: list[Any],
+    where: Any,
+    xact: Any,
 ) -> tuple[Any, Table, Any, int, Any, dict[int, tuple[Any, ...]]]:
     """For UPDATE/DELETE ... FROM: (db, table, scope, target offset, where_fn, rowid -> first matching joined row)."""
-    from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
-
-    from .query import _build_from, _FromItem
-
     base = frm.copy()
     joins = list(base.args.get("joins") or []) + list(extra_joins)
     base.set("joins", None)
     target_name = target.name.lower()
     target_db, target_table, _, _ = session.resolve_table(target, must_exist=False)
-    found: list[_FromItem] = []
+    found: list[FromItem] = []
 
-    def adjust(item: _FromItem) -> _FromItem:
+    def adjust(item: FromItem) -> FromItem:
         t = item.table
         if t is None or found:
             return item
@@ -463,15 +460,15 @@ def _joined_rows(
                 return ((*vals, rid) for rid, vals in t.scan_with_ids(session.xact, session.current_snapshot))
 
             found.append(item)
-            return _FromItem(Source(item.source.alias, item.source.name, cols), rows, t)
+            return FromItem(Source(item.source.alias, item.source.name, cols), rows, t)
         return item
 
     select = exp.Select(**{"from_": exp.From(this=base), "joins": joins or None})
-    scope, producer, items = _build_from(session, select, None, adjust)
+    scope, producer, items = build_from(session, select, None, adjust)
     if not found:
         # UPDATE dbo.t SET ... FROM dbo.s WHERE s.id = t.id: the target joins the FROM list
         select = exp.Select(**{"from_": exp.From(this=target.copy()), "joins": [exp.Join(this=base)] + joins})
-        scope, producer, items = _build_from(session, select, None, adjust)
+        scope, producer, items = build_from(session, select, None, adjust)
     item = found[0]
     table = item.table
     db = session.engine.database_by_id(_database_id_of(session, table))
@@ -490,7 +487,7 @@ def _joined_rows(
     return db, table, (scope, compiler), offset, where_fn, matches
 
 
-def _database_id_of(session: Session, table: Table) -> int:
+def _database_id_of(session: ExecutionContext, table: Table) -> int:
     for db in session.engine.databases.values():
         if any(t is table for t in db.all_tables()):
             return db.database_id
@@ -498,7 +495,7 @@ def _database_id_of(session: Session, table: Table) -> int:
 
 
 def _joined_write(
-    session: Session,
+    session: ExecutionContext,
     node: exp.Expression,
     text: str,
     target: exp.Table,
@@ -547,7 +544,7 @@ def _joined_write(
 
 
 def _updated_row(
-    session: Session,
+    session: ExecutionContext,
     db: Any,
     table: Table,
     current: Any,
@@ -570,7 +567,7 @@ def _updated_row(
     return tuple(values)
 
 
-def _update(session: Session, node: exp.Update, text: str) -> int:
+def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
     if not node.expressions:
         raise SqlError(102, 15, 1, f"Incorrect syntax near '{node.this.name if node.this else 'UPDATE'}'.")
     frm = node.args.get("from_") or node.args.get("from")
@@ -635,7 +632,7 @@ def _update(session: Session, node: exp.Update, text: str) -> int:
     )
 
 
-def _delete(session: Session, node: exp.Delete, text: str) -> int:
+def _delete(session: ExecutionContext, node: exp.Delete, text: str) -> int:
     tnode = node.this
     tables = node.args.get("tables") or []
     if tables and not isinstance(tnode, exp.Expression):
@@ -654,7 +651,7 @@ def _delete(session: Session, node: exp.Delete, text: str) -> int:
 
 
 def _write_where(
-    session: Session,
+    session: ExecutionContext,
     node: exp.Expression,
     xact: Any,
     db: Any,

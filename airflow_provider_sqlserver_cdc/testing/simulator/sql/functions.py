@@ -9,7 +9,7 @@ import math
 import operator
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
@@ -19,10 +19,16 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, no
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import TypedValue
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 
-from .expressions import AGGREGATES, AggSpec, Expr, _apply, check_float, converter, result_type
-
-if TYPE_CHECKING:
-    from .expressions import Compiler
+from .expressions import (
+    AGGREGATES,
+    AggSpec,
+    Expr,
+    ExpressionCompiler,
+    apply_conversion,
+    check_float,
+    converter,
+    result_type,
+)
 
 TPD = V.TICKS_PER_DAY
 TPS = V.TICKS_PER_SECOND
@@ -109,17 +115,17 @@ def _as_local_ticks(e: Expr) -> tuple[Callable[[Any], Any], SqlType]:
     if t.name == "datetimeoffset":
         return (lambda row: None if (x := fa(row)) is None else x.local_ticks), t
     conv = converter(t, T.DATETIME2)
-    return _apply(conv, fa), T.DATETIME2
+    return apply_conversion(conv, fa), T.DATETIME2
 
 
-def datepart(c: Compiler, unit: str, arg: exp.Expression) -> Expr:
+def datepart(c: ExpressionCompiler, unit: str, arg: exp.Expression) -> Expr:
     unit = _UNITS.get(unit.lower(), unit.lower())
     e = c.compile(arg)
     if unit == "tzoffset":
         if e.type.name == "datetimeoffset":
             fa = e.fn
             return Expr(lambda row: None if (x := fa(row)) is None else x.offset, T.INT)
-        fd = _apply(converter(e.type, T.DATETIMEOFFSET), e.fn)
+        fd = apply_conversion(converter(e.type, T.DATETIMEOFFSET), e.fn)
         return Expr(lambda row: None if (x := fd(row)) is None else x.offset, T.INT)
     f, _ = _as_local_ticks(e)
 
@@ -177,7 +183,7 @@ def _add_months(ticks: int, months: int) -> int:
     return (dt.date(y, m, day).toordinal() - 1) * TPD + rest
 
 
-def at_time_zone(c: Compiler, node: exp.AtTimeZone) -> Expr:
+def at_time_zone(c: ExpressionCompiler, node: exp.AtTimeZone) -> Expr:
     from zoneinfo import ZoneInfo
 
     e = c.compile(node.this)
@@ -213,7 +219,7 @@ def _const(v: Any, t: SqlType) -> Expr:
     return Expr(lambda row: v, t, v is None, "", True)
 
 
-def _args(c: Compiler, args: list[exp.Expression]) -> list[Expr]:
+def _args(c: ExpressionCompiler, args: list[exp.Expression]) -> list[Expr]:
     return [c.compile(a) for a in args]
 
 
@@ -248,16 +254,16 @@ def _str_arg(e: Expr) -> tuple[Callable[[Any], Any], SqlType]:
     if e.type.name in T.STRING_TYPES:
         return e.fn, e.type
     t = T.nvarchar(4000) if e.type.name not in T.BINARY_TYPES else T.varchar(8000)
-    return _apply(converter(e.type, t), e.fn), t
+    return apply_conversion(converter(e.type, t), e.fn), t
 
 
 def _int_arg(e: Expr) -> Callable[[Any], Any]:
     if e.type.name in T.INTEGER_TYPES:
         return e.fn
-    return _apply(converter(e.type, T.BIGINT), e.fn)
+    return apply_conversion(converter(e.type, T.BIGINT), e.fn)
 
 
-def call_function(c: Compiler, name: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
+def call_function(c: ExpressionCompiler, name: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
     """Compile a call of the function *name* (possibly schema-qualified)."""
     s = c.session
     upper = name.upper()
@@ -310,7 +316,7 @@ def call_function(c: Compiler, name: str, args: list[exp.Expression], node: exp.
     return impl(c, args)
 
 
-def _aggregate(c: Compiler, kind: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
+def _aggregate(c: ExpressionCompiler, kind: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
     if c.agg is None or c.source_compiler is None:
         raise SqlError(
             147,
@@ -376,17 +382,18 @@ def _aggregate(c: Compiler, kind: str, args: list[exp.Expression], node: exp.Exp
 
 # ---------------------------------------------------------------- builtin table
 
-_BUILTINS: dict[str, Callable[[Compiler, list[exp.Expression]], Expr]] = {}
+_BUILTINS: dict[str, Callable[[ExpressionCompiler, list[exp.Expression]], Expr]] = {}
 
 
 def builtin(
     *names: str,
 ) -> Callable[
-    [Callable[[Compiler, list[exp.Expression]], Expr]], Callable[[Compiler, list[exp.Expression]], Expr]
+    [Callable[[ExpressionCompiler, list[exp.Expression]], Expr]],
+    Callable[[ExpressionCompiler, list[exp.Expression]], Expr],
 ]:
     def deco(
-        fn: Callable[[Compiler, list[exp.Expression]], Expr],
-    ) -> Callable[[Compiler, list[exp.Expression]], Expr]:
+        fn: Callable[[ExpressionCompiler, list[exp.Expression]], Expr],
+    ) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
         for n in names:
             _BUILTINS[n] = fn
         return fn
@@ -401,43 +408,43 @@ def _argc(name: str, args: list[Any], lo: int, hi: int | None = None) -> None:
 
 
 @builtin("GETDATE", "CURRENT_TIMESTAMP")
-def _getdate(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _getdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     clock = c.session.engine.clock
     return Expr(lambda row: V.round_datetime_ticks(clock.local_ticks()), T.DATETIME, False)
 
 
 @builtin("GETUTCDATE")
-def _getutcdate(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _getutcdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     clock = c.session.engine.clock
     return Expr(lambda row: V.round_datetime_ticks(clock.utc_ticks()), T.DATETIME, False)
 
 
 @builtin("SYSDATETIME")
-def _sysdatetime(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sysdatetime(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     clock = c.session.engine.clock
     return Expr(lambda row: clock.local_ticks(), T.DATETIME2, False)
 
 
 @builtin("SYSUTCDATETIME")
-def _sysutcdatetime(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sysutcdatetime(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     clock = c.session.engine.clock
     return Expr(lambda row: clock.utc_ticks(), T.DATETIME2, False)
 
 
 @builtin("SYSDATETIMEOFFSET")
-def _sysdto(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sysdto(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     clock = c.session.engine.clock
     return Expr(lambda row: clock.now_dto(), T.DATETIMEOFFSET, False)
 
 
 @builtin("DATEPART")
-def _datepart(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _datepart(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     _argc("DATEPART", args, 2)
     return datepart(c, _unit(args[0]), args[1])
 
 
 @builtin("YEAR", "MONTH", "DAY")
-def _ymd(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _ymd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     raise AssertionError  # replaced below
 
 
@@ -450,8 +457,8 @@ def _safe_pow(a: float, b: float) -> float:
         return float("nan")
 
 
-def _ymd_factory(unit: str) -> Callable[[Compiler, list[exp.Expression]], Expr]:
-    def f(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _ymd_factory(unit: str) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
+    def f(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         _argc(unit, args, 1)
         return datepart(c, unit, args[0])
 
@@ -463,13 +470,13 @@ for _u in ("YEAR", "MONTH", "DAY"):
 
 
 @builtin("DATEADD")
-def _dateadd(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _dateadd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     _argc("DATEADD", args, 3)
     unit = _unit(args[0])
     n = _int_arg(c.compile(args[1]))
     e = c.compile(args[2])
     t = e.type if e.type.name in T.TEMPORAL_TYPES else T.DATETIME
-    fa = e.fn if e.type.name in T.TEMPORAL_TYPES else _apply(converter(e.type, T.DATETIME), e.fn)
+    fa = e.fn if e.type.name in T.TEMPORAL_TYPES else apply_conversion(converter(e.type, T.DATETIME), e.fn)
     name = t.name
 
     def shift(ticks: int, k: int) -> int:
@@ -503,14 +510,14 @@ def _dateadd(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("DATEDIFF", "DATEDIFF_BIG")
-def _datediff(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _datediff(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     _argc("DATEDIFF", args, 3)
     unit = _unit(args[0])
     a = c.compile(args[1])
     b = c.compile(args[2])
     if a.type.name == "datetimeoffset" or b.type.name == "datetimeoffset":
-        fa = _apply(converter(a.type, T.DATETIMEOFFSET), a.fn)
-        fb = _apply(converter(b.type, T.DATETIMEOFFSET), b.fn)
+        fa = apply_conversion(converter(a.type, T.DATETIMEOFFSET), a.fn)
+        fb = apply_conversion(converter(b.type, T.DATETIMEOFFSET), b.fn)
         ga: Callable[[Any], Any] = lambda row: None if (x := fa(row)) is None else x.utc_ticks  # noqa: E731
         gb: Callable[[Any], Any] = lambda row: None if (x := fb(row)) is None else x.utc_ticks  # noqa: E731
     else:
@@ -539,7 +546,7 @@ def _datediff(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("EOMONTH")
-def _eomonth(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _eomonth(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     import calendar
 
     e = c.compile(args[0])
@@ -553,13 +560,13 @@ def _eomonth(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("DATEFROMPARTS")
-def _datefromparts(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _datefromparts(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fns = [_int_arg(c.compile(a)) for a in args]
     return Expr(_nullsafe(fns, lambda y, m, d: dt.date(y, m, d).toordinal() - 1), T.DATE)
 
 
 @builtin("TODATETIMEOFFSET")
-def _todto(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _todto(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     f, _ = _as_local_ticks(e)
     o = c.compile(args[1])
@@ -582,9 +589,13 @@ def _parse_offset(text: str) -> int:
 
 
 @builtin("SWITCHOFFSET")
-def _switchoffset(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _switchoffset(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
-    fa = _apply(converter(e.type, T.DATETIMEOFFSET), e.fn) if e.type.name != "datetimeoffset" else e.fn
+    fa = (
+        apply_conversion(converter(e.type, T.DATETIMEOFFSET), e.fn)
+        if e.type.name != "datetimeoffset"
+        else e.fn
+    )
     o = c.compile(args[1])
     is_str = o.type.name in T.STRING_TYPES
 
@@ -596,7 +607,7 @@ def _switchoffset(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("ISDATE")
-def _isdate(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _isdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     fa = e.fn
 
@@ -617,13 +628,13 @@ def _isdate(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("LEN")
-def _len(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _len(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     f, _ = _str_arg(c.compile(args[0]))
     return Expr(_nullsafe([f], lambda s: len(s.rstrip(" "))), T.INT)
 
 
 @builtin("DATALENGTH")
-def _datalength(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _datalength(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     t = e.type
 
@@ -640,7 +651,7 @@ def _datalength(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 def _string_fn(name: str, body: Callable[..., Any], nargs: int, keep_type: bool = True) -> None:
-    def impl(c: Compiler, args: list[exp.Expression]) -> Expr:
+    def impl(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         _argc(name, args, nargs)
         first, t = _str_arg(c.compile(args[0]))
         rest = [c.compile(a).fn for a in args[1:]]
@@ -660,7 +671,7 @@ _string_fn("RIGHT", lambda s, n: s[-int(n) :] if int(n) > 0 else "", 2)
 
 
 @builtin("SUBSTRING")
-def _substring(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _substring(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     _argc("SUBSTRING", args, 3)
     e = c.compile(args[0])
     fa = e.fn if e.type.name in T.STRING_TYPES or e.type.name in T.BINARY_TYPES else _str_arg(e)[0]
@@ -679,7 +690,7 @@ def _substring(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("REPLACE")
-def _replace(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _replace(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     import re
 
     _argc("REPLACE", args, 3)
@@ -696,7 +707,7 @@ def _replace(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("CHARINDEX")
-def _charindex(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _charindex(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, _ = _str_arg(c.compile(args[0]))
     fb, _ = _str_arg(c.compile(args[1]))
     fs = _int_arg(c.compile(args[2])) if len(args) > 2 else (lambda row: 1)
@@ -710,7 +721,7 @@ def _charindex(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("CONCAT")
-def _concat(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _concat(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     parts = [_str_arg(c.compile(a)) for a in args]
     fns = [p[0] for p in parts]
     unicode_ = any(p[1].name in T.NCHAR_TYPES for p in parts)
@@ -722,7 +733,7 @@ def _concat(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("REPLICATE")
-def _replicate(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _replicate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, t = _str_arg(c.compile(args[0]))
     fn = _int_arg(c.compile(args[1]))
     return Expr(
@@ -735,13 +746,13 @@ def _replicate(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("SPACE")
-def _space(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _space(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fn = _int_arg(c.compile(args[0]))
     return Expr(_nullsafe([fn], lambda n: " " * n), T.varchar(8000))
 
 
 @builtin("STUFF")
-def _stuff(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _stuff(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, t = _str_arg(c.compile(args[0]))
     fs = _int_arg(c.compile(args[1]))
     fl = _int_arg(c.compile(args[2]))
@@ -752,7 +763,7 @@ def _stuff(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("CHAR")
-def _char(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _char(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fn = _int_arg(c.compile(args[0]))
     return Expr(
         _nullsafe([fn], lambda n: bytes([n]).decode("cp1252", "replace") if 0 <= n < 256 else None),
@@ -761,25 +772,25 @@ def _char(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("NCHAR")
-def _nchar(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _nchar(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fn = _int_arg(c.compile(args[0]))
     return Expr(_nullsafe([fn], chr), T.nvarchar(1))
 
 
 @builtin("ASCII")
-def _ascii(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _ascii(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(_nullsafe([fa], lambda s: s.encode("cp1252", "replace")[0] if s else None), T.INT)
 
 
 @builtin("UNICODE")
-def _unicode(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _unicode(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(_nullsafe([fa], lambda s: ord(s[0]) if s else None), T.INT)
 
 
 @builtin("QUOTENAME")
-def _quotename(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _quotename(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, _ = _str_arg(c.compile(args[0]))
     fq = c.compile(args[1]).fn if len(args) > 1 else (lambda row: "[")
 
@@ -798,9 +809,9 @@ def _quotename(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("STR")
-def _str(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _str(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
-    fa = _apply(converter(e.type, T.FLOAT), e.fn)
+    fa = apply_conversion(converter(e.type, T.FLOAT), e.fn)
     ln = c.compile(args[1]).fn(None) if len(args) > 1 else 10
     dec = c.compile(args[2]).fn(None) if len(args) > 2 else 0
     return Expr(
@@ -813,12 +824,12 @@ def _str(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("ISNULL")
-def _isnull(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _isnull(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     _argc("ISNULL", args, 2)
     a = c.compile(args[0])
     b = c.compile(args[1])
     fa = a.fn
-    fb = _apply(converter(b.type, a.type), b.fn) if not (a.const and fa(None) is None) else b.fn
+    fb = apply_conversion(converter(b.type, a.type), b.fn) if not (a.const and fa(None) is None) else b.fn
     t = a.type if not (a.const and fa(None) is None) else b.type
 
     def f(row: Any) -> Any:
@@ -829,10 +840,10 @@ def _isnull(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("COALESCE")
-def _coalesce(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _coalesce(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     items = _args(c, args)
     t = result_type([i for i in items if not (i.const and i.fn(None) is None)] or items)
-    fns = [_apply(converter(i.type, t), i.fn) for i in items]
+    fns = [apply_conversion(converter(i.type, t), i.fn) for i in items]
 
     def f(row: Any) -> Any:
         for fn in fns:
@@ -845,7 +856,7 @@ def _coalesce(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("NULLIF")
-def _nullif(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _nullif(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     a = c.compile(args[0])
     eq = c.compile(exp.EQ(this=args[0], expression=args[1])).fn
     fa = a.fn
@@ -853,7 +864,7 @@ def _nullif(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("IIF")
-def _iif(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _iif(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return c.compile(exp.Case(ifs=[exp.If(this=args[0], true=args[1])], default=args[2]))
 
 
@@ -861,24 +872,24 @@ def _iif(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("ABS")
-def _abs(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _abs(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     return Expr(_nullsafe([e.fn], abs), e.type)
 
 
 @builtin("SIGN")
-def _sign(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sign(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     return Expr(_nullsafe([e.fn], lambda v: type(v)((v > 0) - (v < 0))), e.type)
 
 
 @builtin("CEILING", "FLOOR")
-def _ceil(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _ceil(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     raise AssertionError
 
 
-def _rounder(up: bool) -> Callable[[Compiler, list[exp.Expression]], Expr]:
-    def impl(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _rounder(up: bool) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
+    def impl(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         e = c.compile(args[0])
         t = e.type
         rt = SqlType("decimal", precision=t.precision, scale=0) if t.name in ("decimal", "numeric") else t
@@ -900,7 +911,7 @@ _BUILTINS["FLOOR"] = _rounder(False)
 
 
 @builtin("ROUND")
-def _round(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _round(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     fd = _int_arg(c.compile(args[1]))
     t = e.type
@@ -925,25 +936,25 @@ def _round(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("POWER")
-def _power(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _power(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
     p = c.compile(args[1])
-    fe = _apply(converter(e.type, T.FLOAT), e.fn)
-    fp = _apply(converter(p.type, T.FLOAT), p.fn)
+    fe = apply_conversion(converter(e.type, T.FLOAT), e.fn)
+    fp = apply_conversion(converter(p.type, T.FLOAT), p.fn)
     return Expr(_nullsafe([fe, fp], lambda a, b: check_float(_safe_pow(a, b))), T.FLOAT)
 
 
 @builtin("SQUARE")
-def _square(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _square(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
-    fe = _apply(converter(e.type, T.FLOAT), e.fn)
+    fe = apply_conversion(converter(e.type, T.FLOAT), e.fn)
     return Expr(_nullsafe([fe], lambda a: check_float(a * a)), T.FLOAT)
 
 
 @builtin("SQRT")
-def _sqrt(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sqrt(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     e = c.compile(args[0])
-    fe = _apply(converter(e.type, T.FLOAT), e.fn)
+    fe = apply_conversion(converter(e.type, T.FLOAT), e.fn)
     return Expr(_nullsafe([fe], lambda a: check_float(math.sqrt(a) if a >= 0 else float("nan"))), T.FLOAT)
 
 
@@ -951,7 +962,7 @@ def _sqrt(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("DB_NAME")
-def _db_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _db_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     if args:
         fa = _int_arg(c.compile(args[0]))
@@ -960,7 +971,7 @@ def _db_name(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("DB_ID")
-def _db_id(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _db_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     if args:
         fa, _ = _str_arg(c.compile(args[0]))
@@ -972,7 +983,7 @@ def _db_id(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("SCHEMA_NAME")
-def _schema_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _schema_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     if args:
         fa = _int_arg(c.compile(args[0]))
@@ -988,7 +999,7 @@ def _schema_name(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("SCHEMA_ID")
-def _schema_id(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _schema_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     if args:
         fa, _ = _str_arg(c.compile(args[0]))
@@ -999,7 +1010,7 @@ def _schema_id(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("OBJECT_ID")
-def _object_id(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _object_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
 
@@ -1011,12 +1022,12 @@ def _object_id(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("OBJECT_NAME", "OBJECT_SCHEMA_NAME")
-def _object_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _object_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     raise AssertionError
 
 
-def _object_name_factory(schema: bool) -> Callable[[Compiler, list[exp.Expression]], Expr]:
-    def impl(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _object_name_factory(schema: bool) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
+    def impl(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         s = c.session
         fa = _int_arg(c.compile(args[0]))
         fdb = _int_arg(c.compile(args[1])) if len(args) > 1 else (lambda row: s.current_db().database_id)
@@ -1038,14 +1049,14 @@ _BUILTINS["OBJECT_SCHEMA_NAME"] = _object_name_factory(True)
 
 
 @builtin("SERVERPROPERTY")
-def _serverproperty(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _serverproperty(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(_nullsafe([fa], lambda p: s.engine.server_property(p)), SqlType("nvarchar", length=4000))
 
 
 @builtin("DATABASEPROPERTYEX")
-def _dbpropex(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _dbpropex(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
     fp, _ = _str_arg(c.compile(args[1]))
@@ -1071,38 +1082,38 @@ def _dbpropex(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("USER_NAME", "CURRENT_USER")
-def _user_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _user_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: s.user_name(), T.SYSNAME, False)
 
 
 @builtin("SUSER_SNAME", "SUSER_NAME", "ORIGINAL_LOGIN", "SYSTEM_USER")
-def _suser(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _suser(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: s.login.name, T.SYSNAME, False)
 
 
 @builtin("APP_NAME")
-def _app_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _app_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: s.app_name, T.nvarchar(128), False)
 
 
 @builtin("HOST_NAME")
-def _host_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _host_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: s.host_name, T.nvarchar(128), False)
 
 
 @builtin("IS_MEMBER")
-def _is_member(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _is_member(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(_nullsafe([fa], lambda r: s.is_member(r)), T.INT)
 
 
 @builtin("IS_SRVROLEMEMBER")
-def _is_srvrole(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _is_srvrole(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(
@@ -1115,7 +1126,7 @@ def _is_srvrole(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("HAS_DBACCESS")
-def _has_dbaccess(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _has_dbaccess(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
     return Expr(
@@ -1124,18 +1135,18 @@ def _has_dbaccess(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("HAS_PERMS_BY_NAME")
-def _has_perms(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _has_perms(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: 1 if s.login.is_sysadmin or s.is_member("db_owner") else 0, T.INT, False)
 
 
 @builtin("NEWID", "NEWSEQUENTIALID")
-def _newid(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _newid(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(lambda row: uuid.uuid4(), T.UNIQUEIDENTIFIER, False)
 
 
 @builtin("SCOPE_IDENTITY")
-def _scope_identity(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _scope_identity(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(
         lambda row: None if s.last_identity is None else decimal.Decimal(s.last_identity),
@@ -1144,7 +1155,7 @@ def _scope_identity(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("IDENT_CURRENT")
-def _ident_current(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _ident_current(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
 
@@ -1158,7 +1169,7 @@ def _ident_current(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("XACT_STATE")
-def _xact_state(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _xact_state(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(
         lambda row: 0 if s.xact is None or not s.xact.explicit else (-1 if s.xact.doomed else 1),
@@ -1168,20 +1179,20 @@ def _xact_state(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("CURRENT_TRANSACTION_ID")
-def _current_xact(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _current_xact(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(lambda row: s.xact.xid if s.xact else None, T.BIGINT)
 
 
 @builtin("TYPE_NAME")
-def _type_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _type_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa = _int_arg(c.compile(args[0]))
     by_id = {v: k for k, v in T.TYPE_IDS.items() if k != "sysname"}
     return Expr(_nullsafe([fa], lambda i: by_id.get(i)), T.SYSNAME)
 
 
 @builtin("COL_NAME")
-def _col_name(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _col_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fo = _int_arg(c.compile(args[0]))
     fc = _int_arg(c.compile(args[1]))
@@ -1199,7 +1210,7 @@ def _col_name(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("COLUMNPROPERTY")
-def _columnproperty(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _columnproperty(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fo = _int_arg(c.compile(args[0]))
     fc, _ = _str_arg(c.compile(args[1]))
@@ -1232,7 +1243,7 @@ def _columnproperty(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("HASHBYTES")
-def _hashbytes(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _hashbytes(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fa, _ = _str_arg(c.compile(args[0]))
     e = c.compile(args[1])
     t = e.type
@@ -1254,7 +1265,7 @@ def _hashbytes(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("MIN_ACTIVE_ROWVERSION")
-def _min_active_rv(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _min_active_rv(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     return Expr(
         lambda row: (s.current_db().flags.get("dbts", 2000) + 1).to_bytes(8, "big"), T.binary(8), False
@@ -1262,15 +1273,15 @@ def _min_active_rv(c: Compiler, args: list[exp.Expression]) -> Expr:
 
 
 @builtin("SESSIONPROPERTY")
-def _sessionprop(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _sessionprop(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(lambda row: 1, T.INT, False)
 
 
 @builtin("ERROR_NUMBER", "ERROR_MESSAGE", "ERROR_SEVERITY", "ERROR_STATE", "ERROR_LINE", "ERROR_PROCEDURE")
-def _error_fn(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _error_fn(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(lambda row: None, T.INT)
 
 
 @builtin("FORMAT")
-def _format(c: Compiler, args: list[exp.Expression]) -> Expr:
+def _format(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     raise not_supported("FORMAT()")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError
@@ -14,8 +14,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
     Rowset,
 )
 
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
+from .context import ExecutionContext
 
 _TYPEINFO_COLUMNS = [
     ResultColumn("TYPE_NAME", T.SYSNAME, False),
@@ -82,7 +81,7 @@ _TYPEINFO = [
 ]
 
 
-def sp_datatype_info(session: Session, args: ProcedureArgs) -> ProcedureResult:
+def sp_datatype_info(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     """Type information for ODBC drivers (``sp_datatype_info_100 @data_type, @ODBCVer``)."""
     wanted = args.get("data_type", 0)
     rows = []
@@ -117,7 +116,7 @@ def sp_datatype_info(session: Session, args: ProcedureArgs) -> ProcedureResult:
     return ProcedureResult([Rowset(list(_TYPEINFO_COLUMNS), rows)])
 
 
-def sp_server_info(session: Session, args: ProcedureArgs) -> ProcedureResult:
+def sp_server_info(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     cols = [
         ResultColumn("attribute_id", T.INT, False),
         ResultColumn("attribute_name", T.varchar(60), False),
@@ -131,13 +130,13 @@ def sp_server_info(session: Session, args: ProcedureArgs) -> ProcedureResult:
     return ProcedureResult([Rowset(cols, rows)])
 
 
-def sp_addrolemember(session: Session, args: ProcedureArgs) -> Any:
+def sp_addrolemember(session: ExecutionContext, args: ProcedureArgs) -> Any:
     role = args.get("rolename", 0)
     member = args.get("membername", 1)
-    return session._nested_batch(f"ALTER ROLE [{role}] ADD MEMBER [{member}]")
+    return session.nested_batch(f"ALTER ROLE [{role}] ADD MEMBER [{member}]")
 
 
-def sp_getapplock(session: Session, args: ProcedureArgs) -> ProcedureResult:
+def sp_getapplock(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     raise SqlError(40517, 16, 1, "The SQL Server simulator does not support sp_getapplock.")
 
 
@@ -151,7 +150,7 @@ BUILTIN: dict[str, Callable[[Any, ProcedureArgs], Any]] = {
 
 
 def _wrap_nested(fn: Callable[[Any, ProcedureArgs], Any]) -> Callable[[Any, ProcedureArgs], Any]:
-    def call(session: Session, args: ProcedureArgs) -> Any:
+    def call(session: ExecutionContext, args: ProcedureArgs) -> Any:
         def gen() -> Any:
             yield from fn(session, args)
             return ProcedureResult()

@@ -9,32 +9,33 @@ projection of one table without WHERE / ORDER BY streams straight from the table
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
-from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, not_supported
+from airflow_provider_sqlserver_cdc.testing.simulator import values as V
+from airflow_provider_sqlserver_cdc.testing.simulator.collation import ci_key
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, must_declare, not_supported
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn
 
+from .compiler import Compiler
+from .context import ExecutionContext
 from .expressions import (
     AGGREGATES,
     AggContext,
-    Compiler,
     Expr,
     Scope,
     Source,
-    _apply,
-    ci_key,
+    apply_conversion,
+    comparison_type,
     converter,
     result_type,
 )
-
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.testing.simulator.session import Session
 
 
 @dataclass
@@ -74,7 +75,9 @@ def _from_clause(node: exp.Expression) -> exp.From | None:
     return node.args.get("from_") or node.args.get("from")
 
 
-def compile_query(session: Session, node: exp.Expression, outer: Scope | None = None) -> CompiledQuery:
+def compile_query(
+    session: ExecutionContext, node: exp.Expression, outer: Scope | None = None
+) -> CompiledQuery:
     """Compile a SELECT / UNION / subquery."""
     if isinstance(node, exp.Subquery):
         return compile_query(session, node.this, outer)
@@ -89,7 +92,7 @@ def compile_query(session: Session, node: exp.Expression, outer: Scope | None = 
 
 
 @dataclass
-class _FromItem:
+class FromItem:
     source: Source
     rows: Callable[[], Iterable[tuple[Any, ...]]]
     table: Any = None
@@ -103,13 +106,13 @@ def _table_hints(node: exp.Table) -> list[str]:
     return hints
 
 
-def _from_item(session: Session, node: exp.Expression, outer: Scope | None) -> _FromItem:
+def _from_item(session: ExecutionContext, node: exp.Expression, outer: Scope | None) -> FromItem:
     if isinstance(node, exp.Subquery):
         q = compile_query(session, node.this, outer)
         alias = node.alias_or_name
         if not alias:
             raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
-        return _FromItem(Source(alias.lower(), alias, q.columns), q.run)
+        return FromItem(Source(alias.lower(), alias, q.columns), q.run)
     if isinstance(node, exp.Select):
         raise SqlError(156, 15, 1, "Incorrect syntax near the keyword 'FROM'.")
     if isinstance(node, exp.Table):
@@ -145,19 +148,19 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def _build_from(
-    session: Session,
+def build_from(
+    session: ExecutionContext,
     select: exp.Select,
     outer: Scope | None,
-    adjust: Callable[[_FromItem], _FromItem] | None = None,
-) -> tuple[Scope, Callable[[], Iterable[tuple[Any, ...]]], list[_FromItem]]:
+    adjust: Callable[[FromItem], FromItem] | None = None,
+) -> tuple[Scope, Callable[[], Iterable[tuple[Any, ...]]], list[FromItem]]:
     frm = _from_clause(select)
     scope = Scope(outer=outer)
     if frm is None:
         return scope, lambda: ((),), []
     if adjust is None:
 
-        def adjust(item: _FromItem) -> _FromItem:
+        def adjust(item: FromItem) -> FromItem:
             return item
 
     items = [adjust(_from_item(session, frm.this, outer))]
@@ -197,8 +200,8 @@ def _build_from(
                     le = compiler.compile(lhs)
                     re_ = compiler.compile(rhs)
                     ct = _key_type(le, re_)
-                    lf = _apply(converter(le.type, ct), le.fn)
-                    rf = _apply(converter(re_.type, ct), re_.fn)
+                    lf = apply_conversion(converter(le.type, ct), le.fn)
+                    rf = apply_conversion(converter(re_.type, ct), re_.fn)
                     left_keys.append(lf)
                     pad = (None,) * left_width
                     right_keys.append(_shifted(rf, pad))
@@ -217,8 +220,6 @@ def _build_from(
 
 
 def _key_type(a: Expr, b: Expr) -> T.SqlType:
-    from .expressions import comparison_type
-
     return comparison_type(a.type, b.type)
 
 
@@ -303,7 +304,7 @@ def _has_aggregate(node: exp.Expression) -> bool:
     return False
 
 
-def _expand_star(item: exp.Expression, scope: Scope) -> list[tuple[str, Expr]] | None:
+def expand_star(item: exp.Expression, scope: Scope) -> list[tuple[str, Expr]] | None:
     if isinstance(item, exp.Star):
         sources = scope.sources
     elif isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
@@ -323,7 +324,7 @@ def _expand_star(item: exp.Expression, scope: Scope) -> list[tuple[str, Expr]] |
     return out
 
 
-def _output_name(item: exp.Expression, e: Expr) -> str:
+def output_name(item: exp.Expression, e: Expr) -> str:
     if isinstance(item, exp.Alias):
         return item.alias
     if isinstance(item, exp.Column):
@@ -331,7 +332,7 @@ def _output_name(item: exp.Expression, e: Expr) -> str:
     return ""
 
 
-def top_count(session: Session, node: exp.Expression | None) -> tuple[int | None, bool, bool]:
+def top_count(session: ExecutionContext, node: exp.Expression | None) -> tuple[int | None, bool, bool]:
     """``TOP`` of a statement as (count or percentage, PERCENT given, WITH TIES given); ``None`` without TOP."""
     if node is None:
         return None, False, False
@@ -346,7 +347,9 @@ def top_count(session: Session, node: exp.Expression | None) -> tuple[int | None
     return (int(v) if not percent else v), percent, ties
 
 
-def compile_select(session: Session, select: exp.Select, outer: Scope | None = None) -> CompiledQuery:
+def compile_select(
+    session: ExecutionContext, select: exp.Select, outer: Scope | None = None
+) -> CompiledQuery:
     """Compile one SELECT."""
     with_ = select.args.get("with_") or select.args.get("with")
     if with_ is not None:
@@ -355,7 +358,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         raise not_supported("SELECT ... INTO")
     if not select.expressions:
         raise SqlError(102, 15, 1, "Incorrect syntax near 'SELECT'.")
-    scope, producer, items = _build_from(session, select, outer)
+    scope, producer, items = build_from(session, select, outer)
     compiler = Compiler(session, scope)
     where = select.args.get("where")
     where_fn = compiler.predicate(where.this) if where is not None else None
@@ -390,7 +393,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
             (w, spec.slot, spec.type) for w, spec in zip(windows, window_specs, strict=True)
         ]
     for item in sel_items:
-        stars = _expand_star(item, scope)
+        stars = expand_star(item, scope)
         if stars is not None:
             if is_agg:
                 raise SqlError(
@@ -405,7 +408,7 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
             continue
         e = out_compiler.compile(item)
         out_exprs.append(e)
-        names.append(_output_name(item, e))
+        names.append(output_name(item, e))
     having_fn = out_compiler.predicate(having.this) if having is not None else None
 
     # ORDER BY keys: ordinal, output alias, or an expression over the source row
@@ -572,8 +575,6 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
         if top is not None:
             if top_percent:
                 materialized = list(result)
-                import math
-
                 n = math.ceil(len(materialized) * float(top) / 100)
                 result = materialized[:n]
             else:
@@ -583,13 +584,13 @@ def compile_select(session: Session, select: exp.Select, outer: Scope | None = N
     return CompiledQuery(columns, produce, correlated)
 
 
-def _with_ctes(session: Session, select: exp.Select, with_: exp.With, outer: Scope | None) -> CompiledQuery:
+def _with_ctes(
+    session: ExecutionContext, select: exp.Select, with_: exp.With, outer: Scope | None
+) -> CompiledQuery:
     """Compile a SELECT with common table expressions (non-recursive): each CTE is a named derived table."""
     if with_.args.get("recursive"):
         raise not_supported("recursive common table expressions")
-    ctes = getattr(session, "ctes", None)
-    if ctes is None:
-        ctes = session.ctes = {}
+    ctes = session.ctes
     saved = dict(ctes)
     try:
         for cte in with_.expressions:
@@ -605,16 +606,13 @@ def _with_ctes(session: Session, select: exp.Select, with_: exp.With, outer: Sco
         ctes.update(saved)
 
 
-def cte_item(session: Session, name: str, alias: str) -> _FromItem | None:
+def cte_item(session: ExecutionContext, name: str, alias: str) -> FromItem | None:
     """A FROM item for a common table expression named *name*, if one is in scope."""
-    ctes = getattr(session, "ctes", None) or {}
-    entry = ctes.get(name.lower())
+    entry = session.ctes.get(name.lower())
     if entry is None:
         return None
     node, cols = entry
-    compiling = getattr(session, "ctes_compiling", None)
-    if compiling is None:
-        compiling = session.ctes_compiling = set()
+    compiling = session.ctes_compiling
     if name.lower() in compiling:
         raise not_supported("recursive common table expressions")
     compiling.add(name.lower())
@@ -627,11 +625,11 @@ def cte_item(session: Session, name: str, alias: str) -> _FromItem | None:
         if len(cols) != len(columns):
             raise SqlError(8158, 16, 1, f"'{name}' has more columns than were specified in the column list.")
         columns = [ResultColumn(n, c.type, c.nullable) for n, c in zip(cols, columns, strict=True)]
-    return _FromItem(Source((alias or name).lower(), name, columns), q.run)
+    return FromItem(Source((alias or name).lower(), name, columns), q.run)
 
 
 def key_lookup(
-    session: Session, table: Any, where: exp.Expression | None, scope: Scope
+    session: ExecutionContext, table: Any, where: exp.Expression | None, scope: Scope
 ) -> Callable[[], set[int]] | None:
     """Row ids a WHERE clause can match, when it fixes every column of a unique index to a value.
 
@@ -662,7 +660,10 @@ def key_lookup(
     for ix in table.indexes:
         if not ix.unique or not ix.positions or not all(p in values for p in ix.positions):
             continue
-        fns = [_apply(converter(values[p].type, table.columns[p].type), values[p].fn) for p in ix.positions]
+        fns = [
+            apply_conversion(converter(values[p].type, table.columns[p].type), values[p].fn)
+            for p in ix.positions
+        ]
 
         def lookup(ix: Any = ix, fns: list[Callable[[Any], Any]] = fns) -> set[int]:
             try:
@@ -755,8 +756,6 @@ def _compile_window(compiler: Compiler, node: exp.Window, slot: int) -> _WindowS
 
 
 def _apply_windows(rows: list[tuple[Any, ...]], specs: list[_WindowSpec]) -> list[tuple[Any, ...]]:
-    from airflow_provider_sqlserver_cdc.testing.simulator import values as V
-
     columns: list[list[Any]] = []
     for spec in specs:
         values: list[Any] = [None] * len(rows)
@@ -797,14 +796,14 @@ def _apply_windows(rows: list[tuple[Any, ...]], specs: list[_WindowSpec]) -> lis
                     v = spec.arg(rows[i]) if spec.arg is not None else 1
                     if v is not None:
                         acc.append(v)
-                result = _window_value(spec, acc, V)
+                result = _window_value(spec, acc)
                 for i in group:
                     values[i] = result
         columns.append(values)
     return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
 
 
-def _window_value(spec: _WindowSpec, acc: list[Any], V: Any) -> Any:
+def _window_value(spec: _WindowSpec, acc: list[Any]) -> Any:
     kind = spec.kind
     if kind in ("COUNT", "COUNT_BIG"):
         return len(acc)
@@ -947,8 +946,6 @@ def _step(spec: Any, states: list[Any], i: int, row: tuple[Any, ...]) -> None:
 
 
 def _final(spec: Any, state: Any) -> Any:
-    from airflow_provider_sqlserver_cdc.testing.simulator import values as V
-
     kind = spec.kind
     if spec.distinct:
         vals = list(state)
@@ -989,7 +986,12 @@ def _final(spec: Any, state: Any) -> Any:
 
 
 def _assignment_select(
-    session: Session, select: exp.Select, scope: Scope, compiler: Compiler, producer: Any, where_fn: Any
+    session: ExecutionContext,
+    select: exp.Select,
+    scope: Scope,
+    compiler: Compiler,
+    producer: Any,
+    where_fn: Any,
 ) -> CompiledQuery:
     targets = []
     is_agg = any(_has_aggregate(i) for i in select.expressions)
@@ -1003,11 +1005,9 @@ def _assignment_select(
         name = "@" + item.this.name
         var = session.variables.get(name.lower())
         if var is None:
-            from airflow_provider_sqlserver_cdc.testing.simulator.errors import must_declare
-
             raise must_declare(name)
         e = out_compiler.compile(item.expression)
-        targets.append((var, _apply(converter(e.type, var.type), e.fn)))
+        targets.append((var, apply_conversion(converter(e.type, var.type), e.fn)))
 
     def produce() -> Iterable[tuple[Any, ...]]:
         rows: Iterable[tuple[Any, ...]] = producer()
@@ -1026,7 +1026,7 @@ def _assignment_select(
     return CompiledQuery([], produce, False, assignments=targets)
 
 
-def _compile_setop(session: Session, node: exp.Expression, outer: Scope | None) -> CompiledQuery:
+def _compile_setop(session: ExecutionContext, node: exp.Expression, outer: Scope | None) -> CompiledQuery:
     left = compile_query(session, node.this, outer)
     right = compile_query(session, node.expression, outer)
     if len(left.columns) != len(right.columns):
