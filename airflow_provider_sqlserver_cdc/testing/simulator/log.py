@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .values import datetime_from_ticks
+
 LSN_ZERO = bytes(10)
 
 
@@ -128,8 +130,6 @@ class CommittedTransaction:
     @property
     def commit_time(self) -> Any:
         """Commit time as a naive ``datetime`` in server local time (microseconds)."""
-        from .values import datetime_from_ticks
-
         return datetime_from_ticks(self.commit_time_ticks)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import CdcDatabase
+from airflow_provider_sqlserver_cdc.testing.simulator.storage import Principal, Schema
 
 _STATE_KEY = "cdc"
 _JOB_KEY = "cdc_capture_job"
@@ -125,8 +126,6 @@ def ensure_role(database: Any, role: str) -> None:
     key = role.lower()
     if key in database.principals:
         return
-    from airflow_provider_sqlserver_cdc.testing.simulator.storage import Principal
-
     principal_id = database.next_principal_id
     database.next_principal_id += 1
     database.principals[key] = Principal(principal_id, role, "R")
@@ -136,8 +135,6 @@ def ensure_cdc_schema(database: Any) -> None:
     """Create the ``cdc`` schema (owned by the ``cdc`` user) if missing."""
     if database.schema("cdc") is not None:
         return
-    from airflow_provider_sqlserver_cdc.testing.simulator.storage import Principal, Schema
-
     if "cdc" not in database.principals:
         principal_id = database.next_principal_id
         database.next_principal_id += 1

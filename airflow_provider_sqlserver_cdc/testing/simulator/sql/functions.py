@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
 import decimal
 import hashlib
 import math
 import operator
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlglot import exp
 
@@ -177,15 +180,11 @@ def _add_months(ticks: int, months: int) -> int:
     m = d.month - 1 + months
     y = d.year + m // 12
     m = m % 12 + 1
-    import calendar
-
     day = min(d.day, calendar.monthrange(y, m)[1])
     return (dt.date(y, m, day).toordinal() - 1) * TPD + rest
 
 
 def at_time_zone(c: ExpressionCompiler, node: exp.AtTimeZone) -> Expr:
-    from zoneinfo import ZoneInfo
-
     e = c.compile(node.this)
     zone_e = c.compile(node.args["zone"])
     fz = zone_e.fn
@@ -547,8 +546,6 @@ def _datediff(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
 
 @builtin("EOMONTH")
 def _eomonth(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    import calendar
-
     e = c.compile(args[0])
     f, _ = _as_local_ticks(e)
 
@@ -691,8 +688,6 @@ def _substring(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
 
 @builtin("REPLACE")
 def _replace(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    import re
-
     _argc("REPLACE", args, 3)
     fa, t = _str_arg(c.compile(args[0]))
     fb, _ = _str_arg(c.compile(args[1]))
