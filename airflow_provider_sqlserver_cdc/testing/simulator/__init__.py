@@ -4,9 +4,11 @@ Modules by role:
 
 * :mod:`.tds` -- the TDS wire protocol (packets, requests, tokens, row encoders);
 * :mod:`.types` and :mod:`.values` -- SQL Server data types, value representation, conversions;
-* :mod:`.sql` -- T-SQL parsing (sqlglot ``tsql``), expressions, queries, DML, DDL, catalogs;
+* :mod:`.sql` -- T-SQL parsing (sqlglot ``tsql``), expressions, queries, DML, DDL, catalogs; it
+  runs against :mod:`.sql.context` (the session and engine as protocols), never imports back;
 * :mod:`.storage` -- MVCC tables, transactions and locks; :mod:`.log` -- LSNs and the transaction log;
 * :mod:`.engine` -- server state and the write path; :mod:`.session` -- per-connection execution;
+  :mod:`.events` -- what a batch yields; :mod:`.login` -- server logins; :mod:`.collation` -- ``ci_key``;
 * :mod:`.server` -- the TCP listener; :mod:`.clock` -- the controllable server clock;
 * :mod:`.extensions` -- the registry other modules (CDC) add procedures, functions and views to;
 * :mod:`.persistence` -- durable state in a data directory.
