@@ -42,6 +42,7 @@ from .expressions import (
     check_float,
     comparison_type,
     converter,
+    null_propagating,
     result_type,
 )
 from .functions import at_time_zone, call_function, datepart
@@ -338,27 +339,12 @@ class Compiler:
         fa = apply_conversion(converter(a.type, ct), a.fn)
         fb = apply_conversion(converter(b.type, ct), b.fn)
         if ct.name in T.STRING_TYPES:
-
-            def f(row: Any) -> Any:
-                x = fa(row)
-                if x is None:
-                    return None
-                y = fb(row)
-                if y is None:
-                    return None
-                return op(x.rstrip(" ").casefold(), y.rstrip(" ").casefold())
-        else:
-
-            def f(row: Any) -> Any:
-                x = fa(row)
-                if x is None:
-                    return None
-                y = fb(row)
-                if y is None:
-                    return None
-                return op(x, y)
-
-        return Expr(f, T.BIT, True)
+            return Expr(
+                null_propagating(fa, fb, lambda x, y: op(x.rstrip(" ").casefold(), y.rstrip(" ").casefold())),
+                T.BIT,
+                True,
+            )
+        return Expr(null_propagating(fa, fb, op), T.BIT, True)
 
     def c_And(self, node: exp.And) -> Expr:
         return _three_valued(self.predicate(node.this), self.predicate(node.expression), decisive=False)
@@ -588,17 +574,7 @@ class Compiler:
             rt = SqlType("nvarchar" if unicode_ else "varchar", length=length)
             fa = apply_conversion(converter(ta, rt), a.fn)
             fb = apply_conversion(converter(tb, rt), b.fn)
-
-            def cat(row: Any) -> Any:
-                x = fa(row)
-                if x is None:
-                    return None
-                y = fb(row)
-                if y is None:
-                    return None
-                return x + y
-
-            return Expr(cat, rt)
+            return Expr(null_propagating(fa, fb, operator.add), rt)
         if op == "+" and ta.name in T.BINARY_TYPES and tb.name in T.BINARY_TYPES:
             fa, fb = a.fn, b.fn
             return Expr(
@@ -654,45 +630,19 @@ class Compiler:
                 "/": _trunc_div,
                 "%": _trunc_mod,
             }[op]
-
-            def iop(row: Any) -> Any:
-                x = fa(row)
-                if x is None:
-                    return None
-                y = fb(row)
-                if y is None:
-                    return None
-                return check(pyop(x, y))
-
-            return Expr(iop, rt)
+            return Expr(null_propagating(fa, fb, lambda x, y: check(pyop(x, y))), rt)
         if rt.name == "float":
             pyop = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _fdiv, "%": _trunc_mod}[op]
-
-            def fop(row: Any) -> Any:
-                x = fa(row)
-                if x is None:
-                    return None
-                y = fb(row)
-                if y is None:
-                    return None
-                return check_float(pyop(float(x), float(y)))
-
-            return Expr(fop, rt)
+            return Expr(null_propagating(fa, fb, lambda x, y: check_float(pyop(float(x), float(y)))), rt)
         # exact numerics
         pyop = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": _ddiv, "%": _trunc_mod}[op]
 
-        def dop(row: Any) -> Any:
-            x = fa(row)
-            if x is None:
-                return None
-            y = fb(row)
-            if y is None:
-                return None
+        def exact(x: Any, y: Any) -> Any:
             with decimal.localcontext(V.DECIMAL_CONTEXT):
                 r = pyop(decimal.Decimal(x), decimal.Decimal(y))
             return _fit(r, rt)
 
-        return Expr(dop, rt)
+        return Expr(null_propagating(fa, fb, exact), rt)
 
     def _bitwise(self, node: exp.Binary, op: Callable[[Any, Any], Any]) -> Expr:
         a, b = self._binary_operands(node)

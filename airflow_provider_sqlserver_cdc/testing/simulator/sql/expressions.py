@@ -147,6 +147,28 @@ def apply_conversion(conv: Callable[[Any], Any] | None, fn: Callable[[Any], Any]
     return lambda row: conv(fn(row))
 
 
+def null_propagating(
+    fa: Callable[[Any], Any], fb: Callable[[Any], Any], body: Callable[[Any, Any], Any]
+) -> Callable[[Any], Any]:
+    """``row -> body(fa(row), fb(row))``, NULL (None) when either operand is NULL.
+
+    :param fa: the left operand; when it is NULL, *fb* is not evaluated.
+    :param fb: the right operand.
+    :param body: the operation on two non-NULL values.
+    """
+
+    def f(row: Any) -> Any:
+        x = fa(row)
+        if x is None:
+            return None
+        y = fb(row)
+        if y is None:
+            return None
+        return body(x, y)
+
+    return f
+
+
 def comparison_type(a: SqlType, b: SqlType) -> SqlType:
     """The type two operands are compared in."""
     if a.name in T.STRING_TYPES and b.name in T.STRING_TYPES:

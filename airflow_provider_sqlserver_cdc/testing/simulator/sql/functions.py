@@ -30,6 +30,7 @@ from .expressions import (
     apply_conversion,
     check_float,
     converter,
+    null_propagating,
     result_type,
 )
 
@@ -227,18 +228,7 @@ def _nullsafe(fns: list[Callable[[Any], Any]], body: Callable[..., Any]) -> Call
         f0 = fns[0]
         return lambda row: None if (x := f0(row)) is None else body(x)
     if len(fns) == 2:
-        f0, f1 = fns
-
-        def g2(row: Any) -> Any:
-            x = f0(row)
-            if x is None:
-                return None
-            y = f1(row)
-            if y is None:
-                return None
-            return body(x, y)
-
-        return g2
+        return null_propagating(fns[0], fns[1], body)
 
     def g(row: Any) -> Any:
         vals = [f(row) for f in fns]
