@@ -109,57 +109,54 @@ def returnstatus(value: int) -> bytes:
 # ---------------------------------------------------------------- type info
 
 
+# TYPE_INFO of the fixed-length types (type byte, then the length of the nullable form)
+_FIXED_TYPE_INFO = {
+    "bit": b"\x68\x01",
+    "tinyint": b"\x26\x01",
+    "smallint": b"\x26\x02",
+    "int": b"\x26\x04",
+    "bigint": b"\x26\x08",
+    "real": b"\x6d\x04",
+    "float": b"\x6d\x08",
+    "money": b"\x6e\x08",
+    "smallmoney": b"\x6e\x04",
+    "uniqueidentifier": b"\x24\x10",
+    "date": b"\x28",
+    "datetime": b"\x6f\x08",
+    "smalldatetime": b"\x6f\x04",
+    "timestamp": b"\xad\x08\x00",
+}
+# the type byte of the types with a fractional-seconds scale
+_SCALED_TYPE_CODES = {"time": 0x29, "datetime2": 0x2A, "datetimeoffset": 0x2B}
+# variable-length types: type byte, bytes per unit of length, whether a collation follows
+_VARIABLE_TYPE_INFO = {
+    "varchar": (0xA7, 1, True),
+    "char": (0xAF, 1, True),
+    "text": (0xA7, 1, True),
+    "nvarchar": (0xE7, 2, True),
+    "nchar": (0xEF, 2, True),
+    "ntext": (0xE7, 2, True),
+    "varbinary": (0xA5, 1, False),
+    "binary": (0xAD, 1, False),
+    "image": (0xA5, 1, False),
+}
+_LOB_TYPES = ("text", "ntext", "image")
+
+
 def type_info(t: SqlType) -> bytes:
     """TYPE_INFO of a column or parameter of type *t*."""
     n = t.name
-    if n == "bit":
-        return b"\x68\x01"
-    if n == "tinyint":
-        return b"\x26\x01"
-    if n == "smallint":
-        return b"\x26\x02"
-    if n == "int":
-        return b"\x26\x04"
-    if n == "bigint":
-        return b"\x26\x08"
-    if n == "real":
-        return b"\x6d\x04"
-    if n == "float":
-        return b"\x6d\x08"
-    if n == "money":
-        return b"\x6e\x08"
-    if n == "smallmoney":
-        return b"\x6e\x04"
+    fixed = _FIXED_TYPE_INFO.get(n)
+    if fixed is not None:
+        return fixed
     if n in ("decimal", "numeric"):
         return bytes([0x6A if n == "decimal" else 0x6C, T.decimal_storage(t.precision), t.precision, t.scale])
-    if n == "uniqueidentifier":
-        return b"\x24\x10"
-    if n == "date":
-        return b"\x28"
-    if n == "time":
-        return bytes([0x29, t.scale])
-    if n == "datetime2":
-        return bytes([0x2A, t.scale])
-    if n == "datetimeoffset":
-        return bytes([0x2B, t.scale])
-    if n == "datetime":
-        return b"\x6f\x08"
-    if n == "smalldatetime":
-        return b"\x6f\x04"
-    if n in ("varchar", "char", "text"):
-        code = 0xAF if n == "char" else 0xA7
-        size = 0xFFFF if t.length == T.MAX or n == "text" else t.length
-        return bytes([code]) + _u16(size) + COLLATION
-    if n in ("nvarchar", "nchar", "ntext"):
-        code = 0xEF if n == "nchar" else 0xE7
-        size = 0xFFFF if t.length == T.MAX or n == "ntext" else t.length * 2
-        return bytes([code]) + _u16(size) + COLLATION
-    if n in ("varbinary", "binary", "image"):
-        code = 0xAD if n == "binary" else 0xA5
-        size = 0xFFFF if t.length == T.MAX or n == "image" else t.length
-        return bytes([code]) + _u16(size)
-    if n == "timestamp":
-        return b"\xad\x08\x00"
+    if n in _SCALED_TYPE_CODES:
+        return bytes([_SCALED_TYPE_CODES[n], t.scale])
+    if n in _VARIABLE_TYPE_INFO:
+        code, unit, collated = _VARIABLE_TYPE_INFO[n]
+        size = 0xFFFF if t.length == T.MAX or n in _LOB_TYPES else t.length * unit
+        return bytes([code]) + _u16(size) + (COLLATION if collated else b"")
     raise ValueError(f"no TDS type for {t}")
 
 
@@ -317,28 +314,30 @@ def value_encoder(t: SqlType) -> tuple[bytes, str, dict[str, Any]]:
     if n == "smalldatetime":
         return b"\x00", f"{key}({{v}})", {key: _datetime4}
     if n in ("varchar", "char"):
-        if t.length == T.MAX:
-            return _PLP_NULL, "_plp({v}.encode('cp1252', 'replace'))", {"_plp": _plp}
-
-        return (
-            b"\xff\xff",
-            "(_u16(len({b} := ({v}.encode('ascii') if {v}.isascii() else {v}.encode('cp1252', 'replace')))) + {b})",
-            {"_u16": _u16},
+        return _variable_length(
+            t,
+            "{v}.encode('cp1252', 'replace')",
+            "({v}.encode('ascii') if {v}.isascii() else {v}.encode('cp1252', 'replace'))",
         )
     if n in ("nvarchar", "nchar"):
-        if t.length == T.MAX:
-            return _PLP_NULL, "_plp({v}.encode('utf-16-le', 'surrogatepass'))", {"_plp": _plp}
-
-        return (
-            b"\xff\xff",
-            "(_u16(len({b} := {v}.encode('utf-16-le', 'surrogatepass'))) + {b})",
-            {"_u16": _u16},
-        )
+        utf16 = "{v}.encode('utf-16-le', 'surrogatepass')"
+        return _variable_length(t, utf16, utf16)
     if n in ("varbinary", "binary", "timestamp"):
         if t.length == T.MAX:
             return _PLP_NULL, "_plp({v})", {"_plp": _plp}
         return b"\xff\xff", "(_u16(len({v})) + {v})", {"_u16": _u16}
     raise ValueError(f"no TDS encoding for {t}")
+
+
+def _variable_length(t: SqlType, encode_max: str, encode: str) -> tuple[bytes, str, dict[str, Any]]:
+    """The encoding of a string type: PLP chunks for ``(max)``, else a 2-byte length and the bytes.
+
+    :param encode_max: the expression (over ``{v}``) giving the bytes of a ``(max)`` value.
+    :param encode: the expression giving the bytes of any other value.
+    """
+    if t.length == T.MAX:
+        return _PLP_NULL, f"_plp({encode_max})", {"_plp": _plp}
+    return b"\xff\xff", f"(_u16(len({{b}} := {encode})) + {{b}})", {"_u16": _u16}
 
 
 def compile_row_encoder(types: Sequence[SqlType]) -> Callable[[Sequence[Any]], bytes]:
