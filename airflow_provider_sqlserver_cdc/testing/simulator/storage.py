@@ -153,43 +153,41 @@ class Table:
                 if vals is not None:
                     yield vals
                 continue
-            while v is not None:
-                if v.cts is None:
-                    if v.xact is xact and xact is not None:
-                        break
-                elif v.cts <= snap:
-                    break
-                v = v.prev
+            v = _visible_version(v, xact, snap)
             if v is not None and v.values is not None:
                 yield v.values
 
     def visible(self, rowid: int, xact: Transaction | None, snap: int) -> tuple[Any, ...] | None:
         """The values of row *rowid* a reader with snapshot *snap* in *xact* sees, or None."""
-        v = self.rows.get(rowid)
-        while v is not None:
-            if v.cts is None:
-                if v.xact is xact and xact is not None:
-                    break
-            elif v.cts <= snap:
-                break
-            v = v.prev
+        v = _visible_version(self.rows.get(rowid), xact, snap)
         return None if v is None else v.values
 
     def scan_with_ids(self, xact: Transaction | None, snap: int) -> Iterator[tuple[int, tuple[Any, ...]]]:
         """Like :meth:`scan`, with the row ids (for UPDATE / DELETE)."""
         for rowid, v in list(self.rows.items()):
-            while v is not None:
-                if v.cts is None:
-                    if v.xact is xact and xact is not None:
-                        break
-                elif v.cts <= snap:
-                    break
-                v = v.prev
+            v = _visible_version(v, xact, snap)
             if v is not None and v.values is not None:
                 yield rowid, v.values
 
     def row_count(self, snap: int) -> int:
         return sum(1 for _ in self.scan(None, snap))
+
+
+def _visible_version(v: RowVersion | None, xact: Transaction | None, snap: int) -> RowVersion | None:
+    """The version of a row that a reader sees: its own uncommitted one, else the newest committed by *snap*.
+
+    :param v: the newest version of the row (its older ones follow ``prev``).
+    :param xact: the reader's transaction, or None.
+    :param snap: the reader's snapshot (commit sequence number).
+    """
+    while v is not None:
+        if v.cts is None:
+            if v.xact is xact and xact is not None:
+                return v
+        elif v.cts <= snap:
+            return v
+        v = v.prev
+    return None
 
 
 _STRING_TYPES = frozenset({"char", "varchar", "text", "nchar", "nvarchar", "ntext"})

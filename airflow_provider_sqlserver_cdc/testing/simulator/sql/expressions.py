@@ -162,9 +162,7 @@ def null_propagating(
         if x is None:
             return None
         y = fb(row)
-        if y is None:
-            return None
-        return body(x, y)
+        return None if y is None else body(x, y)
 
     return f
 

@@ -396,34 +396,31 @@ def _argc(name: str, args: list[Any], lo: int, hi: int | None = None) -> None:
         raise SqlError(174, 15, 1, f"The {name.lower()} function requires {lo} argument(s).")
 
 
-@builtin("GETDATE", "CURRENT_TIMESTAMP")
-def _getdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    clock = c.session.engine.clock
-    return Expr(lambda row: V.round_datetime_ticks(clock.local_ticks()), T.DATETIME, False)
+# the clock functions: how each reads the server clock, and the type of its value
+_CLOCK_FUNCTIONS: dict[str, tuple[Callable[[Any], Any], SqlType]] = {
+    "GETDATE": (lambda clock: V.round_datetime_ticks(clock.local_ticks()), T.DATETIME),
+    "CURRENT_TIMESTAMP": (lambda clock: V.round_datetime_ticks(clock.local_ticks()), T.DATETIME),
+    "GETUTCDATE": (lambda clock: V.round_datetime_ticks(clock.utc_ticks()), T.DATETIME),
+    "SYSDATETIME": (lambda clock: clock.local_ticks(), T.DATETIME2),
+    "SYSUTCDATETIME": (lambda clock: clock.utc_ticks(), T.DATETIME2),
+    "SYSDATETIMEOFFSET": (lambda clock: clock.now_dto(), T.DATETIMEOFFSET),
+}
 
 
-@builtin("GETUTCDATE")
-def _getutcdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    clock = c.session.engine.clock
-    return Expr(lambda row: V.round_datetime_ticks(clock.utc_ticks()), T.DATETIME, False)
+def _clock_function(
+    read: Callable[[Any], Any], t: SqlType
+) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
+    """The builtin for a clock function: *read* applied to the server clock at each evaluation."""
+
+    def build(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+        clock = c.session.engine.clock
+        return Expr(lambda row: read(clock), t, False)
+
+    return build
 
 
-@builtin("SYSDATETIME")
-def _sysdatetime(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    clock = c.session.engine.clock
-    return Expr(lambda row: clock.local_ticks(), T.DATETIME2, False)
-
-
-@builtin("SYSUTCDATETIME")
-def _sysutcdatetime(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    clock = c.session.engine.clock
-    return Expr(lambda row: clock.utc_ticks(), T.DATETIME2, False)
-
-
-@builtin("SYSDATETIMEOFFSET")
-def _sysdto(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    clock = c.session.engine.clock
-    return Expr(lambda row: clock.now_dto(), T.DATETIMEOFFSET, False)
+for _name, (_read, _type) in _CLOCK_FUNCTIONS.items():
+    _BUILTINS[_name] = _clock_function(_read, _type)
 
 
 @builtin("DATEPART")
