@@ -12,6 +12,7 @@ Catalog views are computed from the engine's metadata when a query reads them:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -32,20 +33,21 @@ from .dialect import table_name
 from .expressions import Scope, Source
 from .query import FromItem, cte_item
 
-SYSNAME = T.SYSNAME
-INT = T.INT
-BIT = T.BIT
-TINYINT = T.TINYINT
-SMALLINT = T.SMALLINT
-DATETIME = T.DATETIME
+_COLUMN_SPEC = re.compile(r"\s*(\w+)\s+(\w+)(?:\(([^)]*)\))?(\s+NOT NULL)?\s*(?:,|$)")
 
 
-def _col(name: str, t: SqlType, nullable: bool = True) -> ResultColumn:
-    return ResultColumn(name, t, nullable)
+def _columns(spec: str) -> list[ResultColumn]:
+    """The result columns of a catalog view, written as in its documentation.
 
-
-def _char(n: int) -> SqlType:
-    return SqlType("char", length=n)
+    :param spec: ``"name type [NOT NULL], ..."``; a type takes its arguments in parentheses
+        (``nvarchar(60)``, ``decimal(25,0)``, ``nvarchar(max)``).
+    """
+    return [
+        ResultColumn(
+            m.group(1), T.make_type(m.group(2), m.group(3).split(",") if m.group(3) else None), not m.group(4)
+        )
+        for m in _COLUMN_SPEC.finditer(spec.strip())
+    ]
 
 
 def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
@@ -220,28 +222,17 @@ def _ticks(t: int) -> int:
 
 
 def v_databases(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("database_id", INT, False),
-        _col("source_database_id", INT),
-        _col("owner_sid", T.varbinary(85)),
-        _col("create_date", DATETIME, False),
-        _col("compatibility_level", TINYINT, False),
-        _col("collation_name", SYSNAME),
-        _col("user_access", TINYINT),
-        _col("user_access_desc", T.nvarchar(60)),
-        _col("is_read_only", BIT),
-        _col("state", TINYINT),
-        _col("state_desc", T.nvarchar(60)),
-        _col("snapshot_isolation_state", TINYINT),
-        _col("snapshot_isolation_state_desc", T.nvarchar(60)),
-        _col("is_read_committed_snapshot_on", BIT),
-        _col("recovery_model", TINYINT),
-        _col("recovery_model_desc", T.nvarchar(60)),
-        _col("is_cdc_enabled", BIT, False),
-        _col("is_broker_enabled", BIT),
-        _col("log_reuse_wait_desc", T.nvarchar(60)),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, database_id int NOT NULL, source_database_id int, owner_sid varbinary(85),
+        create_date datetime NOT NULL, compatibility_level tinyint NOT NULL, collation_name sysname,
+        user_access tinyint, user_access_desc nvarchar(60), is_read_only bit, state tinyint,
+        state_desc nvarchar(60), snapshot_isolation_state tinyint,
+        snapshot_isolation_state_desc nvarchar(60), is_read_committed_snapshot_on bit,
+        recovery_model tinyint, recovery_model_desc nvarchar(60), is_cdc_enabled bit NOT NULL,
+        is_broker_enabled bit, log_reuse_wait_desc nvarchar(60)
+        """
+    )
     rows = []
     for d in sorted(s.engine.databases.values(), key=lambda d: d.database_id):
         rows.append(
@@ -272,7 +263,7 @@ def v_databases(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_schemas(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [_col("name", SYSNAME, False), _col("schema_id", INT, False), _col("principal_id", INT)]
+    cols = _columns("name sysname NOT NULL, schema_id int NOT NULL, principal_id int")
     return Rowset(
         cols,
         [
@@ -282,36 +273,24 @@ def v_schemas(s: ExecutionContext, db: Database) -> Rowset:
     )
 
 
-_OBJ_COLS = [
-    _col("name", SYSNAME, False),
-    _col("object_id", INT, False),
-    _col("principal_id", INT),
-    _col("schema_id", INT, False),
-    _col("parent_object_id", INT, False),
-    _col("type", _char(2)),
-    _col("type_desc", T.nvarchar(60)),
-    _col("create_date", DATETIME, False),
-    _col("modify_date", DATETIME, False),
-    _col("is_ms_shipped", BIT, False),
-    _col("is_published", BIT, False),
-    _col("is_schema_published", BIT, False),
-]
+_OBJ_COLS = _columns(
+    """
+    name sysname NOT NULL, object_id int NOT NULL, principal_id int, schema_id int NOT NULL,
+    parent_object_id int NOT NULL, type char(2), type_desc nvarchar(60), create_date datetime NOT NULL,
+    modify_date datetime NOT NULL, is_ms_shipped bit NOT NULL, is_published bit NOT NULL,
+    is_schema_published bit NOT NULL
+    """
+)
 
 
 def v_tables(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _OBJ_COLS + [
-        _col("lob_data_space_id", INT),
-        _col("max_column_id_used", INT),
-        _col("uses_ansi_nulls", BIT),
-        _col("is_replicated", BIT),
-        _col("has_replication_filter", BIT),
-        _col("is_merge_published", BIT),
-        _col("is_tracked_by_cdc", BIT),
-        _col("temporal_type", TINYINT),
-        _col("temporal_type_desc", T.nvarchar(60)),
-        _col("is_memory_optimized", BIT),
-        _col("is_external", BIT),
-    ]
+    cols = _OBJ_COLS + _columns(
+        """
+        lob_data_space_id int, max_column_id_used int, uses_ansi_nulls bit, is_replicated bit,
+        has_replication_filter bit, is_merge_published bit, is_tracked_by_cdc bit, temporal_type tinyint,
+        temporal_type_desc nvarchar(60), is_memory_optimized bit, is_external bit
+        """
+    )
     rows = []
     for t in db.all_tables():
         rows.append(
@@ -386,36 +365,18 @@ def v_objects(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_columns(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("object_id", INT, False),
-        _col("name", SYSNAME),
-        _col("column_id", INT, False),
-        _col("system_type_id", TINYINT, False),
-        _col("user_type_id", INT, False),
-        _col("max_length", SMALLINT, False),
-        _col("precision", TINYINT, False),
-        _col("scale", TINYINT, False),
-        _col("collation_name", SYSNAME),
-        _col("is_nullable", BIT),
-        _col("is_ansi_padded", BIT, False),
-        _col("is_rowguidcol", BIT, False),
-        _col("is_identity", BIT, False),
-        _col("is_computed", BIT, False),
-        _col("is_filestream", BIT, False),
-        _col("is_replicated", BIT),
-        _col("is_non_sql_subscribed", BIT),
-        _col("is_merge_published", BIT),
-        _col("is_dts_replicated", BIT),
-        _col("is_xml_document", BIT, False),
-        _col("xml_collection_id", INT, False),
-        _col("default_object_id", INT, False),
-        _col("rule_object_id", INT, False),
-        _col("is_sparse", BIT),
-        _col("is_column_set", BIT),
-        _col("generated_always_type", TINYINT),
-        _col("is_hidden", BIT),
-        _col("is_masked", BIT),
-    ]
+    cols = _columns(
+        """
+        object_id int NOT NULL, name sysname, column_id int NOT NULL, system_type_id tinyint NOT NULL,
+        user_type_id int NOT NULL, max_length smallint NOT NULL, precision tinyint NOT NULL,
+        scale tinyint NOT NULL, collation_name sysname, is_nullable bit, is_ansi_padded bit NOT NULL,
+        is_rowguidcol bit NOT NULL, is_identity bit NOT NULL, is_computed bit NOT NULL,
+        is_filestream bit NOT NULL, is_replicated bit, is_non_sql_subscribed bit, is_merge_published bit,
+        is_dts_replicated bit, is_xml_document bit NOT NULL, xml_collection_id int NOT NULL,
+        default_object_id int NOT NULL, rule_object_id int NOT NULL, is_sparse bit, is_column_set bit,
+        generated_always_type tinyint, is_hidden bit, is_masked bit
+        """
+    )
     rows = []
     for t in db.all_tables():
         for c in t.columns:
@@ -493,23 +454,15 @@ _TYPE_ROWS = [
 
 
 def v_types(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("system_type_id", TINYINT, False),
-        _col("user_type_id", INT, False),
-        _col("schema_id", INT, False),
-        _col("principal_id", INT),
-        _col("max_length", SMALLINT, False),
-        _col("precision", TINYINT, False),
-        _col("scale", TINYINT, False),
-        _col("collation_name", SYSNAME),
-        _col("is_nullable", BIT),
-        _col("is_user_defined", BIT, False),
-        _col("is_assembly_type", BIT, False),
-        _col("default_object_id", INT, False),
-        _col("rule_object_id", INT, False),
-        _col("is_table_type", BIT, False),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, system_type_id tinyint NOT NULL, user_type_id int NOT NULL,
+        schema_id int NOT NULL, principal_id int, max_length smallint NOT NULL,
+        precision tinyint NOT NULL, scale tinyint NOT NULL, collation_name sysname, is_nullable bit,
+        is_user_defined bit NOT NULL, is_assembly_type bit NOT NULL, default_object_id int NOT NULL,
+        rule_object_id int NOT NULL, is_table_type bit NOT NULL
+        """
+    )
     rows = []
     for name, ml, p, sc, coll in _TYPE_ROWS:
         tid = T.TYPE_IDS[name]
@@ -537,26 +490,15 @@ def v_types(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_indexes(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("object_id", INT, False),
-        _col("name", SYSNAME),
-        _col("index_id", INT, False),
-        _col("type", TINYINT, False),
-        _col("type_desc", T.nvarchar(60)),
-        _col("is_unique", BIT),
-        _col("data_space_id", INT),
-        _col("ignore_dup_key", BIT),
-        _col("is_primary_key", BIT),
-        _col("is_unique_constraint", BIT),
-        _col("fill_factor", TINYINT, False),
-        _col("is_padded", BIT),
-        _col("is_disabled", BIT),
-        _col("is_hypothetical", BIT),
-        _col("allow_row_locks", BIT),
-        _col("allow_page_locks", BIT),
-        _col("has_filter", BIT),
-        _col("filter_definition", T.NVARCHAR_MAX),
-    ]
+    cols = _columns(
+        """
+        object_id int NOT NULL, name sysname, index_id int NOT NULL, type tinyint NOT NULL,
+        type_desc nvarchar(60), is_unique bit, data_space_id int, ignore_dup_key bit, is_primary_key bit,
+        is_unique_constraint bit, fill_factor tinyint NOT NULL, is_padded bit, is_disabled bit,
+        is_hypothetical bit, allow_row_locks bit, allow_page_locks bit, has_filter bit,
+        filter_definition nvarchar(max)
+        """
+    )
     rows = []
     for t in db.all_tables():
         if not any(ix.clustered for ix in t.indexes):
@@ -589,16 +531,13 @@ def v_indexes(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_index_columns(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("object_id", INT, False),
-        _col("index_id", INT, False),
-        _col("index_column_id", INT, False),
-        _col("column_id", INT, False),
-        _col("key_ordinal", TINYINT, False),
-        _col("partition_ordinal", TINYINT, False),
-        _col("is_descending_key", BIT),
-        _col("is_included_column", BIT),
-    ]
+    cols = _columns(
+        """
+        object_id int NOT NULL, index_id int NOT NULL, index_column_id int NOT NULL,
+        column_id int NOT NULL, key_ordinal tinyint NOT NULL, partition_ordinal tinyint NOT NULL,
+        is_descending_key bit, is_included_column bit
+        """
+    )
     rows = []
     for t in db.all_tables():
         for ix in t.indexes:
@@ -610,17 +549,13 @@ def v_index_columns(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_key_constraints(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("object_id", INT, False),
-        _col("principal_id", INT),
-        _col("schema_id", INT, False),
-        _col("parent_object_id", INT, False),
-        _col("type", _char(2)),
-        _col("type_desc", T.nvarchar(60)),
-        _col("unique_index_id", INT),
-        _col("is_system_named", BIT, False),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, object_id int NOT NULL, principal_id int, schema_id int NOT NULL,
+        parent_object_id int NOT NULL, type char(2), type_desc nvarchar(60), unique_index_id int,
+        is_system_named bit NOT NULL
+        """
+    )
     rows = []
     for t in db.all_tables():
         for ix in t.indexes:
@@ -635,15 +570,12 @@ def v_key_constraints(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("principal_id", INT, False),
-        _col("type", _char(1), False),
-        _col("type_desc", T.nvarchar(60)),
-        _col("default_schema_name", SYSNAME),
-        _col("sid", T.varbinary(85)),
-        _col("is_fixed_role", BIT, False),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, principal_id int NOT NULL, type char(1) NOT NULL, type_desc nvarchar(60),
+        default_schema_name sysname, sid varbinary(85), is_fixed_role bit NOT NULL
+        """
+    )
     rows = []
     for p in db.principals.values():
         rows.append(
@@ -661,7 +593,7 @@ def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_database_role_members(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [_col("role_principal_id", INT, False), _col("member_principal_id", INT, False)]
+    cols = _columns("role_principal_id int NOT NULL, member_principal_id int NOT NULL")
     rows = []
     for r in db.principals.values():
         if r.type == "R":
@@ -673,15 +605,12 @@ def v_database_role_members(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_server_principals(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("principal_id", INT, False),
-        _col("sid", T.varbinary(85)),
-        _col("type", _char(1), False),
-        _col("type_desc", T.nvarchar(60)),
-        _col("is_disabled", BIT),
-        _col("default_database_name", SYSNAME),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, principal_id int NOT NULL, sid varbinary(85), type char(1) NOT NULL,
+        type_desc nvarchar(60), is_disabled bit, default_database_name sysname
+        """
+    )
     rows = [
         (lg.name, lg.principal_id, lg.sid, "S", "SQL_LOGIN", 1 if lg.disabled else 0, lg.default_database)
         for lg in s.engine.logins.values()
@@ -693,17 +622,15 @@ def v_server_principals(s: ExecutionContext, db: Database) -> Rowset:
 
 def v_dm_tran_database_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
-    cols = [
-        _col("transaction_id", T.BIGINT, False),
-        _col("database_id", INT, False),
-        _col("database_transaction_begin_time", DATETIME),
-        _col("database_transaction_type", INT, False),
-        _col("database_transaction_state", INT, False),
-        _col("database_transaction_log_record_count", T.BIGINT, False),
-        _col("database_transaction_begin_lsn", T.decimal_type(25, 0)),
-        _col("database_transaction_last_lsn", T.decimal_type(25, 0)),
-        _col("database_transaction_commit_lsn", T.decimal_type(25, 0)),
-    ]
+    cols = _columns(
+        """
+        transaction_id bigint NOT NULL, database_id int NOT NULL,
+        database_transaction_begin_time datetime, database_transaction_type int NOT NULL,
+        database_transaction_state int NOT NULL, database_transaction_log_record_count bigint NOT NULL,
+        database_transaction_begin_lsn decimal(25,0), database_transaction_last_lsn decimal(25,0),
+        database_transaction_commit_lsn decimal(25,0)
+        """
+    )
     rows = []
     for sess in list(s.engine.sessions.values()):
         x = sess.xact
@@ -733,12 +660,12 @@ def v_dm_tran_database_transactions(s: ExecutionContext, db: Database) -> Rowset
 
 def v_dm_tran_session_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
-    cols = [
-        _col("session_id", INT, False),
-        _col("transaction_id", T.BIGINT, False),
-        _col("is_user_transaction", BIT, False),
-        _col("is_local", BIT, False),
-    ]
+    cols = _columns(
+        """
+        session_id int NOT NULL, transaction_id bigint NOT NULL, is_user_transaction bit NOT NULL,
+        is_local bit NOT NULL
+        """
+    )
     rows = [
         (sess.spid, sess.xact.xid, 1 if sess.xact.explicit else 0, 1)
         for sess in list(s.engine.sessions.values())
@@ -748,17 +675,13 @@ def v_dm_tran_session_transactions(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("session_id", SMALLINT, False),
-        _col("login_name", SYSNAME, False),
-        _col("database_id", SMALLINT),
-        _col("transaction_isolation_level", SMALLINT),
-        _col("status", T.nvarchar(30)),
-        _col("program_name", T.nvarchar(128)),
-        _col("host_name", T.nvarchar(128)),
-        _col("is_user_process", BIT, False),
-        _col("open_transaction_count", INT),
-    ]
+    cols = _columns(
+        """
+        session_id smallint NOT NULL, login_name sysname NOT NULL, database_id smallint,
+        transaction_isolation_level smallint, status nvarchar(30), program_name nvarchar(128),
+        host_name nvarchar(128), is_user_process bit NOT NULL, open_transaction_count int
+        """
+    )
     iso = {"READ COMMITTED": 2, "SNAPSHOT": 5}
     rows = []
     all_sessions = s.login.has_server_permission("VIEW SERVER STATE")
@@ -785,24 +708,22 @@ def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_system_views(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("name", SYSNAME, False),
-        _col("object_id", INT, False),
-        _col("schema_id", INT, False),
-        _col("type", _char(2)),
-    ]
+    cols = _columns(
+        """
+        name sysname NOT NULL, object_id int NOT NULL, schema_id int NOT NULL, type char(2)
+        """
+    )
     rows = [(name, -100 - i, 4, "V ") for i, name in enumerate(sorted(SYS_VIEWS))]
     return Rowset(cols, rows)
 
 
 def v_extended_properties(s: ExecutionContext, db: Database) -> Rowset:
-    cols = [
-        _col("class", TINYINT, False),
-        _col("major_id", INT, False),
-        _col("minor_id", INT, False),
-        _col("name", SYSNAME, False),
-        _col("value", T.nvarchar(4000)),
-    ]
+    cols = _columns(
+        """
+        class tinyint NOT NULL, major_id int NOT NULL, minor_id int NOT NULL, name sysname NOT NULL,
+        value nvarchar(4000)
+        """
+    )
     return Rowset(cols, [])
 
 
@@ -864,32 +785,18 @@ def _data_type_row(t: SqlType) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 
 def i_columns(s: ExecutionContext, db: Database) -> Rowset:
-    nv = T.nvarchar(128)
-    cols = [
-        _col("TABLE_CATALOG", nv),
-        _col("TABLE_SCHEMA", nv),
-        _col("TABLE_NAME", nv, False),
-        _col("COLUMN_NAME", nv),
-        _col("ORDINAL_POSITION", INT),
-        _col("COLUMN_DEFAULT", T.nvarchar(4000)),
-        _col("IS_NULLABLE", T.varchar(3)),
-        _col("DATA_TYPE", nv),
-        _col("CHARACTER_MAXIMUM_LENGTH", INT),
-        _col("CHARACTER_OCTET_LENGTH", INT),
-        _col("NUMERIC_PRECISION", TINYINT),
-        _col("NUMERIC_PRECISION_RADIX", SMALLINT),
-        _col("NUMERIC_SCALE", INT),
-        _col("DATETIME_PRECISION", SMALLINT),
-        _col("CHARACTER_SET_CATALOG", nv),
-        _col("CHARACTER_SET_SCHEMA", nv),
-        _col("CHARACTER_SET_NAME", nv),
-        _col("COLLATION_CATALOG", nv),
-        _col("COLLATION_SCHEMA", nv),
-        _col("COLLATION_NAME", nv),
-        _col("DOMAIN_CATALOG", nv),
-        _col("DOMAIN_SCHEMA", nv),
-        _col("DOMAIN_NAME", nv),
-    ]
+    cols = _columns(
+        """
+        TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128), TABLE_NAME nvarchar(128) NOT NULL,
+        COLUMN_NAME nvarchar(128), ORDINAL_POSITION int, COLUMN_DEFAULT nvarchar(4000),
+        IS_NULLABLE varchar(3), DATA_TYPE nvarchar(128), CHARACTER_MAXIMUM_LENGTH int,
+        CHARACTER_OCTET_LENGTH int, NUMERIC_PRECISION tinyint, NUMERIC_PRECISION_RADIX smallint,
+        NUMERIC_SCALE int, DATETIME_PRECISION smallint, CHARACTER_SET_CATALOG nvarchar(128),
+        CHARACTER_SET_SCHEMA nvarchar(128), CHARACTER_SET_NAME nvarchar(128),
+        COLLATION_CATALOG nvarchar(128), COLLATION_SCHEMA nvarchar(128), COLLATION_NAME nvarchar(128),
+        DOMAIN_CATALOG nvarchar(128), DOMAIN_SCHEMA nvarchar(128), DOMAIN_NAME nvarchar(128)
+        """
+    )
     rows = []
     for t in db.all_tables():
         for c in t.columns:
@@ -921,29 +828,24 @@ def i_columns(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_tables(s: ExecutionContext, db: Database) -> Rowset:
-    nv = T.nvarchar(128)
-    cols = [
-        _col("TABLE_CATALOG", nv),
-        _col("TABLE_SCHEMA", nv),
-        _col("TABLE_NAME", SYSNAME, False),
-        _col("TABLE_TYPE", T.varchar(10)),
-    ]
+    cols = _columns(
+        """
+        TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128), TABLE_NAME sysname NOT NULL,
+        TABLE_TYPE varchar(10)
+        """
+    )
     return Rowset(cols, [(db.name, t.schema.name, t.name, "BASE TABLE") for t in db.all_tables()])
 
 
 def i_table_constraints(s: ExecutionContext, db: Database) -> Rowset:
-    nv = T.nvarchar(128)
-    cols = [
-        _col("CONSTRAINT_CATALOG", nv),
-        _col("CONSTRAINT_SCHEMA", nv),
-        _col("CONSTRAINT_NAME", SYSNAME, False),
-        _col("TABLE_CATALOG", nv),
-        _col("TABLE_SCHEMA", nv),
-        _col("TABLE_NAME", SYSNAME, False),
-        _col("CONSTRAINT_TYPE", T.varchar(11)),
-        _col("IS_DEFERRABLE", T.varchar(2), False),
-        _col("INITIALLY_DEFERRED", T.varchar(2), False),
-    ]
+    cols = _columns(
+        """
+        CONSTRAINT_CATALOG nvarchar(128), CONSTRAINT_SCHEMA nvarchar(128),
+        CONSTRAINT_NAME sysname NOT NULL, TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128),
+        TABLE_NAME sysname NOT NULL, CONSTRAINT_TYPE varchar(11), IS_DEFERRABLE varchar(2) NOT NULL,
+        INITIALLY_DEFERRED varchar(2) NOT NULL
+        """
+    )
     rows = []
     for t in db.all_tables():
         for ix in t.indexes:
@@ -955,17 +857,13 @@ def i_table_constraints(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
-    nv = T.nvarchar(128)
-    cols = [
-        _col("CONSTRAINT_CATALOG", nv),
-        _col("CONSTRAINT_SCHEMA", nv),
-        _col("CONSTRAINT_NAME", SYSNAME, False),
-        _col("TABLE_CATALOG", nv),
-        _col("TABLE_SCHEMA", nv),
-        _col("TABLE_NAME", SYSNAME, False),
-        _col("COLUMN_NAME", nv),
-        _col("ORDINAL_POSITION", INT, False),
-    ]
+    cols = _columns(
+        """
+        CONSTRAINT_CATALOG nvarchar(128), CONSTRAINT_SCHEMA nvarchar(128),
+        CONSTRAINT_NAME sysname NOT NULL, TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128),
+        TABLE_NAME sysname NOT NULL, COLUMN_NAME nvarchar(128), ORDINAL_POSITION int NOT NULL
+        """
+    )
     rows = []
     for t in db.all_tables():
         for ix in t.indexes:
@@ -979,15 +877,13 @@ def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_schemata(s: ExecutionContext, db: Database) -> Rowset:
-    nv = T.nvarchar(128)
-    cols = [
-        _col("CATALOG_NAME", nv),
-        _col("SCHEMA_NAME", nv, False),
-        _col("SCHEMA_OWNER", nv),
-        _col("DEFAULT_CHARACTER_SET_CATALOG", T.varchar(6)),
-        _col("DEFAULT_CHARACTER_SET_SCHEMA", T.varchar(3)),
-        _col("DEFAULT_CHARACTER_SET_NAME", nv),
-    ]
+    cols = _columns(
+        """
+        CATALOG_NAME nvarchar(128), SCHEMA_NAME nvarchar(128) NOT NULL, SCHEMA_OWNER nvarchar(128),
+        DEFAULT_CHARACTER_SET_CATALOG varchar(6), DEFAULT_CHARACTER_SET_SCHEMA varchar(3),
+        DEFAULT_CHARACTER_SET_NAME nvarchar(128)
+        """
+    )
     return Rowset(cols, [(db.name, x.name, "dbo", None, None, "iso_1") for x in db.schemas.values()])
 
 
