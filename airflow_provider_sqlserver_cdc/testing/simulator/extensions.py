@@ -30,11 +30,12 @@ system objects.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .types import SqlType
+from .types import SqlType, make_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,23 @@ class ResultColumn:
     name: str
     type: SqlType
     nullable: bool = True
+
+
+_COLUMN_SPEC = re.compile(r"\s*(\w+)\s+(\w+)(?:\(([^)]*)\))?(\s+NOT NULL)?\s*(?:,|$)")
+
+
+def result_columns(spec: str) -> list[ResultColumn]:
+    """The columns of a system view or procedure result, written as in its documentation.
+
+    :param spec: ``"name type [NOT NULL], ..."``; a type takes its arguments in parentheses
+        (``nvarchar(60)``, ``decimal(25,0)``, ``nvarchar(max)``, ``binary(10)``).
+    """
+    return [
+        ResultColumn(
+            m.group(1), make_type(m.group(2), m.group(3).split(",") if m.group(3) else None), not m.group(4)
+        )
+        for m in _COLUMN_SPEC.finditer(spec.strip())
+    ]
 
 
 @dataclass

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc import errors
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import CdcDatabase
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.functions import (
-    LSN_TYPE,
     datetime_ticks,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import lsn_to_dmv_text
@@ -22,13 +20,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import 
     databases_of,
     server_of,
 )
-from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
-
-SYSNAME = T.SYSNAME
-
-
-def _col(name: str, sql_type: T.SqlType, nullable: bool = True) -> ResultColumn:
-    return ResultColumn(name, sql_type, nullable)
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import Rowset, result_columns
 
 
 def _require(database: Any, table: str) -> CdcDatabase:
@@ -42,21 +34,14 @@ def change_tables(session: Any, database: Any) -> Rowset:
     """``cdc.change_tables``."""
     database = database_object(session, database)
     state = _require(database, "change_tables")
-    columns = [
-        _col("object_id", T.INT, False),
-        _col("version", T.INT),
-        _col("source_object_id", T.INT),
-        _col("capture_instance", SYSNAME, False),
-        _col("start_lsn", LSN_TYPE),
-        _col("end_lsn", LSN_TYPE),
-        _col("supports_net_changes", T.BIT),
-        _col("has_drop_pending", T.BIT),
-        _col("role_name", SYSNAME),
-        _col("index_name", SYSNAME),
-        _col("filegroup_name", SYSNAME),
-        _col("create_date", T.DATETIME),
-        _col("partition_switch", T.BIT, False),
-    ]
+    columns = result_columns(
+        """
+        object_id int NOT NULL, version int, source_object_id int, capture_instance sysname NOT NULL,
+        start_lsn binary(10), end_lsn binary(10), supports_net_changes bit, has_drop_pending bit,
+        role_name sysname, index_name sysname, filegroup_name sysname, create_date datetime,
+        partition_switch bit NOT NULL
+        """
+    )
     rows = [
         (
             ci.object_id,
@@ -82,14 +67,12 @@ def captured_columns(session: Any, database: Any) -> Rowset:
     """``cdc.captured_columns`` (``object_id`` is the change table's id, one set of rows per instance)."""
     database = database_object(session, database)
     state = _require(database, "captured_columns")
-    columns = [
-        _col("object_id", T.INT, False),
-        _col("column_name", SYSNAME, False),
-        _col("column_id", T.INT),
-        _col("column_type", SYSNAME, False),
-        _col("column_ordinal", T.INT, False),
-        _col("is_computed", T.BIT),
-    ]
+    columns = result_columns(
+        """
+        object_id int NOT NULL, column_name sysname NOT NULL, column_id int, column_type sysname NOT NULL,
+        column_ordinal int NOT NULL, is_computed bit
+        """
+    )
     rows = [
         (ci.object_id, c.name, c.column_id, c.column_type, c.ordinal, int(c.is_computed))
         for ci in sorted(state.instances.values(), key=lambda ci: ci.object_id)
@@ -102,12 +85,12 @@ def index_columns(session: Any, database: Any) -> Rowset:
     """``cdc.index_columns``."""
     database = database_object(session, database)
     state = _require(database, "index_columns")
-    columns = [
-        _col("object_id", T.INT, False),
-        _col("column_name", SYSNAME, False),
-        _col("index_ordinal", T.TINYINT, False),
-        _col("column_id", T.INT, False),
-    ]
+    columns = result_columns(
+        """
+        object_id int NOT NULL, column_name sysname NOT NULL, index_ordinal tinyint NOT NULL,
+        column_id int NOT NULL
+        """
+    )
     rows = [
         (ci.object_id, ic.name, ic.index_ordinal, ic.column_id)
         for ci in sorted(state.instances.values(), key=lambda ci: ci.object_id)
@@ -120,14 +103,12 @@ def ddl_history(session: Any, database: Any) -> Rowset:
     """``cdc.ddl_history``."""
     database = database_object(session, database)
     state = _require(database, "ddl_history")
-    columns = [
-        _col("source_object_id", T.INT),
-        _col("object_id", T.INT, False),
-        _col("required_column_update", T.BIT),
-        _col("ddl_command", T.NVARCHAR_MAX),
-        _col("ddl_lsn", LSN_TYPE, False),
-        _col("ddl_time", T.DATETIME),
-    ]
+    columns = result_columns(
+        """
+        source_object_id int, object_id int NOT NULL, required_column_update bit,
+        ddl_command nvarchar(max), ddl_lsn binary(10) NOT NULL, ddl_time datetime
+        """
+    )
     rows = [
         (
             row.source_object_id,
@@ -146,13 +127,12 @@ def lsn_time_mapping(session: Any, database: Any) -> Rowset:
     """``cdc.lsn_time_mapping``."""
     database = database_object(session, database)
     state = _require(database, "lsn_time_mapping")
-    columns = [
-        _col("start_lsn", LSN_TYPE, False),
-        _col("tran_begin_time", T.DATETIME),
-        _col("tran_end_time", T.DATETIME),
-        _col("tran_id", T.varbinary(10)),
-        _col("tran_begin_lsn", LSN_TYPE),
-    ]
+    columns = result_columns(
+        """
+        start_lsn binary(10) NOT NULL, tran_begin_time datetime, tran_end_time datetime,
+        tran_id varbinary(10), tran_begin_lsn binary(10)
+        """
+    )
     rows = [
         (
             row.start_lsn,
@@ -168,40 +148,20 @@ def lsn_time_mapping(session: Any, database: Any) -> Rowset:
 
 def cdc_jobs(session: Any, database: Any) -> Rowset:
     """``msdb.dbo.cdc_jobs``: the capture and cleanup job settings of every CDC-enabled database."""
-    columns = [
-        _col("database_id", T.INT, False),
-        _col("job_type", T.nvarchar(20), False),
-        _col("job_id", T.UNIQUEIDENTIFIER),
-        _col("maxtrans", T.INT),
-        _col("maxscans", T.INT),
-        _col("continuous", T.BIT),
-        _col("pollinginterval", T.BIGINT),
-        _col("retention", T.BIGINT),
-        _col("threshold", T.BIGINT),
-    ]
+    columns = result_columns(
+        """
+        database_id int NOT NULL, job_type nvarchar(20) NOT NULL, job_id uniqueidentifier, maxtrans int,
+        maxscans int, continuous bit, pollinginterval bigint, retention bigint, threshold bigint
+        """
+    )
     rows = []
     for db in sorted(databases_of(server_of(session)), key=lambda d: d.database_id):
         state = cdc_state(db)
         if state is None:
             continue
-        if state.capture_job is not None:
-            job = state.capture_job
-            rows.append(
-                (
-                    db.database_id,
-                    "capture",
-                    job.job_id,
-                    job.maxtrans,
-                    job.maxscans,
-                    int(job.continuous),
-                    job.pollinginterval,
-                    0,
-                    0,
-                )
-            )
-        if state.cleanup_job is not None:
-            job = state.cleanup_job
-            rows.append((db.database_id, "cleanup", job.job_id, 0, 0, 0, 0, job.retention, job.threshold))
+        rows.extend(
+            (db.database_id, job_type, job_id, *settings) for job_id, job_type, *settings in state.job_rows()
+        )
     if not rows and not any(cdc_state(db) is not None for db in databases_of(server_of(session))):
         # SQL Server creates the table with the first CDC job and drops it with the last one.
         raise errors.invalid_object_name("msdb.dbo.cdc_jobs")
@@ -211,29 +171,16 @@ def cdc_jobs(session: Any, database: Any) -> Rowset:
 def dm_cdc_log_scan_sessions(session: Any, database: Any) -> Rowset:
     """``sys.dm_cdc_log_scan_sessions`` of the current database (empty when CDC is not enabled)."""
     database = database_object(session, database)
-    columns = [
-        _col("session_id", T.INT, False),
-        _col("start_time", T.DATETIME),
-        _col("end_time", T.DATETIME),
-        _col("duration", T.BIGINT),
-        _col("scan_phase", T.nvarchar(200)),
-        _col("error_count", T.INT),
-        _col("start_lsn", T.nvarchar(23)),
-        _col("current_lsn", T.nvarchar(23)),
-        _col("end_lsn", T.nvarchar(23)),
-        _col("tran_count", T.BIGINT),
-        _col("last_commit_lsn", T.nvarchar(23)),
-        _col("last_commit_time", T.DATETIME),
-        _col("log_record_count", T.BIGINT),
-        _col("schema_change_count", T.INT),
-        _col("command_count", T.BIGINT),
-        _col("first_begin_cdc_lsn", T.nvarchar(23)),
-        _col("last_commit_cdc_lsn", T.nvarchar(23)),
-        _col("last_commit_cdc_time", T.DATETIME),
-        _col("latency", T.INT),
-        _col("empty_scan_count", T.INT),
-        _col("failed_sessions_count", T.INT),
-    ]
+    columns = result_columns(
+        """
+        session_id int NOT NULL, start_time datetime, end_time datetime, duration bigint,
+        scan_phase nvarchar(200), error_count int, start_lsn nvarchar(23), current_lsn nvarchar(23),
+        end_lsn nvarchar(23), tran_count bigint, last_commit_lsn nvarchar(23), last_commit_time datetime,
+        log_record_count bigint, schema_change_count int, command_count bigint,
+        first_begin_cdc_lsn nvarchar(23), last_commit_cdc_lsn nvarchar(23), last_commit_cdc_time datetime,
+        latency int, empty_scan_count int, failed_sessions_count int
+        """
+    )
     state = cdc_state(database)
     rows = []
     if state is not None:

@@ -483,6 +483,32 @@ class CdcDatabase:
 
     # ------------------------------------------------------------------ sessions view
 
+    def job_rows(self) -> list[tuple[Any, ...]]:
+        """The CDC jobs' settings as ``sp_cdc_help_jobs`` and ``msdb.dbo.cdc_jobs`` list them.
+
+        One row per job: (job_id, job_type, maxtrans, maxscans, continuous, pollinginterval,
+        retention, threshold); the capture job first, then the cleanup job.
+        """
+        rows: list[tuple[Any, ...]] = []
+        job = self.capture_job
+        if job is not None:
+            rows.append(
+                (
+                    job.job_id,
+                    "capture",
+                    job.maxtrans,
+                    job.maxscans,
+                    int(job.continuous),
+                    job.pollinginterval,
+                    0,
+                    0,
+                )
+            )
+        cleanup = self.cleanup_job
+        if cleanup is not None:
+            rows.append((cleanup.job_id, "cleanup", 0, 0, 0, 0, cleanup.retention, cleanup.threshold))
+        return rows
+
     def session_rows(self) -> list[ScanSession]:
         """``sys.dm_cdc_log_scan_sessions``: the aggregate row (session 0) then the kept sessions."""
         with self.lock:

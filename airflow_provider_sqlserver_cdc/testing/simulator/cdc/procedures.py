@@ -25,7 +25,6 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import 
     CleanupJobSettings,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.functions import (
-    LSN_TYPE,
     can_read_change_data,
     datetime_ticks,
 )
@@ -52,11 +51,10 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
     DdlEvent,
     ProcedureArgs,
     ProcedureResult,
-    ResultColumn,
     Rowset,
+    result_columns,
 )
 
-SYSNAME = T.SYSNAME
 MAX_RETENTION = 52_594_800
 
 
@@ -109,11 +107,7 @@ def _job_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, s
 
 
 # the columns that name a capture instance, first in the result of each CDC help procedure
-_INSTANCE_COLUMNS = (
-    ResultColumn("source_schema", SYSNAME, True),
-    ResultColumn("source_table", SYSNAME, True),
-    ResultColumn("capture_instance", SYSNAME, True),
-)
+_INSTANCE_COLUMNS = result_columns("source_schema sysname, source_table sysname, capture_instance sysname")
 
 
 def _readable_instance(session: Any, database: Any, state: CdcDatabase, name: str | None) -> CaptureInstance:
@@ -403,21 +397,14 @@ class CdcProcedures:
             if table is None:
                 raise errors.source_table_missing(source_schema, source_name)  # type: ignore[arg-type]
             instances = [ci for ci in instances if ci.source_object_id == table.object_id]
-        columns = [
-            *_INSTANCE_COLUMNS,
-            ResultColumn("object_id", T.INT, True),
-            ResultColumn("source_object_id", T.INT, True),
-            ResultColumn("start_lsn", LSN_TYPE, True),
-            ResultColumn("end_lsn", LSN_TYPE, True),
-            ResultColumn("supports_net_changes", T.BIT, True),
-            ResultColumn("has_drop_pending", T.BIT, True),
-            ResultColumn("role_name", SYSNAME, True),
-            ResultColumn("index_name", SYSNAME, True),
-            ResultColumn("filegroup_name", SYSNAME, True),
-            ResultColumn("create_date", T.DATETIME, True),
-            ResultColumn("index_column_list", T.NVARCHAR_MAX, True),
-            ResultColumn("captured_column_list", T.NVARCHAR_MAX, True),
-        ]
+        columns = _INSTANCE_COLUMNS + result_columns(
+            """
+            object_id int, source_object_id int, start_lsn binary(10), end_lsn binary(10),
+            supports_net_changes bit, has_drop_pending bit, role_name sysname, index_name sysname,
+            filegroup_name sysname, create_date datetime, index_column_list nvarchar(max),
+            captured_column_list nvarchar(max)
+            """
+        )
         rows = []
         for ci in instances:
             if not can_read_change_data(session, database, ci):
@@ -455,18 +442,13 @@ class CdcProcedures:
         if name is None or not name.strip():
             raise errors.parameter_null_or_empty("@capture_instance")
         instance = _readable_instance(session, database, state, name)
-        columns = [
-            *_INSTANCE_COLUMNS,
-            ResultColumn("column_name", SYSNAME, True),
-            ResultColumn("column_id", T.INT, True),
-            ResultColumn("column_ordinal", T.INT, True),
-            ResultColumn("data_type", SYSNAME, True),
-            ResultColumn("character_maximum_length", T.INT, True),
-            ResultColumn("numeric_precision", T.TINYINT, True),
-            ResultColumn("numeric_precision_radix", T.SMALLINT, True),
-            ResultColumn("numeric_scale", T.INT, True),
-            ResultColumn("datetime_precision", T.SMALLINT, True),
-        ]
+        columns = _INSTANCE_COLUMNS + result_columns(
+            """
+            column_name sysname, column_id int, column_ordinal int, data_type sysname,
+            character_maximum_length int, numeric_precision tinyint, numeric_precision_radix smallint,
+            numeric_scale int, datetime_precision smallint
+            """
+        )
         rows = [
             (
                 instance.source_schema,
@@ -488,13 +470,11 @@ class CdcProcedures:
         state = _require_state(database)
         name = _text(args, "capture_instance", 0)
         instance = _readable_instance(session, database, state, name)
-        columns = [
-            *_INSTANCE_COLUMNS,
-            ResultColumn("required_column_update", T.BIT, True),
-            ResultColumn("ddl_command", T.NVARCHAR_MAX, True),
-            ResultColumn("ddl_lsn", LSN_TYPE, True),
-            ResultColumn("ddl_time", T.DATETIME, True),
-        ]
+        columns = _INSTANCE_COLUMNS + result_columns(
+            """
+            required_column_update bit, ddl_command nvarchar(max), ddl_lsn binary(10), ddl_time datetime
+            """
+        )
         rows = [
             (
                 instance.source_schema,
@@ -605,48 +585,16 @@ class CdcProcedures:
         """``sys.sp_cdc_help_jobs``."""
         database = current_database(session)
         state = _require_state(database)
-        columns = [
-            ResultColumn("job_id", T.UNIQUEIDENTIFIER, True),
-            ResultColumn("job_type", T.nvarchar(20), True),
-            ResultColumn("job_name", SYSNAME, True),
-            ResultColumn("maxtrans", T.INT, True),
-            ResultColumn("maxscans", T.INT, True),
-            ResultColumn("continuous", T.BIT, True),
-            ResultColumn("pollinginterval", T.BIGINT, True),
-            ResultColumn("retention", T.BIGINT, True),
-            ResultColumn("threshold", T.BIGINT, True),
+        columns = result_columns(
+            """
+            job_id uniqueidentifier, job_type nvarchar(20), job_name sysname, maxtrans int, maxscans int,
+            continuous bit, pollinginterval bigint, retention bigint, threshold bigint
+            """
+        )
+        rows = [
+            (job_id, job_type, f"cdc.{database.name}_{job_type}", *settings)
+            for job_id, job_type, *settings in state.job_rows()
         ]
-        rows = []
-        if state.capture_job is not None:
-            job = state.capture_job
-            rows.append(
-                (
-                    job.job_id,
-                    "capture",
-                    f"cdc.{database.name}_capture",
-                    job.maxtrans,
-                    job.maxscans,
-                    int(job.continuous),
-                    job.pollinginterval,
-                    0,
-                    0,
-                )
-            )
-        if state.cleanup_job is not None:
-            cleanup = state.cleanup_job
-            rows.append(
-                (
-                    cleanup.job_id,
-                    "cleanup",
-                    f"cdc.{database.name}_cleanup",
-                    0,
-                    0,
-                    0,
-                    0,
-                    cleanup.retention,
-                    cleanup.threshold,
-                )
-            )
         return ProcedureResult(result_sets=[Rowset(columns, rows)])
 
     def scan(self, session: Any, args: ProcedureArgs) -> ProcedureResult:

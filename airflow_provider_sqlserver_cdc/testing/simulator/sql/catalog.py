@@ -12,7 +12,6 @@ Catalog views are computed from the engine's metadata when a query reads them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
@@ -21,7 +20,12 @@ from sqlglot import exp
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object
-from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset, TypedValue
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
+    ResultColumn,
+    Rowset,
+    TypedValue,
+    result_columns,
+)
 from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, Table
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
@@ -32,22 +36,6 @@ from .context import ExecutionContext
 from .dialect import table_name
 from .expressions import Scope, Source
 from .query import FromItem, cte_item
-
-_COLUMN_SPEC = re.compile(r"\s*(\w+)\s+(\w+)(?:\(([^)]*)\))?(\s+NOT NULL)?\s*(?:,|$)")
-
-
-def _columns(spec: str) -> list[ResultColumn]:
-    """The result columns of a catalog view, written as in its documentation.
-
-    :param spec: ``"name type [NOT NULL], ..."``; a type takes its arguments in parentheses
-        (``nvarchar(60)``, ``decimal(25,0)``, ``nvarchar(max)``).
-    """
-    return [
-        ResultColumn(
-            m.group(1), T.make_type(m.group(2), m.group(3).split(",") if m.group(3) else None), not m.group(4)
-        )
-        for m in _COLUMN_SPEC.finditer(spec.strip())
-    ]
 
 
 def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
@@ -222,7 +210,7 @@ def _ticks(t: int) -> int:
 
 
 def v_databases(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, database_id int NOT NULL, source_database_id int, owner_sid varbinary(85),
         create_date datetime NOT NULL, compatibility_level tinyint NOT NULL, collation_name sysname,
@@ -263,7 +251,7 @@ def v_databases(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_schemas(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns("name sysname NOT NULL, schema_id int NOT NULL, principal_id int")
+    cols = result_columns("name sysname NOT NULL, schema_id int NOT NULL, principal_id int")
     return Rowset(
         cols,
         [
@@ -273,7 +261,7 @@ def v_schemas(s: ExecutionContext, db: Database) -> Rowset:
     )
 
 
-_OBJ_COLS = _columns(
+_OBJ_COLS = result_columns(
     """
     name sysname NOT NULL, object_id int NOT NULL, principal_id int, schema_id int NOT NULL,
     parent_object_id int NOT NULL, type char(2), type_desc nvarchar(60), create_date datetime NOT NULL,
@@ -284,7 +272,7 @@ _OBJ_COLS = _columns(
 
 
 def v_tables(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _OBJ_COLS + _columns(
+    cols = _OBJ_COLS + result_columns(
         """
         lob_data_space_id int, max_column_id_used int, uses_ansi_nulls bit, is_replicated bit,
         has_replication_filter bit, is_merge_published bit, is_tracked_by_cdc bit, temporal_type tinyint,
@@ -365,7 +353,7 @@ def v_objects(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_columns(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         object_id int NOT NULL, name sysname, column_id int NOT NULL, system_type_id tinyint NOT NULL,
         user_type_id int NOT NULL, max_length smallint NOT NULL, precision tinyint NOT NULL,
@@ -454,7 +442,7 @@ _TYPE_ROWS = [
 
 
 def v_types(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, system_type_id tinyint NOT NULL, user_type_id int NOT NULL,
         schema_id int NOT NULL, principal_id int, max_length smallint NOT NULL,
@@ -490,7 +478,7 @@ def v_types(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_indexes(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         object_id int NOT NULL, name sysname, index_id int NOT NULL, type tinyint NOT NULL,
         type_desc nvarchar(60), is_unique bit, data_space_id int, ignore_dup_key bit, is_primary_key bit,
@@ -531,7 +519,7 @@ def v_indexes(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_index_columns(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         object_id int NOT NULL, index_id int NOT NULL, index_column_id int NOT NULL,
         column_id int NOT NULL, key_ordinal tinyint NOT NULL, partition_ordinal tinyint NOT NULL,
@@ -549,7 +537,7 @@ def v_index_columns(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_key_constraints(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, object_id int NOT NULL, principal_id int, schema_id int NOT NULL,
         parent_object_id int NOT NULL, type char(2), type_desc nvarchar(60), unique_index_id int,
@@ -570,7 +558,7 @@ def v_key_constraints(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, principal_id int NOT NULL, type char(1) NOT NULL, type_desc nvarchar(60),
         default_schema_name sysname, sid varbinary(85), is_fixed_role bit NOT NULL
@@ -593,7 +581,7 @@ def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_database_role_members(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns("role_principal_id int NOT NULL, member_principal_id int NOT NULL")
+    cols = result_columns("role_principal_id int NOT NULL, member_principal_id int NOT NULL")
     rows = []
     for r in db.principals.values():
         if r.type == "R":
@@ -605,7 +593,7 @@ def v_database_role_members(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_server_principals(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, principal_id int NOT NULL, sid varbinary(85), type char(1) NOT NULL,
         type_desc nvarchar(60), is_disabled bit, default_database_name sysname
@@ -622,7 +610,7 @@ def v_server_principals(s: ExecutionContext, db: Database) -> Rowset:
 
 def v_dm_tran_database_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
-    cols = _columns(
+    cols = result_columns(
         """
         transaction_id bigint NOT NULL, database_id int NOT NULL,
         database_transaction_begin_time datetime, database_transaction_type int NOT NULL,
@@ -660,7 +648,7 @@ def v_dm_tran_database_transactions(s: ExecutionContext, db: Database) -> Rowset
 
 def v_dm_tran_session_transactions(s: ExecutionContext, db: Database) -> Rowset:
     s.require_server_permission("VIEW SERVER STATE")
-    cols = _columns(
+    cols = result_columns(
         """
         session_id int NOT NULL, transaction_id bigint NOT NULL, is_user_transaction bit NOT NULL,
         is_local bit NOT NULL
@@ -675,7 +663,7 @@ def v_dm_tran_session_transactions(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         session_id smallint NOT NULL, login_name sysname NOT NULL, database_id smallint,
         transaction_isolation_level smallint, status nvarchar(30), program_name nvarchar(128),
@@ -708,7 +696,7 @@ def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_system_views(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         name sysname NOT NULL, object_id int NOT NULL, schema_id int NOT NULL, type char(2)
         """
@@ -718,7 +706,7 @@ def v_system_views(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def v_extended_properties(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         class tinyint NOT NULL, major_id int NOT NULL, minor_id int NOT NULL, name sysname NOT NULL,
         value nvarchar(4000)
@@ -785,7 +773,7 @@ def _data_type_row(t: SqlType) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 
 def i_columns(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128), TABLE_NAME nvarchar(128) NOT NULL,
         COLUMN_NAME nvarchar(128), ORDINAL_POSITION int, COLUMN_DEFAULT nvarchar(4000),
@@ -828,7 +816,7 @@ def i_columns(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_tables(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128), TABLE_NAME sysname NOT NULL,
         TABLE_TYPE varchar(10)
@@ -838,7 +826,7 @@ def i_tables(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_table_constraints(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         CONSTRAINT_CATALOG nvarchar(128), CONSTRAINT_SCHEMA nvarchar(128),
         CONSTRAINT_NAME sysname NOT NULL, TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128),
@@ -857,7 +845,7 @@ def i_table_constraints(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         CONSTRAINT_CATALOG nvarchar(128), CONSTRAINT_SCHEMA nvarchar(128),
         CONSTRAINT_NAME sysname NOT NULL, TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128),
@@ -877,7 +865,7 @@ def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
 
 
 def i_schemata(s: ExecutionContext, db: Database) -> Rowset:
-    cols = _columns(
+    cols = result_columns(
         """
         CATALOG_NAME nvarchar(128), SCHEMA_NAME nvarchar(128) NOT NULL, SCHEMA_OWNER nvarchar(128),
         DEFAULT_CHARACTER_SET_CATALOG varchar(6), DEFAULT_CHARACTER_SET_SCHEMA varchar(3),
