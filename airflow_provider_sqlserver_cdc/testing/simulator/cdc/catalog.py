@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc import errors
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_instance import CaptureInstance
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import CdcDatabase
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.functions import (
     datetime_ticks,
@@ -30,6 +31,29 @@ def _require(database: Any, table: str) -> CdcDatabase:
     return state
 
 
+def _instances(state: CdcDatabase) -> list[CaptureInstance]:
+    """The capture instances of a database in ``object_id`` order (the catalog views' order)."""
+    return sorted(state.instances.values(), key=lambda ci: ci.object_id)
+
+
+def instance_settings(ci: CaptureInstance) -> tuple[Any, ...]:
+    """What ``cdc.change_tables`` and ``sp_cdc_help_change_data_capture`` both show of an instance.
+
+    (start_lsn, end_lsn, supports_net_changes, has_drop_pending, role_name, index_name,
+    filegroup_name, create_date); end_lsn is always NULL, as in SQL Server.
+    """
+    return (
+        ci.start_lsn,
+        None,
+        int(ci.supports_net_changes),
+        int(ci.has_drop_pending),
+        ci.role_name,
+        ci.index_name,
+        ci.filegroup_name,
+        datetime_ticks(ci.create_date),
+    )
+
+
 def change_tables(session: Any, database: Any) -> Rowset:
     """``cdc.change_tables``."""
     database = database_object(session, database)
@@ -43,22 +67,8 @@ def change_tables(session: Any, database: Any) -> Rowset:
         """
     )
     rows = [
-        (
-            ci.object_id,
-            0,
-            ci.source_object_id,
-            ci.name,
-            ci.start_lsn,
-            None,
-            int(ci.supports_net_changes),
-            int(ci.has_drop_pending),
-            ci.role_name,
-            ci.index_name,
-            ci.filegroup_name,
-            datetime_ticks(ci.create_date),
-            int(ci.partition_switch),
-        )
-        for ci in sorted(state.instances.values(), key=lambda ci: ci.object_id)
+        (ci.object_id, 0, ci.source_object_id, ci.name, *instance_settings(ci), int(ci.partition_switch))
+        for ci in _instances(state)
     ]
     return Rowset(columns, rows)
 
@@ -75,7 +85,7 @@ def captured_columns(session: Any, database: Any) -> Rowset:
     )
     rows = [
         (ci.object_id, c.name, c.column_id, c.column_type, c.ordinal, int(c.is_computed))
-        for ci in sorted(state.instances.values(), key=lambda ci: ci.object_id)
+        for ci in _instances(state)
         for c in ci.captured_columns
     ]
     return Rowset(columns, rows)
@@ -93,7 +103,7 @@ def index_columns(session: Any, database: Any) -> Rowset:
     )
     rows = [
         (ci.object_id, ic.name, ic.index_ordinal, ic.column_id)
-        for ci in sorted(state.instances.values(), key=lambda ci: ci.object_id)
+        for ci in _instances(state)
         for ic in ci.index_columns
     ]
     return Rowset(columns, rows)

@@ -15,6 +15,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_instance impor
     parse_column_list,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_job import CaptureJob
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc.catalog import instance_settings
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.change_table_object import (
     attach_change_table,
     detach_change_table,
@@ -420,14 +421,7 @@ class CdcProcedures:
                     ci.name,
                     ci.object_id,
                     ci.source_object_id,
-                    ci.start_lsn,
-                    None,
-                    int(ci.supports_net_changes),
-                    int(ci.has_drop_pending),
-                    ci.role_name,
-                    ci.index_name,
-                    ci.filegroup_name,
-                    datetime_ticks(ci.create_date),
+                    *instance_settings(ci),
                     index_list or None,
                     captured_list,
                 )
