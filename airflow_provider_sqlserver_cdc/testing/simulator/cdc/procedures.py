@@ -107,6 +107,17 @@ def _job_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, s
     return database, state, job_type
 
 
+def _job_settings(state: CdcDatabase, job_type: str) -> Any:
+    """The settings of the database's ``capture`` or ``cleanup`` job; error 22997 if it has none.
+
+    :param job_type: ``capture`` or ``cleanup``.
+    """
+    job = state.capture_job if job_type == "capture" else state.cleanup_job
+    if job is None:
+        raise errors.job_missing(job_type)
+    return job
+
+
 # the columns that name a capture instance, first in the result of each CDC help procedure
 _INSTANCE_COLUMNS = result_columns("source_schema sysname, source_table sysname, capture_instance sysname")
 
@@ -502,9 +513,7 @@ class CdcProcedures:
             raise errors.job_type_unsupported(job_type)
         with state.lock:
             if job_type == "capture":
-                job = state.capture_job
-                if job is None:
-                    raise errors.job_missing("capture")
+                job = _job_settings(state, "capture")
                 if retention is not None:
                     raise errors.retention_for_capture_job()
                 if maxtrans is not None and maxtrans <= 0:
@@ -528,9 +537,7 @@ class CdcProcedures:
                     if continuous is None and pollinginterval > 0:
                         job.continuous = True
             else:
-                cleanup = state.cleanup_job
-                if cleanup is None:
-                    raise errors.job_missing("cleanup")
+                cleanup = _job_settings(state, "cleanup")
                 if any(v is not None for v in (maxtrans, maxscans, continuous, pollinginterval)):
                     raise errors.capture_options_for_cleanup_job()
                 if retention is not None and not 0 < retention <= MAX_RETENTION:
@@ -546,13 +553,10 @@ class CdcProcedures:
     def start_job(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_start_job``: start the capture job (Agent back up); ``cleanup`` runs one cleanup."""
         database, state, job_type = _job_request(session, args)
+        _job_settings(state, job_type)
         if job_type == "cleanup":
-            if state.cleanup_job is None:
-                raise errors.job_missing("cleanup")
             state.retention_cleanup()
             return ProcedureResult()
-        if state.capture_job is None:
-            raise errors.job_missing("capture")
         job = capture_job_of(database)
         if job is None:
             job = CaptureJob(state)
@@ -565,8 +569,7 @@ class CdcProcedures:
         """``sys.sp_cdc_stop_job``: stop the capture job (SQL Server Agent being down)."""
         database, state, job_type = _job_request(session, args)
         if job_type == "capture":
-            if state.capture_job is None:
-                raise errors.job_missing("capture")
+            _job_settings(state, "capture")
             self._stop_job(database)
         return ProcedureResult()
 
@@ -650,8 +653,7 @@ class CdcProcedures:
     def cleanup_job(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_MScdc_cleanup_job``: the cleanup job's step (retention-based cleanup of every instance)."""
         _database, state = _cleanup_request(session)
-        if state.cleanup_job is None:
-            raise errors.job_missing("cleanup")
+        _job_settings(state, "cleanup")
         state.retention_cleanup()
         return ProcedureResult()
 

@@ -305,6 +305,25 @@ def call_function(c: ExpressionCompiler, name: str, args: list[exp.Expression], 
     return impl(c, args)
 
 
+def _sum_avg_type(kind: str, at: SqlType) -> SqlType:
+    """The result type of SUM or AVG over values of type *at* (SQL Server's return-type tables).
+
+    :param kind: ``SUM`` or ``AVG``; they differ in the scale of decimals (AVG keeps at least 6)
+        and in what they accept (SUM refuses non-numeric types, AVG falls back to float).
+    """
+    if at.name in ("tinyint", "smallint", "int", "bit"):
+        return T.INT
+    if at.name == "bigint":
+        return T.BIGINT
+    if at.name in ("decimal", "numeric"):
+        return SqlType("decimal", precision=38, scale=at.scale if kind == "SUM" else max(6, at.scale))
+    if at.name in ("money", "smallmoney"):
+        return T.MONEY
+    if kind == "AVG" or at.name in T.FLOAT_TYPES:
+        return T.FLOAT
+    raise SqlError(8117, 16, 1, f"Operand data type {at.name} is invalid for sum operator.")
+
+
 def _aggregate(c: ExpressionCompiler, kind: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
     if c.agg is None or c.source_compiler is None:
         raise SqlError(
@@ -329,32 +348,8 @@ def _aggregate(c: ExpressionCompiler, kind: str, args: list[exp.Expression], nod
     extra = None
     if kind in ("COUNT", "COUNT_BIG"):
         t = T.INT if kind == "COUNT" else T.BIGINT
-    elif kind == "SUM":
-        at = arg.type
-        if at.name in ("tinyint", "smallint", "int", "bit"):
-            t = T.INT
-        elif at.name == "bigint":
-            t = T.BIGINT
-        elif at.name in ("decimal", "numeric"):
-            t = SqlType("decimal", precision=38, scale=at.scale)
-        elif at.name in ("money", "smallmoney"):
-            t = T.MONEY
-        elif at.name in T.FLOAT_TYPES:
-            t = T.FLOAT
-        else:
-            raise SqlError(8117, 16, 1, f"Operand data type {at.name} is invalid for sum operator.")
-    elif kind == "AVG":
-        at = arg.type
-        if at.name in ("tinyint", "smallint", "int", "bit"):
-            t = T.INT
-        elif at.name == "bigint":
-            t = T.BIGINT
-        elif at.name in ("decimal", "numeric"):
-            t = SqlType("decimal", precision=38, scale=max(6, at.scale))
-        elif at.name in ("money", "smallmoney"):
-            t = T.MONEY
-        else:
-            t = T.FLOAT
+    elif kind in ("SUM", "AVG"):
+        t = _sum_avg_type(kind, arg.type)
     elif kind == "STRING_AGG":
         sep = c.source_compiler.compile(args[1]).fn(None)
         extra = sep
