@@ -96,6 +96,16 @@ def _require_state(database: Any) -> CdcDatabase:
     return state
 
 
+def _table_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, str | None, str | None]:
+    """The checks and first arguments of ``sp_cdc_enable_table`` / ``sp_cdc_disable_table``.
+
+    :return: (database, its CDC state, @source_schema, @source_name); the caller must be db_owner.
+    """
+    database = current_database(session)
+    _require_db_owner(session, database)
+    return database, _require_state(database), _text(args, "source_schema", 0), _text(args, "source_name", 1)
+
+
 def _job_request(session: Any, args: ProcedureArgs) -> tuple[Any, CdcDatabase, str]:
     """Check a start/stop job call; return its database, CDC state and ``capture``/``cleanup`` job type."""
     database = current_database(session)
@@ -215,11 +225,7 @@ class CdcProcedures:
 
     def enable_table(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_enable_table``."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = _require_state(database)
-        source_schema = _text(args, "source_schema", 0)
-        source_name = _text(args, "source_name", 1)
+        database, state, source_schema, source_name = _table_request(session, args)
         # SQL Server 2022's parameter order: @source_schema, @source_name, @capture_instance,
         # @supports_net_changes, @role_name, @index_name, @captured_column_list, @filegroup_name, ...
         if not args.has("role_name") and len(args.positional) < 5:
@@ -354,11 +360,7 @@ class CdcProcedures:
 
     def disable_table(self, session: Any, args: ProcedureArgs) -> ProcedureResult:
         """``sys.sp_cdc_disable_table`` (``@capture_instance = 'all'`` drops every instance of the table)."""
-        database = current_database(session)
-        _require_db_owner(session, database)
-        state = _require_state(database)
-        source_schema = _text(args, "source_schema", 0)
-        source_name = _text(args, "source_name", 1)
+        database, state, source_schema, source_name = _table_request(session, args)
         capture_name = _text(args, "capture_instance", 2)
         for parameter, value in (("@source_schema", source_schema), ("@source_name", source_name)):
             if value is None or not value.strip():

@@ -986,16 +986,27 @@ def _schema_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(lambda row: s.current_db().schema(s.default_schema()).schema_id, T.INT, False)
 
 
-@builtin("OBJECT_ID")
-def _object_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+def _of_named_table(
+    c: ExpressionCompiler, args: list[exp.Expression], value: Callable[[Any], Any], t: SqlType
+) -> Expr:
+    """A function of the table its first argument names (``'dbo.t'``); NULL for an unknown table.
+
+    :param value: what the function gives for the table.
+    :param t: the type of that value.
+    """
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
 
     def lookup(name: str) -> Any:
         found = s.lookup_table_by_text(name)
-        return found.object_id if found is not None else None
+        return None if found is None else value(found)
 
-    return Expr(_nullsafe([fa], lookup), T.INT)
+    return Expr(_nullsafe([fa], lookup), t)
+
+
+@builtin("OBJECT_ID")
+def _object_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+    return _of_named_table(c, args, lambda table: table.object_id, T.INT)
 
 
 @builtin("OBJECT_NAME", "OBJECT_SCHEMA_NAME")
@@ -1133,16 +1144,10 @@ def _scope_identity(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
 
 @builtin("IDENT_CURRENT")
 def _ident_current(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    s = c.session
-    fa, _ = _str_arg(c.compile(args[0]))
+    def current(table: Any) -> Any:
+        return None if table.identity_current is None else decimal.Decimal(table.identity_current)
 
-    def cur(name: str) -> Any:
-        t = s.lookup_table_by_text(name)
-        if t is None or t.identity_current is None:
-            return None
-        return decimal.Decimal(t.identity_current)
-
-    return Expr(_nullsafe([fa], cur), T.decimal_type(38, 0))
+    return _of_named_table(c, args, current, T.decimal_type(38, 0))
 
 
 @builtin("XACT_STATE")
