@@ -145,3 +145,31 @@ def unknown_database(name: str) -> SqlError:
         1,
         f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
     )
+
+
+def cannot_drop(kind: str, name: str, state: int = 1) -> SqlError:
+    """Msg 3701: DROP of a table, index, database or schema that does not exist (or is not visible).
+
+    :param kind: ``table``, ``index``, ``database``, ``schema``.
+    :param state: SQL Server's state for the kind of object (5 for tables, 7 for indexes).
+    """
+    return SqlError(
+        3701,
+        11,
+        state,
+        f"Cannot drop the {kind} '{name}', because it does not exist or you do not have permission.",
+    )
+
+
+def missing_principal(action: str, kind: str, name: str) -> SqlError:
+    """Msg 15151: a login, user or role that does not exist (or is not visible).
+
+    :param action: what the statement does to it (``drop``, ``alter``, ``add``, ``find``).
+    :param kind: ``login``, ``user``, ``role``, ``principal``.
+    """
+    return SqlError(
+        15151,
+        16,
+        1,
+        f"Cannot {action} the {kind} '{name}', because it does not exist or you do not have permission.",
+    )

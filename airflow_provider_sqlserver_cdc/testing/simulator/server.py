@@ -230,23 +230,15 @@ class Connection:
                 decl = params[1].value if len(params) > 1 else ""
                 values = [(p.name or None, TypedValue(p.type, p.value)) for p in params[2:]]
                 events: Iterable[Any] = s.execute_parameterized(sql, decl or "", values)
-            elif proc == "sp_prepexec":
+            elif proc in ("sp_prepexec", "sp_prepare"):
                 decl = params[1].value or ""
                 sql = params[2].value or ""
-                handle = s._next_handle
-                s._next_handle += 1
-                s.prepared[handle] = (decl, sql)
-                outputs.append((0, params[0], T.INT, handle))
-                values = [(None, TypedValue(p.type, p.value)) for p in params[3:]]
-                events = s.execute_parameterized(sql, decl, values)
-            elif proc == "sp_prepare":
-                decl = params[1].value or ""
-                sql = params[2].value or ""
-                handle = s._next_handle
-                s._next_handle += 1
-                s.prepared[handle] = (decl, sql)
-                outputs.append((0, params[0], T.INT, handle))
-                events = iter(())
+                outputs.append((0, params[0], T.INT, s.prepare(decl, sql)))
+                if proc == "sp_prepexec":
+                    values = [(None, TypedValue(p.type, p.value)) for p in params[3:]]
+                    events = s.execute_parameterized(sql, decl, values)
+                else:
+                    events = iter(())
             elif proc == "sp_execute":
                 handle = params[0].value
                 if handle not in s.prepared:

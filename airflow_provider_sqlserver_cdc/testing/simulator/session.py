@@ -19,7 +19,15 @@ from sqlglot.tokens import TokenType
 
 from . import types as T
 from . import values as V
-from .errors import SqlError, invalid_object, must_declare, not_supported, unknown_procedure
+from .errors import (
+    SqlError,
+    invalid_object,
+    missing_principal,
+    must_declare,
+    not_supported,
+    unknown_database,
+    unknown_procedure,
+)
 from .events import EnvChange, ErrorEvent, Message, ResultSet, StatementDone
 from .extensions import ProcedureArgs, ProcedureResult, Rowset, TypedValue
 from .sql import ddl, dml, procedures
@@ -486,12 +494,7 @@ class Session:
             old = self.database
             db = self.engine.databases.get(name.lower())
             if db is None:
-                raise SqlError(
-                    911,
-                    16,
-                    1,
-                    f"Database '{name}' does not exist. Make sure that the name is entered correctly.",
-                )
+                raise unknown_database(name)
             if not self.has_db_access(db.name):
                 raise SqlError(
                     916,
@@ -661,12 +664,7 @@ class Session:
         verb, permission, grantee = m.group(1), m.group(2), m.group(3).strip()
         login = self.engine.logins.get(grantee.lower())
         if login is None:
-            raise SqlError(
-                15151,
-                16,
-                1,
-                f"Cannot find the login '{grantee}', because it does not exist or you do not have permission.",
-            )
+            raise missing_principal("find", "login", grantee)
         if verb == "GRANT":
             login.server_permissions.add(permission)
         else:
@@ -990,12 +988,7 @@ class Session:
         if len(parts) == 3 and parts[0]:
             target = self.engine.databases.get(parts[0].lower())
             if target is None:
-                raise SqlError(
-                    911,
-                    16,
-                    1,
-                    f"Database '{parts[0]}' does not exist. Make sure that the name is entered correctly.",
-                )
+                raise unknown_database(parts[0])
             saved_db = self.database
             self.database = target.name
         try:
@@ -1053,6 +1046,17 @@ class Session:
                 yield ev
         finally:
             self.variables = saved
+
+    def prepare(self, declarations: str, sql: str) -> int:
+        """Keep *sql* with its parameter declarations for ``sp_execute``; return its handle.
+
+        :param declarations: the parameters as in sp_executesql (``@P1 int, @P2 nvarchar(10)``).
+        :param sql: the statement text.
+        """
+        handle = self._next_handle
+        self._next_handle += 1
+        self.prepared[handle] = (declarations, sql)
+        return handle
 
     def execute_parameterized(
         self, sql: str, declarations: str, params: list[tuple[str | None, TypedValue]]

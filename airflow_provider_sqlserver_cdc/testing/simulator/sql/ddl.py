@@ -18,7 +18,9 @@ from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.collation import ci_key
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     SqlError,
+    cannot_drop,
     invalid_object,
+    missing_principal,
     not_supported,
     object_exists,
     syntax_error,
@@ -887,12 +889,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 if table is None:
                     if node.args.get("exists"):
                         continue
-                    raise SqlError(
-                        3701,
-                        11,
-                        5,
-                        f"Cannot drop the table '{tnode.sql(dialect='tsql')}', because it does not exist or you do not have permission.",
-                    )
+                    raise cannot_drop("table", tnode.sql(dialect="tsql"), 5)
                 _fire(session, "before", "drop_table", db, table, "", "", (), text)
                 xact = session.write_xact()
                 session.acquire_table_lock(table, "X", True)
@@ -920,12 +917,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 (i for i in table.indexes if i.name.lower() == ixname.lower() and i.kind == "INDEX"), None
             )
             if ix is None:
-                raise SqlError(
-                    3701,
-                    11,
-                    7,
-                    f"Cannot drop the index '{table.name}.{ixname}', because it does not exist or you do not have permission.",
-                )
+                raise cannot_drop("index", f"{table.name}.{ixname}", 7)
             xact = session.write_xact()
             table.indexes.remove(ix)
             engine.log_ddl(xact, db, table, "drop_index", (), text, lambda: table.indexes.append(ix))
@@ -1085,12 +1077,7 @@ def _drop_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     with session.engine.mutex:
         db = session.engine.databases.get(name.lower())
         if db is None:
-            raise SqlError(
-                3701,
-                11,
-                1,
-                f"Cannot drop the database '{name}', because it does not exist or you do not have permission.",
-            )
+            raise cannot_drop("database", name)
         if name.lower() in ("master", "tempdb", "model", "msdb"):
             raise SqlError(3708, 16, 1, f"Cannot drop the database '{name}' because it is a system database.")
         del session.engine.databases[name.lower()]
@@ -1165,12 +1152,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise SqlError(
-            3701,
-            11,
-            1,
-            f"Cannot drop the schema '{name}', because it does not exist or you do not have permission.",
-        )
+        raise cannot_drop("schema", name)
     if sch.tables:
         first = next(iter(sch.tables.values()))
         raise SqlError(
@@ -1287,22 +1269,12 @@ def _alter_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
     db = session.current_db()
     role = db.principals.get(name.lower())
     if role is None or role.type != "R":
-        raise SqlError(
-            15151,
-            16,
-            1,
-            f"Cannot alter the role '{name}', because it does not exist or you do not have permission.",
-        )
+        raise missing_principal("alter", "role", name)
     if c.accept("ADD"):
         c.expect("MEMBER")
         member = c.name()
         if member.lower() not in db.principals:
-            raise SqlError(
-                15151,
-                16,
-                1,
-                f"Cannot add the principal '{member}', because it does not exist or you do not have permission.",
-            )
+            raise missing_principal("add", "principal", member)
         xact = session.write_xact()
         role.members.add(member.lower())
         _log_principal_ddl(
@@ -1353,19 +1325,9 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor, ki
     name = c.name()
     if kind == "LOGIN":
         if name.lower() == "sa":
-            raise SqlError(
-                15151,
-                16,
-                1,
-                "Cannot drop the login 'sa', because it does not exist or you do not have permission.",
-            )
+            raise missing_principal("drop", "login", "sa")
         if session.engine.logins.pop(name.lower(), None) is None and "EXISTS" not in raw.words:
-            raise SqlError(
-                15151,
-                16,
-                1,
-                f"Cannot drop the login '{name}', because it does not exist or you do not have permission.",
-            )
+            raise missing_principal("drop", "login", name)
         if session.engine.durable is not None:
             session.engine.durable.record_server(("drop_login", name))
         yield _done()
@@ -1377,12 +1339,7 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor, ki
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise SqlError(
-            15151,
-            16,
-            1,
-            f"Cannot drop the {kind.lower()} '{name}', because it does not exist or you do not have permission.",
-        )
+        raise missing_principal("drop", kind.lower(), name)
     if key in _FIXED_PRINCIPALS:
         raise SqlError(15150, 16, 1, f"Cannot drop the {kind.lower()} '{p.name}'.")
     if p.type == "R" and any(m in db.principals for m in p.members):
