@@ -112,6 +112,20 @@ def _require_state(session: Any, missing_object: str) -> tuple[Any, CdcDatabase]
 # --------------------------------------------------------------------------- scalar functions
 
 
+def _visible_instance(session: Any, name: str | None) -> CaptureInstance | None:
+    """Capture instance *name* if it exists and the caller may read its changes, else None.
+
+    The metadata functions answer a default (NULL, zero LSN) rather than an error in both cases.
+    """
+    database, state = _state(session)
+    if state is None:
+        return None
+    instance = state.instance(name)
+    if instance is None or not can_read_change_data(session, database, instance):
+        return None
+    return instance
+
+
 def fn_cdc_get_max_lsn(session: Any, args: list[TypedValue]) -> bytes | None:
     """``sys.fn_cdc_get_max_lsn()``: the largest ``start_lsn`` of ``cdc.lsn_time_mapping``."""
     _, state = _require_state(session, "cdc.lsn_time_mapping")
@@ -120,13 +134,10 @@ def fn_cdc_get_max_lsn(session: Any, args: list[TypedValue]) -> bytes | None:
 
 def fn_cdc_get_min_lsn(session: Any, args: list[TypedValue]) -> bytes | None:
     """``sys.fn_cdc_get_min_lsn(ci)``: the instance's low-water mark; all zeros if unknown or not readable."""
-    database, state = _state(session)
-    if state is None:
+    instance = _visible_instance(session, _text_arg(args, 0))
+    if instance is None or instance.start_lsn is None:
         return ZERO_LSN
-    instance = state.instance(_text_arg(args, 0))
-    if instance is None or not can_read_change_data(session, database, instance):
-        return ZERO_LSN
-    return instance.start_lsn if instance.start_lsn is not None else ZERO_LSN
+    return instance.start_lsn
 
 
 def fn_cdc_increment_lsn(session: Any, args: list[TypedValue]) -> bytes | None:
@@ -168,13 +179,8 @@ def fn_cdc_map_lsn_to_time(session: Any, args: list[TypedValue]) -> int | None:
 
 def fn_cdc_get_column_ordinal(session: Any, args: list[TypedValue]) -> int | None:
     """``sys.fn_cdc_get_column_ordinal(ci, column)``: NULL when the column is not captured."""
-    database, state = _state(session)
-    if state is None:
-        return None
-    instance = state.instance(_text_arg(args, 0))
-    if instance is None or not can_read_change_data(session, database, instance):
-        return None
-    return instance.column_ordinal(_text_arg(args, 1))
+    instance = _visible_instance(session, _text_arg(args, 0))
+    return None if instance is None else instance.column_ordinal(_text_arg(args, 1))
 
 
 def fn_cdc_is_bit_set(session: Any, args: list[TypedValue]) -> int | None:

@@ -30,7 +30,7 @@ from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import parse_expression
 from .expressions import Scope, Source, converter
-from .query import FromItem, build_from, compile_query, expand_star, key_lookup, output_name, top_count
+from .query import FromItem, build_from, compile_query, key_lookup, select_list, top_count
 
 _R = TypeVar("_R")
 
@@ -151,18 +151,7 @@ def _output_rows(
     cols = [ResultColumn(c.name, c.type, True) for c in table.columns]
     scope = Scope([Source("inserted", "inserted", list(cols)), Source("deleted", "deleted", list(cols))])
     compiler = Compiler(session, scope)
-    exprs: list[Any] = []
-    names: list[str] = []
-    for item in returning.expressions:
-        stars = expand_star(item, scope)
-        if stars is not None:
-            for name, e in stars:
-                names.append(name)
-                exprs.append(e)
-            continue
-        e = compiler.compile(item)
-        exprs.append(e)
-        names.append(output_name(item, e))
+    names, exprs = select_list(list(returning.expressions), scope, compiler)
     width = len(cols)
     nulls = (None,) * width
     rows = []

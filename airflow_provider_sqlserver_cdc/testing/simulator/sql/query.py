@@ -243,6 +243,19 @@ def _join(
         null_right = (None,) * right_width
         null_left = (None,) * left_width
         matched_right: set[int] = set()
+
+        def probe(lrow: tuple[Any, ...], candidates: Iterable[int]) -> Iterator[tuple[Any, ...]]:
+            """The joined rows of *lrow* with the right rows at *candidates* that meet the condition."""
+            hit = False
+            for i in candidates:
+                row = lrow + right_rows[i]
+                if cond is None or cond(row) is True:
+                    hit = True
+                    matched_right.add(i)
+                    yield row
+            if not hit and side in ("LEFT", "FULL"):
+                yield lrow + null_right
+
         if left_keys:
             table: dict[Any, list[int]] = {}
             for i, r in enumerate(right_rows):
@@ -252,27 +265,11 @@ def _join(
                 table.setdefault(k, []).append(i)
             for lrow in left():
                 k = tuple(ci_key(f(lrow)) for f in left_keys)
-                hit = False
-                if None not in k:
-                    for i in table.get(k, ()):
-                        row = lrow + right_rows[i]
-                        if cond is None or cond(row) is True:
-                            hit = True
-                            matched_right.add(i)
-                            yield row
-                if not hit and side in ("LEFT", "FULL"):
-                    yield lrow + null_right
+                yield from probe(lrow, () if None in k else table.get(k, ()))
         else:
+            every = range(len(right_rows))
             for lrow in left():
-                hit = False
-                for i, r in enumerate(right_rows):
-                    row = lrow + r
-                    if cond is None or cond(row) is True:
-                        hit = True
-                        matched_right.add(i)
-                        yield row
-                if not hit and side in ("LEFT", "FULL"):
-                    yield lrow + null_right
+                yield from probe(lrow, every)
         if side in ("RIGHT", "FULL"):
             for i, r in enumerate(right_rows):
                 if i not in matched_right:
@@ -324,6 +321,37 @@ def expand_star(item: exp.Expression, scope: Scope) -> list[tuple[str, Expr]] | 
     return out
 
 
+def select_list(
+    items: list[exp.Expression], scope: Scope, compiler: Compiler, stars_allowed: bool = True
+) -> tuple[list[str], list[Expr]]:
+    """The column names and compiled expressions of a select list, ``*`` and ``t.*`` expanded.
+
+    :param scope: the FROM sources a star expands to.
+    :param compiler: compiles the other items (against the groups, in an aggregate query).
+    :param stars_allowed: False in an aggregate query, where a star is error 8120.
+    """
+    names: list[str] = []
+    exprs: list[Expr] = []
+    for item in items:
+        stars = expand_star(item, scope)
+        if stars is not None:
+            if not stars_allowed:
+                raise SqlError(
+                    8120,
+                    16,
+                    1,
+                    "Column is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.",
+                )
+            for name, e in stars:
+                names.append(name)
+                exprs.append(e)
+            continue
+        e = compiler.compile(item)
+        exprs.append(e)
+        names.append(output_name(item, e))
+    return names, exprs
+
+
 def output_name(item: exp.Expression, e: Expr) -> str:
     if isinstance(item, exp.Alias):
         return item.alias
@@ -372,8 +400,6 @@ def compile_select(
     having = select.args.get("having")
     is_agg = group is not None or having is not None or any(_has_aggregate(i) for i in sel_items)
 
-    out_exprs: list[Expr] = []
-    names: list[str] = []
     agg: AggContext | None = None
     if is_agg:
         group_nodes = list(group.expressions) if group is not None else []
@@ -392,23 +418,7 @@ def compile_select(
         compiler.window_slots = [
             (w, spec.slot, spec.type) for w, spec in zip(windows, window_specs, strict=True)
         ]
-    for item in sel_items:
-        stars = expand_star(item, scope)
-        if stars is not None:
-            if is_agg:
-                raise SqlError(
-                    8120,
-                    16,
-                    1,
-                    "Column is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause.",
-                )
-            for name, e in stars:
-                names.append(name)
-                out_exprs.append(e)
-            continue
-        e = out_compiler.compile(item)
-        out_exprs.append(e)
-        names.append(output_name(item, e))
+    names, out_exprs = select_list(sel_items, scope, out_compiler, stars_allowed=not is_agg)
     having_fn = out_compiler.predicate(having.this) if having is not None else None
 
     # ORDER BY keys: ordinal, output alias, or an expression over the source row
