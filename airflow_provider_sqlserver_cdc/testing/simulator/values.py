@@ -279,12 +279,7 @@ def format_time(ticks: int, scale: int) -> str:
 def format_datetime2(ticks: int, scale: int) -> str:
     """``yyyy-mm-dd hh:mm:ss[.fffffff]`` (the default text form of datetime2)."""
     days, rest = divmod(ticks, TICKS_PER_DAY)
-    secs, sub = divmod(rest, TICKS_PER_SECOND)
-    h, rem = divmod(secs, 3600)
-    m, s = divmod(rem, 60)
-    if scale > 0:
-        return f"{format_date(days)} {h:02d}:{m:02d}:{s:02d}.{sub:07d}"[: 20 + scale]
-    return f"{format_date(days)} {h:02d}:{m:02d}:{s:02d}"
+    return f"{format_date(days)} {format_time(rest, scale)}"
 
 
 def format_offset(minutes: int) -> str:

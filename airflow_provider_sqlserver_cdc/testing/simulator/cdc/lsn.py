@@ -55,24 +55,6 @@ def decrement_lsn(lsn: bytes) -> bytes:
     return max(value - 1, 0).to_bytes(LSN_LENGTH, "big")
 
 
-def lsn_to_numeric(lsn: bytes) -> int:
-    """
-    The decimal form SQL Server's DMVs use (``numeric(25,0)``), e.g. ``database_transaction_begin_lsn``.
-
-    It is ``vlf * 10**15 + block * 10**5 + slot``: the VLF sequence, then the block as 10 decimal
-    digits, then the slot as 5 decimal digits.
-    """
-    vlf, block, slot = lsn_parts(lsn)
-    return vlf * 10**15 + block * 10**5 + slot
-
-
-def numeric_to_lsn(value: int) -> bytes:
-    """Inverse of :func:`lsn_to_numeric`."""
-    vlf, rest = divmod(int(value), 10**15)
-    block, slot = divmod(rest, 10**5)
-    return make_lsn(vlf, block, slot)
-
-
 def lsn_to_dmv_text(lsn: bytes | None) -> str | None:
     """The ``nvarchar(23)`` form of DMVs such as ``sys.dm_cdc_log_scan_sessions``: ``0000002d:00000580:001d``."""
     if lsn is None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -18,6 +20,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, syntax_error
+
+_Dml = TypeVar("_Dml", exp.Update, exp.Delete)
 
 
 class _Parser(TSQL.Parser):
@@ -31,15 +35,15 @@ class _Parser(TSQL.Parser):
         return dt
 
     def _parse_update(self) -> exp.Update:
-        top = self._parse_dml_top()
-        node = super()._parse_update()
-        if top is not None:
-            node.set("limit", top)
-        return node
+        return self._with_dml_top(super()._parse_update)
 
     def _parse_delete(self) -> exp.Delete:
+        return self._with_dml_top(super()._parse_delete)
+
+    def _with_dml_top(self, parse: Callable[[], _Dml]) -> _Dml:
+        """Parse an UPDATE or DELETE with *parse*, after its ``TOP (n)`` (kept as the node's limit)."""
         top = self._parse_dml_top()
-        node = super()._parse_delete()
+        node = parse()
         if top is not None:
             node.set("limit", top)
         return node

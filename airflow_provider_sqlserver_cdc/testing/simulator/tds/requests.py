@@ -142,6 +142,9 @@ class RpcCall:
     params: list[RpcParam] = field(default_factory=list)
 
 
+_U16, _U32, _U64 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<Q")
+
+
 class _Reader:
     def __init__(self, data: bytes, pos: int) -> None:
         self.data = data
@@ -164,20 +167,19 @@ class _Reader:
         self.pos += 1
         return v
 
-    def u16(self) -> int:
-        v = struct.unpack_from("<H", self.data, self.pos)[0]
-        self.pos += 2
+    def _unsigned(self, fmt: struct.Struct) -> int:
+        (v,) = fmt.unpack_from(self.data, self.pos)
+        self.pos += fmt.size
         return v
+
+    def u16(self) -> int:
+        return self._unsigned(_U16)
 
     def u32(self) -> int:
-        v = struct.unpack_from("<I", self.data, self.pos)[0]
-        self.pos += 4
-        return v
+        return self._unsigned(_U32)
 
     def u64(self) -> int:
-        v = struct.unpack_from("<Q", self.data, self.pos)[0]
-        self.pos += 8
-        return v
+        return self._unsigned(_U64)
 
     def b_varchar(self) -> str:
         n = self.u8()

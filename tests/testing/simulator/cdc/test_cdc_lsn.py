@@ -13,10 +13,10 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.lsn import (
     lsn_parts,
     lsn_to_dmv_text,
     lsn_to_hex,
-    lsn_to_numeric,
     make_lsn,
-    numeric_to_lsn,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_from_numeric as numeric_to_lsn
+from airflow_provider_sqlserver_cdc.testing.simulator.log import lsn_to_numeric
 
 
 def test_make_lsn_lays_out_vlf_block_slot_big_endian():
