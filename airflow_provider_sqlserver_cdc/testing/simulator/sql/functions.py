@@ -938,52 +938,55 @@ def _sqrt(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
 # -- system
 
 
-@builtin("DB_NAME")
-def _db_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    s = c.session
-    if args:
-        fa = _int_arg(c.compile(args[0]))
-        return Expr(_nullsafe([fa], lambda i: s.engine.database_name_by_id(i)), T.SYSNAME)
-    return Expr(lambda row: s.database, T.SYSNAME, False)
+def _named_or_current(
+    by_id: bool, lookup: Callable[[Any, Any], Any], current: Callable[[Any], Any], t: SqlType
+) -> Callable[[ExpressionCompiler, list[exp.Expression]], Expr]:
+    """A function of a database or schema named by its argument, or of the current one without.
+
+    :param by_id: the argument is an id (int), else a name (string).
+    :param lookup: ``(session, argument)`` to the value; None for an unknown object.
+    :param current: ``session`` to the value for the current database or default schema.
+    :param t: the type of the value.
+    """
+
+    def build(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+        s = c.session
+        if args:
+            e = c.compile(args[0])
+            fa = _int_arg(e) if by_id else _str_arg(e)[0]
+            return Expr(_nullsafe([fa], lambda v: lookup(s, v)), t)
+        return Expr(lambda row: current(s), t, False)
+
+    return build
 
 
-@builtin("DB_ID")
-def _db_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    s = c.session
-    if args:
-        fa, _ = _str_arg(c.compile(args[0]))
-        return Expr(
-            _nullsafe([fa], lambda n: db.database_id if (db := s.engine.databases.get(n.lower())) else None),
-            T.SMALLINT,
-        )
-    return Expr(lambda row: s.current_db().database_id, T.SMALLINT, False)
+def _schema_name_by_id(s: Any, schema_id: int) -> Any:
+    for sch in s.current_db().schemas.values():
+        if sch.schema_id == schema_id:
+            return sch.name
+    return None
 
 
-@builtin("SCHEMA_NAME")
-def _schema_name(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    s = c.session
-    if args:
-        fa = _int_arg(c.compile(args[0]))
-
-        def by_id(i: int) -> Any:
-            for sch in s.current_db().schemas.values():
-                if sch.schema_id == i:
-                    return sch.name
-            return None
-
-        return Expr(_nullsafe([fa], by_id), T.SYSNAME)
-    return Expr(lambda row: s.default_schema(), T.SYSNAME, False)
+def _database_id(s: Any, name: str) -> Any:
+    db = s.engine.databases.get(name.lower())
+    return db.database_id if db else None
 
 
-@builtin("SCHEMA_ID")
-def _schema_id(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
-    s = c.session
-    if args:
-        fa, _ = _str_arg(c.compile(args[0]))
-        return Expr(
-            _nullsafe([fa], lambda n: sch.schema_id if (sch := s.current_db().schema(n)) else None), T.INT
-        )
-    return Expr(lambda row: s.current_db().schema(s.default_schema()).schema_id, T.INT, False)
+def _schema_id(s: Any, name: str) -> Any:
+    sch = s.current_db().schema(name)
+    return sch.schema_id if sch else None
+
+
+_BUILTINS["DB_NAME"] = _named_or_current(
+    True, lambda s, i: s.engine.database_name_by_id(i), lambda s: s.database, T.SYSNAME
+)
+_BUILTINS["DB_ID"] = _named_or_current(False, _database_id, lambda s: s.current_db().database_id, T.SMALLINT)
+_BUILTINS["SCHEMA_NAME"] = _named_or_current(
+    True, _schema_name_by_id, lambda s: s.default_schema(), T.SYSNAME
+)
+_BUILTINS["SCHEMA_ID"] = _named_or_current(
+    False, _schema_id, lambda s: s.current_db().schema(s.default_schema()).schema_id, T.INT
+)
 
 
 def _of_named_table(
