@@ -997,31 +997,9 @@ def try_special_ddl(session: ExecutionContext, raw: RawStatement) -> Iterator[An
     w1 = words[1] if len(words) > 1 else ""
     if w0 not in ("CREATE", "ALTER", "DROP"):
         return None
-    c = _Cursor(raw, 2)
-    if w0 == "CREATE" and w1 == "TABLE":
-        return create_table(session, raw, c)
-    if w0 == "ALTER" and w1 == "TABLE":
-        return alter_table(session, raw, c)
-    if w0 == "CREATE" and w1 == "DATABASE":
-        return _create_database(session, c)
-    if w0 == "DROP" and w1 == "DATABASE":
-        return _drop_database(session, c)
-    if w0 == "ALTER" and w1 == "DATABASE":
-        return _alter_database(session, c)
-    if w0 == "CREATE" and w1 == "SCHEMA":
-        return _create_schema(session, raw, c)
-    if w0 == "DROP" and w1 == "SCHEMA":
-        return _drop_schema(session, raw, c)
-    if w0 == "CREATE" and w1 == "LOGIN":
-        return _create_login(session, c)
-    if w0 == "CREATE" and w1 == "USER":
-        return _create_user(session, raw, c)
-    if w0 == "CREATE" and w1 == "ROLE":
-        return _create_role(session, raw, c)
-    if w0 == "ALTER" and w1 == "ROLE":
-        return _alter_role(session, raw, c)
-    if w0 == "DROP" and w1 in ("USER", "ROLE", "LOGIN"):
-        return _drop_principal(session, raw, c, w1)
+    handler = _TOKEN_DDL.get((w0, w1))
+    if handler is not None:
+        return handler(session, raw, _Cursor(raw, 2))
     if w0 in ("CREATE", "ALTER", "DROP") and w1 in (
         "VIEW",
         "PROCEDURE",
@@ -1049,7 +1027,7 @@ def try_special_ddl(session: ExecutionContext, raw: RawStatement) -> Iterator[An
     return None
 
 
-def _create_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
+def _create_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     if not c.at_end():
         raise not_supported("CREATE DATABASE options")
@@ -1059,7 +1037,7 @@ def _create_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _drop_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
+def _drop_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     if c.word() == "IF":
         c.take()
         c.expect("EXISTS")
@@ -1086,7 +1064,7 @@ def _drop_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
     yield _done()
 
 
-def _alter_database(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
+def _alter_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = session.database if c.accept("CURRENT") else c.name()
     db = session.engine.database(name)
     c.expect("SET")
@@ -1177,7 +1155,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
     yield _done()
 
 
-def _create_login(session: ExecutionContext, c: _Cursor) -> Iterator[Any]:
+def _create_login(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
     c.expect("WITH")
     c.expect("PASSWORD")
@@ -1318,7 +1296,8 @@ _FIXED_PRINCIPALS = frozenset(
 )
 
 
-def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor, kind: str) -> Iterator[Any]:
+def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
+    kind = raw.words[1]  # USER, ROLE or LOGIN
     if c.word() == "IF":
         c.take()
         c.expect("EXISTS")
@@ -1358,3 +1337,22 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor, ki
 
     _log_principal_ddl(session, xact, db, raw, f"drop_{kind.lower()}", name, undo)
     yield _done()
+
+
+# the DDL parsed from tokens: (first word, second word) -> handler(session, statement, cursor after them)
+_TOKEN_DDL: dict[tuple[str, str], Callable[[ExecutionContext, RawStatement, _Cursor], Iterator[Any]]] = {
+    ("CREATE", "TABLE"): create_table,
+    ("ALTER", "TABLE"): alter_table,
+    ("CREATE", "DATABASE"): _create_database,
+    ("DROP", "DATABASE"): _drop_database,
+    ("ALTER", "DATABASE"): _alter_database,
+    ("CREATE", "SCHEMA"): _create_schema,
+    ("DROP", "SCHEMA"): _drop_schema,
+    ("CREATE", "LOGIN"): _create_login,
+    ("CREATE", "USER"): _create_user,
+    ("CREATE", "ROLE"): _create_role,
+    ("ALTER", "ROLE"): _alter_role,
+    ("DROP", "USER"): _drop_principal,
+    ("DROP", "ROLE"): _drop_principal,
+    ("DROP", "LOGIN"): _drop_principal,
+}
