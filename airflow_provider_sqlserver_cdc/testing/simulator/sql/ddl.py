@@ -67,6 +67,13 @@ class _Cursor:
             return True
         return False
 
+    def if_exists(self) -> bool:
+        """Consume ``IF EXISTS`` if it comes next; whether it did."""
+        if self.accept("IF"):
+            self.expect("EXISTS")
+            return True
+        return False
+
     def expect(self, *words: str) -> None:
         if not self.accept(*words):
             t = self.peek()
@@ -672,9 +679,7 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             yield _done()
             return
         c.expect("COLUMN")
-        if c.word() == "IF":
-            c.take()
-            c.expect("EXISTS")
+        c.if_exists()
         names = [c.name()]
         while c.accept(","):
             c.accept("COLUMN")
@@ -1038,20 +1043,14 @@ def _create_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -
 
 
 def _drop_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
-    if c.word() == "IF":
-        c.take()
-        c.expect("EXISTS")
-        name = c.name()
-        if name.lower() not in session.engine.databases:
-            yield _done()
-            return
-    else:
-        name = c.name()
-    if session.database.lower() == name.lower():
+    if_exists = c.if_exists()
+    name = c.name()
+    if if_exists and name.lower() not in session.engine.databases:
+        yield _done()
+        return
+    users = [session, *list(session.engine.sessions.values())]
+    if any(s.database.lower() == name.lower() for s in users):
         raise SqlError(3702, 16, 4, f'Cannot drop database "{name}" because it is currently in use.')
-    for s in list(session.engine.sessions.values()):
-        if s is not session and s.database.lower() == name.lower():
-            raise SqlError(3702, 16, 4, f'Cannot drop database "{name}" because it is currently in use.')
     with session.engine.mutex:
         db = session.engine.databases.get(name.lower())
         if db is None:
@@ -1120,9 +1119,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
 
 
 def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
-    if c.word() == "IF":
-        c.take()
-        c.expect("EXISTS")
+    c.if_exists()
     name = c.name()
     db = session.current_db()
     sch = db.schema(name)
@@ -1298,9 +1295,7 @@ _FIXED_PRINCIPALS = frozenset(
 
 def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     kind = raw.words[1]  # USER, ROLE or LOGIN
-    if c.word() == "IF":
-        c.take()
-        c.expect("EXISTS")
+    c.if_exists()
     name = c.name()
     if kind == "LOGIN":
         if name.lower() == "sa":
