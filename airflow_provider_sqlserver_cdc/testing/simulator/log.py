@@ -61,14 +61,15 @@ def lsn_hex(lsn: bytes) -> str:
 
 
 @dataclass(slots=True)
-class RowOperation:
-    """One row change inside a transaction.
+class LoggedOperation:
+    """What every operation of a transaction names: its LSN, its table, its kind and columns.
 
-    :param lsn: LSN of this operation (CDC ``__$seqval``)
-    :param kind: ``insert``, ``delete`` or ``update``
-    :param columns: column names of the table at the time of the operation, in column order
-    :param before: full row before (delete/update), values in :mod:`.types` representation
-    :param after: full row after (insert/update)
+    :param lsn: LSN of this operation (CDC ``__$seqval`` for row changes)
+    :param schema: the table's schema
+    :param table: the table's name
+    :param object_id: the table's object id (0 for DDL on no table)
+    :param kind: what the operation does (see the subclasses)
+    :param columns: the columns it concerns
     """
 
     lsn: bytes
@@ -77,6 +78,18 @@ class RowOperation:
     object_id: int
     kind: str
     columns: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class RowOperation(LoggedOperation):
+    """One row change inside a transaction.
+
+    :param kind: ``insert``, ``delete`` or ``update``
+    :param columns: column names of the table at the time of the operation, in column order
+    :param before: full row before (delete/update), values in :mod:`.types` representation
+    :param after: full row after (insert/update)
+    """
+
     before: tuple[Any, ...] | None
     after: tuple[Any, ...] | None
     rowid: int = 0
@@ -93,7 +106,7 @@ class RowOperation:
 
 
 @dataclass(slots=True)
-class DdlOperation:
+class DdlOperation(LoggedOperation):
     """A schema change logged inside a transaction.
 
     :param kind: ``create_table``, ``drop_table``, ``add_column``, ``drop_column``, ``truncate_table``, ...
@@ -102,12 +115,6 @@ class DdlOperation:
     :param column_types: for ``alter_column``, the columns' new :class:`~.types.SqlType` s
     """
 
-    lsn: bytes
-    schema: str
-    table: str
-    object_id: int
-    kind: str
-    columns: tuple[str, ...]
     statement: str
     column_types: tuple[Any, ...] = ()
 

@@ -67,6 +67,10 @@ class _Cursor:
             return True
         return False
 
+    def constraint_name(self) -> str | None:
+        """Consume ``CONSTRAINT name`` if it comes next; the name, or None."""
+        return self.name() if self.accept("CONSTRAINT") else None
+
     def if_exists(self) -> bool:
         """Consume ``IF EXISTS`` if it comes next; whether it did."""
         if self.accept("IF"):
@@ -247,9 +251,7 @@ def _parse_column(c: _Cursor, table_name: str) -> _ColumnSpec:
     while (
         not c.at_end() and c.peek().token_type != TokenType.COMMA and c.peek().token_type != TokenType.R_PAREN
     ):
-        cname = None
-        if c.accept("CONSTRAINT"):
-            cname = c.name()
+        cname = c.constraint_name()
         w = c.word()
         if w == "IDENTITY":
             c.take()
@@ -319,9 +321,7 @@ def _parse_column(c: _Cursor, table_name: str) -> _ColumnSpec:
 
 
 def _parse_table_constraint(c: _Cursor) -> tuple[str | None, str, bool | None, list[str], list[bool]]:
-    cname = None
-    if c.accept("CONSTRAINT"):
-        cname = c.name()
+    cname = c.constraint_name()
     w = c.word()
     if w == "PRIMARY":
         c.take()
