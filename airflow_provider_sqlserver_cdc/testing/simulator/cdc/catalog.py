@@ -24,8 +24,9 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import 
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import Rowset, result_columns
 
 
-def _require(database: Any, table: str) -> CdcDatabase:
-    state = cdc_state(database)
+def _require(session: Any, database: Any, table: str) -> CdcDatabase:
+    """The CDC state of the view's database; error 208 on ``cdc.<table>`` if CDC is not enabled there."""
+    state = cdc_state(database_object(session, database))
     if state is None:
         raise errors.invalid_object_name(f"cdc.{table}")
     return state
@@ -56,8 +57,7 @@ def instance_settings(ci: CaptureInstance) -> tuple[Any, ...]:
 
 def change_tables(session: Any, database: Any) -> Rowset:
     """``cdc.change_tables``."""
-    database = database_object(session, database)
-    state = _require(database, "change_tables")
+    state = _require(session, database, "change_tables")
     columns = result_columns(
         """
         object_id int NOT NULL, version int, source_object_id int, capture_instance sysname NOT NULL,
@@ -75,8 +75,7 @@ def change_tables(session: Any, database: Any) -> Rowset:
 
 def captured_columns(session: Any, database: Any) -> Rowset:
     """``cdc.captured_columns`` (``object_id`` is the change table's id, one set of rows per instance)."""
-    database = database_object(session, database)
-    state = _require(database, "captured_columns")
+    state = _require(session, database, "captured_columns")
     columns = result_columns(
         """
         object_id int NOT NULL, column_name sysname NOT NULL, column_id int, column_type sysname NOT NULL,
@@ -93,8 +92,7 @@ def captured_columns(session: Any, database: Any) -> Rowset:
 
 def index_columns(session: Any, database: Any) -> Rowset:
     """``cdc.index_columns``."""
-    database = database_object(session, database)
-    state = _require(database, "index_columns")
+    state = _require(session, database, "index_columns")
     columns = result_columns(
         """
         object_id int NOT NULL, column_name sysname NOT NULL, index_ordinal tinyint NOT NULL,
@@ -111,8 +109,7 @@ def index_columns(session: Any, database: Any) -> Rowset:
 
 def ddl_history(session: Any, database: Any) -> Rowset:
     """``cdc.ddl_history``."""
-    database = database_object(session, database)
-    state = _require(database, "ddl_history")
+    state = _require(session, database, "ddl_history")
     columns = result_columns(
         """
         source_object_id int, object_id int NOT NULL, required_column_update bit,
@@ -135,8 +132,7 @@ def ddl_history(session: Any, database: Any) -> Rowset:
 
 def lsn_time_mapping(session: Any, database: Any) -> Rowset:
     """``cdc.lsn_time_mapping``."""
-    database = database_object(session, database)
-    state = _require(database, "lsn_time_mapping")
+    state = _require(session, database, "lsn_time_mapping")
     columns = result_columns(
         """
         start_lsn binary(10) NOT NULL, tran_begin_time datetime, tran_end_time datetime,
