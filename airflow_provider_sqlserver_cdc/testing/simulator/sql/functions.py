@@ -1046,6 +1046,16 @@ def _serverproperty(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(_nullsafe([fa], lambda p: s.engine.server_property(p)), SqlType("nvarchar", length=4000))
 
 
+# DATABASEPROPERTYEX: the same for every database of the simulator
+_DATABASE_PROPERTIES = {
+    "status": "ONLINE",
+    "updateability": "READ_WRITE",
+    "recovery": "FULL",
+    "collation": "SQL_Latin1_General_CP1_CI_AS",
+    "version": "957",
+}
+
+
 @builtin("DATABASEPROPERTYEX")
 def _dbpropex(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
@@ -1053,21 +1063,9 @@ def _dbpropex(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     fp, _ = _str_arg(c.compile(args[1]))
 
     def prop(db: str, p: str) -> Any:
-        d = s.engine.databases.get(db.lower())
-        if d is None:
+        if db.lower() not in s.engine.databases:
             return None
-        p = p.lower()
-        if p == "status":
-            return "ONLINE"
-        if p == "updateability":
-            return "READ_WRITE"
-        if p == "recovery":
-            return "FULL"
-        if p == "collation":
-            return "SQL_Latin1_General_CP1_CI_AS"
-        if p == "version":
-            return "957"
-        return None
+        return _DATABASE_PROPERTIES.get(p.lower())
 
     return Expr(_nullsafe([fa, fp], prop), SqlType("nvarchar", length=4000))
 
