@@ -1,7 +1,8 @@
 """
 Watermarks: the last LSN merged per capture instance, kept in an Airflow Variable.
 
-Key: ``sqlserver_cdc__<conn_id>__<database>__<capture_instance>``. Value (JSON):
+Key: ``sqlserver_cdc__<conn_id>__<database>__<capture_instance>``, derived by
+``window.change_window.watermark_key``. Value (JSON):
 ``{"lsn": "0x…", "commit_time": "…+00:00", "dag_run_id": "…", "updated_at": "…"}``.
 A watermark only moves forward; it is written after the merge has committed
 (WatermarkCommitOperator), never by the extraction.
@@ -10,24 +11,12 @@ A watermark only moves forward; it is written after the merge has committed
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-
-KEY_PREFIX = "sqlserver_cdc"
-
-
-def watermark_key(conn_id: str, database: str, capture_instance: str) -> str:
-    """
-    Return the Variable key of a capture instance's watermark.
-
-    :param conn_id: the Airflow connection id of the source server.
-    :param database: the source database.
-    :param capture_instance: the capture instance.
-    """
-    return f"{KEY_PREFIX}__{conn_id}__{database}__{capture_instance}"
 
 
 @dataclass(frozen=True)
@@ -75,6 +64,15 @@ def read_watermark(key: str) -> Watermark | None:
     if raw is None:
         return None
     return Watermark.from_json(raw if isinstance(raw, str) else json.dumps(raw), key=key)
+
+
+def read_watermarks(keys: Mapping[str, str]) -> dict[str, Watermark | None]:
+    """
+    Return the stored watermark of each capture instance (None where none is stored).
+
+    :param keys: capture instance -> its watermark key (``window.change_window.watermark_key``).
+    """
+    return {name: read_watermark(key) for name, key in keys.items()}
 
 
 def advance_watermark(

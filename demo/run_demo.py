@@ -248,8 +248,9 @@ def summarize(settings: Any) -> bool:
     from airflow.models.variable import Variable
 
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+    from airflow_provider_sqlserver_cdc.state import Watermark
     from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
+    from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
     hook = SqlServerCdcHook(CONN_ID)
     status = hook.get_capture_job_status()

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pyodbc
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.windows import LsnWindow, ServerTimeZone
+    from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone
 
 SQL_SS_TIMESTAMPOFFSET = -155
 SQL_GUID = -11

@@ -28,13 +28,13 @@ from airflow_provider_sqlserver_cdc.hooks.odbc_connection import (
     airflow_odbc_driver,
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.windows import ServerTimeZone
+from airflow_provider_sqlserver_cdc.window.planning import ServerTimeZone
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyodbc
 
-    from airflow_provider_sqlserver_cdc.windows import LsnWindow
+    from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 DEFAULT_BATCH_SIZE = 20_000
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names, require_key_columns
+from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
+from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
@@ -18,14 +19,13 @@ from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
     resnapshot_requests,
     split_loads,
 )
-from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_capture_instance
-from airflow_provider_sqlserver_cdc.state import watermark_key
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_windows
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcSnapshotOperator(BaseOperator):
+class CdcSnapshotOperator(SourceHookMixin, BaseOperator):
     """
     Copy captured tables consistently, each with the LSN its copy is consistent at.
 
@@ -93,48 +93,31 @@ class CdcSnapshotOperator(BaseOperator):
         self.require_key_columns = require_key_columns
         self.server_time_zone = server_time_zone
 
-    def _hook(self) -> SqlServerCdcHook:
-        return SqlServerCdcHook(
-            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
-        )
-
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        names = capture_instance_names(self.capture_instance)
-        if not names:
-            raise ValueError("capture_instance is empty: give at least one capture instance")
-        hook = self._hook()
         dag_run = context.get("dag_run")
-        results = []
-        try:
-            database = hook.database or hook.get_database_name()
-            instances = hook.get_named_capture_instances(names)
-            if self.require_key_columns:
-                require_key_columns(instances)
-            for instance in instances:
-                result = snapshot_capture_instance(
-                    hook,
-                    instance,
-                    base_uri=self.base_path,
-                    database=database,
-                    chunk_rows=self.chunk_rows,
-                    batch_size=self.batch_size,
-                    max_file_bytes=self.max_file_bytes,
-                    method=self.method,
-                    lock_timeout_s=self.lock_timeout,
-                    allow_table_lock_fallback=self.allow_table_lock_fallback,
-                    resume=self.resume,
-                    dag_id=self.dag_id,
-                    run_id=getattr(dag_run, "run_id", None),
-                    log=self.log,
-                )
-                key = watermark_key(self.sqlserver_cdc_conn_id, database, instance.name)
-                results.append(result.to_xcom(key))
-        finally:
-            hook.close()
+        with self.source_hook() as hook:
+            windows = snapshot_windows(
+                hook,
+                capture_instance_names(self.capture_instance),
+                conn_id=self.sqlserver_cdc_conn_id,
+                base_uri=self.base_path,
+                require_keys=self.require_key_columns,
+                chunk_rows=self.chunk_rows,
+                batch_size=self.batch_size,
+                max_file_bytes=self.max_file_bytes,
+                method=self.method,
+                lock_timeout_s=self.lock_timeout,
+                allow_table_lock_fallback=self.allow_table_lock_fallback,
+                resume=self.resume,
+                dag_id=self.dag_id,
+                run_id=getattr(dag_run, "run_id", None),
+                log=self.log,
+            )
+        results = [w.to_xcom() for w in windows]
         return results[0] if isinstance(self.capture_instance, str) else results
 
 
-class CdcLoadPlanOperator(BaseOperator):
+class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
     """
     Decide per capture instance whether this run snapshots it or extracts its next change window.
 
@@ -176,19 +159,15 @@ class CdcLoadPlanOperator(BaseOperator):
     def execute(self, context: Context) -> list[dict[str, Any]]:
         dag_run = context.get("dag_run")
         requested = set(self.resnapshot) | resnapshot_requests(getattr(dag_run, "conf", None))
-        hook = SqlServerCdcHook(self.sqlserver_cdc_conn_id, database=self.database)
-        try:
-            database = hook.database or hook.get_database_name()
+        with self.source_hook() as hook:
             decisions = plan_loads(
                 hook,
                 list(self.capture_instances),
                 conn_id=self.sqlserver_cdc_conn_id,
-                database=database,
+                database=hook.database or hook.get_database_name(),
                 resnapshot=requested,
                 check_retention=self.check_retention,
             )
-        finally:
-            hook.close()
         for d in decisions:
             self.log.info("%s: %s (%s)", d.capture_instance, d.action, d.reason)
         split = split_loads(decisions)

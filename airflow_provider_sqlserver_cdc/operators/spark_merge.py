@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.parquet.manifest import MANIFEST_NAME
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.merge_job import (
     DELETE_MODES,
     WRITE_MODES,
     MergeJobError,
-    manifest_uris,
     parse_table_properties,
 )
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -63,6 +64,27 @@ def merge_job_arguments(
     for capture_instance, table in (targets or {}).items():
         arguments += ["--target", f"{capture_instance}={table}"]
     return [*arguments, "--delete-mode", delete_mode, "--write-mode", write_mode, *property_arguments]
+
+
+def window_manifest_uris(value: Any) -> list[str]:
+    """
+    Return the manifest URIs of the windows to merge, each once, in order.
+
+    :param value: the extract or snapshot XCom in any shape ``ChangeWindow.from_xcom`` reads (the merge
+        needs only each window's ``manifest_uri``), or manifest URIs / window directories.
+    """
+    uris: list[str] = []
+    for item in xcom_items(value):
+        uri = item if isinstance(item, str) else item.get("manifest_uri", item.get("manifest"))
+        if not isinstance(uri, str):
+            raise ChangeWindowError(
+                f"window description has no 'manifest_uri': keys are {sorted(item)}; pass the extract task's XCom"
+            )
+        if not (uri == MANIFEST_NAME or uri.endswith("/" + MANIFEST_NAME)):
+            uri = uri.rstrip("/") + "/" + MANIFEST_NAME
+        if uri not in uris:
+            uris.append(uri)
+    return uris
 
 
 def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
@@ -145,9 +167,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     def execute(self, context: Context) -> list[str]:
         """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
         value = self._window_value(context)
-        if not isinstance(value, str | bytes | Mapping) and isinstance(value, Iterable):
-            value = list(value)  # lazy XCom sequences of mapped extract tasks
-        manifests = manifest_uris(value)
+        manifests = window_manifest_uris(value)
         if not manifests:
             raise ValueError(
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "

@@ -11,17 +11,18 @@ from airflow.sdk.exceptions import AirflowSensorTimeout
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
+from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
-from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
-from airflow_provider_sqlserver_cdc.windows import MODES, window_ready
+from airflow_provider_sqlserver_cdc.state import read_watermarks
+from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
+from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from airflow_provider_sqlserver_cdc.window.planning import MODES
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class LsnSensor(BaseSensorOperator):
+class LsnSensor(SourceHookMixin, BaseSensorOperator):
     """
     Succeed when the capture job has processed every transaction the run's windows need.
 
@@ -60,11 +61,6 @@ class LsnSensor(BaseSensorOperator):
         self.server_time_zone = server_time_zone
         self.deferrable = deferrable
 
-    def _hook(self) -> SqlServerCdcHook:
-        return SqlServerCdcHook(
-            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
-        )
-
     def _watermarks(self, hook: SqlServerCdcHook) -> dict[str, str | None]:
         if self.window_mode != "watermark":
             return {}
@@ -72,30 +68,15 @@ class LsnSensor(BaseSensorOperator):
         if not names:
             raise ValueError("LsnSensor in watermark mode needs capture_instance")
         database = hook.database or hook.get_database_name()
-        marks: dict[str, str | None] = {}
         # Resolve ``schema.table`` to the instance name, as CdcExtractOperator keys its watermark.
-        for instance in hook.get_named_capture_instances(names, with_columns=False):
-            mark = read_watermark(watermark_key(self.sqlserver_cdc_conn_id, database, instance.name))
-            marks[instance.name] = mark.lsn if mark else None
-        return marks
-
-    def _check(
-        self, hook: SqlServerCdcHook, context: Context, marks: dict[str, str | None]
-    ) -> tuple[bool, str]:
-        return window_ready(
-            hook,
-            hook.get_server_time_zone(),
-            window_mode=self.window_mode,
-            data_interval_end=context.get("data_interval_end"),
-            watermarks={k: Lsn.from_hex(v) if v else None for k, v in marks.items()},
-        )
+        instances = hook.get_named_capture_instances(names, with_columns=False)
+        keys = {i.name: watermark_key(self.sqlserver_cdc_conn_id, database, i.name) for i in instances}
+        return {name: mark.lsn if mark else None for name, mark in read_watermarks(keys).items()}
 
     def poke(self, context: Context) -> bool:
-        hook = self._hook()
-        try:
-            ready, detail = self._check(hook, context, self._watermarks(hook))
-        finally:
-            hook.close()
+        with self.source_hook() as hook:
+            marks = self._watermarks(hook)
+            ready, detail = capture_ready(hook, self.window_mode, context.get("data_interval_end"), marks)
         self.log.info("%s: %s", "ready" if ready else "waiting", detail)
         return ready
 
@@ -110,16 +91,13 @@ class LsnSensor(BaseSensorOperator):
                 return super().execute(context)
             except AirflowSensorTimeout as err:
                 raise AirflowSensorTimeout(f"{err} {self._capture_job_text()}") from None
-        hook = self._hook()
-        try:
+        interval_end = context.get("data_interval_end")
+        with self.source_hook() as hook:
             marks = self._watermarks(hook)
-            ready, detail = self._check(hook, context, marks)
-        finally:
-            hook.close()
+            ready, detail = capture_ready(hook, self.window_mode, interval_end, marks)
         if ready:
             self.log.info("ready: %s", detail)
             return None
-        interval_end = context.get("data_interval_end")
         timeout_at = None
         if self.timeout is not None:
             seconds = (
@@ -152,10 +130,8 @@ class LsnSensor(BaseSensorOperator):
         raise RuntimeError(f"LsnTrigger failed: {event.get('message')}")
 
     def _capture_job_text(self) -> str:
-        hook = self._hook()
         try:
-            return "Capture job: " + hook.get_capture_job_status().describe() + "."
+            with self.source_hook() as hook:
+                return "Capture job: " + hook.get_capture_job_status().describe() + "."
         except Exception as err:
             return f"(capture job state unavailable: {err})"
-        finally:
-            hook.close()

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.state import read_watermark, watermark_key
+from airflow_provider_sqlserver_cdc.state import read_watermark
+from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance

@@ -22,7 +22,6 @@ import pyarrow.fs as pafs
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.operators.extract import ExtractResult
 from airflow_provider_sqlserver_cdc.parquet.manifest import (
     MANIFEST_NAME,
     WindowManifest,
@@ -51,6 +50,8 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
     remove_progress,
     write_progress,
 )
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
+from airflow_provider_sqlserver_cdc.window.extraction import ExtractResult, load_capture_instances
 
 if TYPE_CHECKING:
     import logging
@@ -64,7 +65,7 @@ INSERT = 2
 
 @dataclass
 class SnapshotResult:
-    """What a snapshot produced (the XCom value is :meth:`to_xcom`)."""
+    """What a snapshot produced (it flows on as :meth:`change_window`)."""
 
     extract: ExtractResult
     progress: SnapshotProgress
@@ -81,20 +82,19 @@ class SnapshotResult:
         """The snapshot's manifest."""
         return self.extract.manifest
 
-    def to_xcom(self, state_key: str) -> dict[str, Any]:
-        """The same keys as CdcExtractOperator's XCom, plus the snapshot's own facts."""
-        value = self.extract.to_xcom(state_key, self.progress.snapshot_time)
-        value.update(
-            {
-                "snapshot_lsn": self.progress.snapshot_lsn,
-                "snapshot_method": self.progress.method,
-                "resumed_chunks": self.resumed_chunks,
-                "read_lsns": list(self.progress.read_lsns),
-                "consistent_after_lsn": max(self.progress.read_lsns, key=Lsn.from_hex),
-                "lock_held_ms": None if self.lock_held_s is None else round(self.lock_held_s * 1000, 1),
-            }
+    def change_window(self, state_key: str) -> ChangeWindow:
+        """The snapshot as a window of kind ``snapshot`` (to_lsn = the snapshot LSN), with how it was taken."""
+        return self.extract.change_window(
+            state_key,
+            to_position_time=self.progress.snapshot_time,
+            snapshot=SnapshotDetails(
+                method=self.progress.method,
+                read_positions=tuple(self.progress.read_lsns),
+                consistent_after=max(self.progress.read_lsns, key=Lsn.from_hex),
+                resumed_chunks=self.resumed_chunks,
+                lock_held_ms=None if self.lock_held_s is None else round(self.lock_held_s * 1000, 1),
+            ),
         )
-        return value
 
 
 def update_mask_all(columns: Sequence[CapturedColumn]) -> bytes:
@@ -489,3 +489,31 @@ def snapshot_capture_instance(
         resumed_chunks=resumed_chunks,
         lock_held_s=snapshot.lock_held_s,
     )
+
+
+def snapshot_windows(
+    hook: SqlServerCdcHook,
+    names: Sequence[str],
+    *,
+    conn_id: str,
+    base_uri: str,
+    require_keys: bool = True,
+    **copy_options: Any,
+) -> list[ChangeWindow]:
+    """
+    Snapshot each named capture instance; return the snapshot windows in the order of ``names``.
+
+    :param hook: the source hook.
+    :param names: capture instance names, or ``schema.table`` for the newest instance of a table.
+    :param conn_id: the Airflow connection id of the source (part of the watermark key).
+    :param base_uri: local path or filesystem URI of the windows' base directory.
+    :param require_keys: raise NoKeyColumnsError for an instance without key columns.
+    :param copy_options: further arguments of :func:`snapshot_capture_instance` (chunk_rows, method, ...).
+    """
+    database, instances = load_capture_instances(hook, names, require_keys=require_keys)
+    return [
+        snapshot_capture_instance(
+            hook, instance, base_uri=base_uri, database=database, **copy_options
+        ).change_window(watermark_key(conn_id, database, instance.name))
+        for instance in instances
+    ]

@@ -5,15 +5,43 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.windows import window_ready
+from airflow_provider_sqlserver_cdc.window.planning import window_ready
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 
-class LsnTrigger(BaseTrigger):
+def capture_ready(
+    hook: SqlServerCdcHook,
+    window_mode: str,
+    data_interval_end: datetime | None,
+    watermarks: dict[str, str | None],
+) -> tuple[bool, str]:
+    """
+    Ask the source whether the capture job has processed what the run's windows need.
+
+    :param hook: the source hook.
+    :param window_mode: ``interval`` or ``watermark``.
+    :param data_interval_end: aware end of the run's data interval (interval mode).
+    :param watermarks: capture instance -> stored watermark LSN in hex (watermark mode).
+    :return: ``(ready, explanation)``.
+    """
+    return window_ready(
+        hook,
+        hook.get_server_time_zone(),
+        window_mode=window_mode,
+        data_interval_end=data_interval_end,
+        watermarks={k: Lsn.from_hex(v) if v else None for k, v in watermarks.items()},
+    )
+
+
+class LsnTrigger(SourceHookMixin, BaseTrigger):
     """
     Poll until the capture job has processed what the window needs; blocking driver calls run in a thread.
 
@@ -64,35 +92,16 @@ class LsnTrigger(BaseTrigger):
             },
         )
 
-    def _hook(self) -> Any:
-        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-
-        return SqlServerCdcHook(
-            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
-        )
-
     def check(self) -> tuple[bool, str]:
         """One blocking check (runs in a worker thread)."""
-        hook = self._hook()
-        try:
-            end = datetime.fromisoformat(self.data_interval_end) if self.data_interval_end else None
-            return window_ready(
-                hook,
-                hook.get_server_time_zone(),
-                window_mode=self.window_mode,
-                data_interval_end=end,
-                watermarks={k: Lsn.from_hex(v) if v else None for k, v in self.watermarks.items()},
-            )
-        finally:
-            hook.close()
+        end = datetime.fromisoformat(self.data_interval_end) if self.data_interval_end else None
+        with self.source_hook() as hook:
+            return capture_ready(hook, self.window_mode, end, self.watermarks)
 
     def capture_job_text(self) -> str:
         """The capture job's state as a sentence (runs in a worker thread)."""
-        hook = self._hook()
-        try:
+        with self.source_hook() as hook:
             return hook.get_capture_job_status().describe()
-        finally:
-            hook.close()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         deadline = datetime.fromisoformat(self.timeout_at) if self.timeout_at else None

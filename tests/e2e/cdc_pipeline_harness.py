@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
+from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"

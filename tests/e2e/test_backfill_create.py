@@ -41,8 +41,9 @@ from cdc_pipeline_harness import (
     create_sample_source,
 )
 
-from airflow_provider_sqlserver_cdc.state import Watermark, watermark_key
+from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
 pytestmark = pytest.mark.slow
 

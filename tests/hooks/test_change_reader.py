@@ -24,7 +24,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_reader import (
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
-from airflow_provider_sqlserver_cdc.windows import LsnWindow, ServerTimeZone
+from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone
 
 COLUMNS = (
     CapturedColumn("id", 1, "int", 4, 10, 0, False),

@@ -18,7 +18,7 @@ from airflow_provider_sqlserver_cdc.errors import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.windows import LsnWindow
+from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 ZONE = "Asia/Kolkata"  # UTC+05:30, no DST
 

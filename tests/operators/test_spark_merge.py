@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator, merge_job_arguments
+from airflow_provider_sqlserver_cdc.operators.spark_merge import (
+    CdcSparkMergeOperator,
+    merge_job_arguments,
+    window_manifest_uris,
+)
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
@@ -78,6 +82,29 @@ def test_operator_settings_are_checked_without_io() -> None:
     assert {"application_args", "namespace", "windows", "targets", "table_properties", "conf"} <= set(
         operator.template_fields
     )
+
+
+def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
+
+    window = ChangeWindow(
+        capture_instance="dbo_a",
+        source={"server": "s", "database": "d", "schema": "dbo", "table": "a"},
+        kind="changes",
+        mode="interval",
+        from_position="0x00000000000000000001",
+        to_position="0x00000000000000000002",
+        window_uri="/w/a",
+        manifest_uri="/w/a/_manifest.json",
+        state_key="sqlserver_cdc__c__d__dbo_a",
+    )
+    mapped = (item for item in [window.to_xcom(), None, "s3a://b/w/b/"])  # lazy, as mapped XComs are
+    assert window_manifest_uris([json.dumps(window.to_xcom()), mapped]) == [
+        "/w/a/_manifest.json",
+        "s3a://b/w/b/_manifest.json",
+    ]
+    with pytest.raises(ChangeWindowError, match="no 'manifest_uri'"):
+        window_manifest_uris({"capture_instance": "dbo_a"})
 
 
 class _FakeTaskInstance:

@@ -88,15 +88,16 @@ def test_poke_in_watermark_mode_needs_a_watermark(sim):
 
 def test_watermark_mode_reads_the_watermark_of_the_resolved_capture_instance(sim, monkeypatch):
     """``schema.table`` reads the same Variable as CdcExtractOperator writes (keyed by instance name)."""
-    import airflow_provider_sqlserver_cdc.sensors.lsn as sensor_module
+    import airflow_provider_sqlserver_cdc.state as state_module
 
     keys: list[str] = []
     # Variables are not readable outside a task: record the key at that edge instead.
-    monkeypatch.setattr(sensor_module, "read_watermark", lambda key: keys.append(key))
+    monkeypatch.setattr(state_module, "read_watermark", lambda key: keys.append(key))
     sensor = LsnSensor(
         task_id="wait", capture_instance="dbo.orders", sqlserver_cdc_conn_id="sim", window_mode="watermark"
     )
-    marks = sensor._watermarks(sensor._hook())
+    with sensor.source_hook() as hook:
+        marks = sensor._watermarks(hook)
     assert marks == {"dbo_orders": None}
     assert keys == ["sqlserver_cdc__sim__shop__dbo_orders"]
 

@@ -16,10 +16,10 @@ from snapshot_replay import ReplayTarget, read_window
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.operators.extract import extract_window
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.testing.workload import SampleDatabase, Workload
-from airflow_provider_sqlserver_cdc.windows import plan_windows
+from airflow_provider_sqlserver_cdc.window.extraction import extract_window
+from airflow_provider_sqlserver_cdc.window.planning import plan_windows
 
 _names = itertools.count(1)
 
@@ -171,7 +171,7 @@ class ConcurrentWriter:
 
 def history_until(hook: SqlServerCdcHook, instance, lsn: Lsn, base: Path, database: str) -> dict:
     """The table's rows at ``lsn`` rebuilt from CDC alone: every change from the instance's start up to ``lsn``."""
-    from airflow_provider_sqlserver_cdc.windows import LsnWindow
+    from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
     tz = hook.get_server_time_zone()
     window = LsnWindow(instance.name, hook.get_min_lsn(instance.name), lsn, "interval")

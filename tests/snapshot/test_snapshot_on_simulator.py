@@ -209,7 +209,7 @@ def test_a_failed_snapshot_resumes_with_the_same_lsn_and_still_ends_equal_to_the
     assert len(result.progress.read_lsns) == 2 and Lsn.from_hex(result.progress.read_lsns[1]) > Lsn.from_hex(
         first_lsn
     )
-    xcom = result.to_xcom("key")
+    xcom = result.change_window("key").to_xcom()
     assert xcom["to_lsn"] == first_lsn and xcom["consistent_after_lsn"] == result.progress.read_lsns[1]
     source.capture()
     windows = windows_after(hook, instance, Lsn.from_hex(first_lsn), base, source.name)

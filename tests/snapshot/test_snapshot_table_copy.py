@@ -8,8 +8,7 @@ import pyarrow.fs as pafs
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
 from airflow_provider_sqlserver_cdc.hooks.change_reader import METADATA_FIELDS
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.operators.extract import column_descriptions
-from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile
+from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_field, column_converter
 from airflow_provider_sqlserver_cdc.snapshot.progress import SnapshotProgress
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import (

@@ -900,8 +900,11 @@ def test_window_written_by_the_extraction_writer_merges(spark: Any, tmp_path: Pa
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.change_reader import METADATA_FIELDS
     from airflow_provider_sqlserver_cdc.lsn import Lsn
-    from airflow_provider_sqlserver_cdc.operators.extract import column_descriptions
-    from airflow_provider_sqlserver_cdc.parquet.manifest import WindowManifest, write_manifest
+    from airflow_provider_sqlserver_cdc.parquet.manifest import (
+        WindowManifest,
+        column_descriptions,
+        write_manifest,
+    )
     from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_field, column_converter
     from airflow_provider_sqlserver_cdc.parquet.window_writer import ParquetWindowWriter
 

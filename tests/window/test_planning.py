@@ -15,7 +15,7 @@ from airflow_provider_sqlserver_cdc.errors import (
     WindowNotReadyError,
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.windows import ServerTimeZone, plan_interval_window, plan_windows
+from airflow_provider_sqlserver_cdc.window.planning import ServerTimeZone, plan_interval_window, plan_windows
 
 UTC = UTC
 

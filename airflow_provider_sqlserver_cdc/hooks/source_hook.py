@@ -1,0 +1,37 @@
+"""SourceHookMixin: the source-connection arguments of the operators, the sensor and the trigger, and the hook they open."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+
+class SourceHookMixin:
+    """
+    Open the source's SqlServerCdcHook when a task runs, never when its DAG is parsed.
+
+    The class using it sets ``sqlserver_cdc_conn_id``, ``database`` and (optionally)
+    ``server_time_zone``. The hook module is imported only here, at run time, so the triggerer
+    and DAG parsing do not load the driver stack.
+    """
+
+    sqlserver_cdc_conn_id: str
+    database: str | None
+    server_time_zone: str | None = None
+
+    @contextmanager
+    def source_hook(self) -> Iterator[SqlServerCdcHook]:
+        """Yield a hook of the source and close its connection afterwards."""
+        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+        hook = SqlServerCdcHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+        try:
+            yield hook
+        finally:
+            hook.close()

@@ -1,0 +1,307 @@
+"""
+Extraction: stream planned LSN windows into Parquet files plus a manifest, as library functions.
+
+:func:`extract_window` writes one window; :func:`extract_windows` does one run's work for a list of
+capture instances (plan the windows, extract each, return them as :class:`ChangeWindow`).
+CdcExtractOperator calls it; the snapshot copy (``snapshot/table_copy.py``) builds its result with
+:class:`ExtractResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pyarrow.compute as pc
+
+from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.capture_instance import require_key_columns
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
+from airflow_provider_sqlserver_cdc.parquet.manifest import (
+    MANIFEST_NAME,
+    OPERATION_NAMES,
+    WindowManifest,
+    column_descriptions,
+    source_description,
+    write_manifest,
+    zero_operation_counts,
+)
+from airflow_provider_sqlserver_cdc.parquet.window_writer import (
+    DEFAULT_MAX_FILE_BYTES,
+    ParquetWindowWriter,
+    join_uri,
+    resolve_filesystem,
+)
+from airflow_provider_sqlserver_cdc.state import read_watermarks
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
+from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
+
+if TYPE_CHECKING:
+    import logging
+    from collections.abc import Sequence
+
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+PROGRESS_EVERY_S = 30.0
+
+
+@dataclass
+class ExtractResult:
+    """What one window extraction wrote: its manifest, directory and duration."""
+
+    manifest: WindowManifest
+    window_uri: str
+    seconds: float
+
+    @property
+    def manifest_uri(self) -> str:
+        """URI of the window's ``_manifest.json``."""
+        return join_uri(self.window_uri, MANIFEST_NAME)
+
+    def change_window(
+        self,
+        state_key: str,
+        *,
+        to_position_time: str | None = None,
+        empty: bool = False,
+        snapshot: SnapshotDetails | None = None,
+    ) -> ChangeWindow:
+        """
+        Return the window as it flows to the merge and the watermark.
+
+        :param state_key: the watermark Variable of the capture instance.
+        :param to_position_time: UTC commit time of the window's last LSN (ISO 8601).
+        :param empty: whether the window holds no transaction.
+        :param snapshot: how a snapshot window was taken.
+        """
+        m = self.manifest
+        return ChangeWindow(
+            capture_instance=m.capture_instance,
+            source=m.source,
+            kind=m.kind,
+            mode=m.mode,
+            from_position=m.from_lsn,
+            to_position=m.to_lsn,
+            window_uri=self.window_uri,
+            manifest_uri=self.manifest_uri,
+            state_key=state_key,
+            from_time=m.from_time,
+            to_time=m.to_time,
+            to_position_time=to_position_time,
+            row_count=m.row_count,
+            operation_counts=m.operation_counts,
+            file_count=len(m.files),
+            byte_count=sum(f.bytes for f in m.files),
+            empty=empty,
+            snapshot=snapshot,
+        )
+
+
+def extract_window(
+    hook: SqlServerCdcHook,
+    instance: CaptureInstance,
+    window: LsnWindow,
+    *,
+    base_uri: str,
+    tz: ServerTimeZone,
+    database: str,
+    row_filter_option: str = "all update old",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    log: logging.Logger | None = None,
+    reader: str = "auto",
+) -> ExtractResult:
+    """
+    Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
+
+    Memory is bounded by ``batch_size``; a re-run replaces the window's files.
+
+    :param hook: the source hook.
+    :param instance: the capture instance with columns and key columns loaded.
+    :param window: the LSN window.
+    :param base_uri: local path or filesystem URI of the windows' base directory.
+    :param tz: the server's time zone.
+    :param database: the source database name (for the manifest).
+    :param row_filter_option: ``all`` or ``all update old``.
+    :param batch_size: rows per record batch.
+    :param max_file_bytes: roll to a new Parquet file at this size.
+    :param dag_id: recorded in the manifest.
+    :param run_id: recorded in the manifest.
+    :param log: where progress goes.
+    :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
+    """
+    started = time.monotonic()
+    filesystem, base_path = resolve_filesystem(base_uri)
+    window_dir = f"{base_path}/{instance.name}/{window.directory_name}"
+    schema = hook.changes_schema(instance)
+    counts = zero_operation_counts()
+    rows = 0
+    last_report = started
+    writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+    with writer:
+        for batch in hook.stream_changes(
+            instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, reader=reader
+        ):
+            writer.write_batch(batch)
+            rows += batch.num_rows
+            ops = pc.value_counts(batch.column("__$operation")).to_pylist()
+            for entry in ops:
+                counts[OPERATION_NAMES[entry["values"]]] += entry["counts"]
+            now = time.monotonic()
+            if log is not None and now - last_report >= PROGRESS_EVERY_S:
+                log.info(
+                    "%s: %d rows so far, %.0f rows/s", instance.name, rows, rows / max(now - started, 1e-9)
+                )
+                last_report = now
+    manifest = WindowManifest(
+        kind="changes",
+        capture_instance=instance.name,
+        source=source_description(hook.server, database, instance),
+        from_lsn=window.from_lsn.hex,
+        to_lsn=window.to_lsn.hex,
+        from_time=window.from_time.isoformat() if window.from_time else None,
+        to_time=window.to_time.isoformat() if window.to_time else None,
+        mode=window.mode,
+        row_filter_option=row_filter_option,
+        key_columns=list(instance.key_columns),
+        columns=column_descriptions(instance),
+        files=writer.files,
+        row_count=rows,
+        operation_counts=counts,
+        created_at=datetime.now(UTC).isoformat(),
+        dag_id=dag_id,
+        run_id=run_id,
+    )
+    manifest_path = write_manifest(filesystem, window_dir, manifest)
+    seconds = time.monotonic() - started
+    window_uri = join_uri(base_uri, instance.name, window.directory_name)
+    if log is not None:
+        log.info(
+            "%s: window %s..%s done: %d rows (%s) in %d file(s), %.1f s, %.0f rows/s -> %s",
+            instance.name,
+            window.from_lsn.hex,
+            window.to_lsn.hex,
+            rows,
+            ", ".join(f"{k} {v}" for k, v in counts.items()),
+            len(writer.files),
+            seconds,
+            rows / max(seconds, 1e-9),
+            manifest_path,
+        )
+    return ExtractResult(manifest, window_uri, seconds)
+
+
+def load_capture_instances(
+    hook: SqlServerCdcHook, names: Sequence[str], *, require_keys: bool = True
+) -> tuple[str, list[CaptureInstance]]:
+    """
+    Return the source database and the named capture instances with their columns and key columns.
+
+    :param hook: the source hook.
+    :param names: capture instance names, or ``schema.table`` for the newest instance of a table.
+    :param require_keys: raise NoKeyColumnsError for an instance without key columns.
+    """
+    if not names:
+        raise ValueError("capture_instance is empty: give at least one capture instance")
+    database = hook.database or hook.get_database_name()
+    instances = hook.get_named_capture_instances(list(names))
+    if require_keys:
+        require_key_columns(instances)
+    return database, instances
+
+
+def extract_windows(
+    hook: SqlServerCdcHook,
+    names: Sequence[str],
+    *,
+    conn_id: str,
+    base_uri: str,
+    window_mode: str = "interval",
+    data_interval_start: datetime | None = None,
+    data_interval_end: datetime | None = None,
+    row_filter_option: str = "all update old",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    require_keys: bool = True,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    log: logging.Logger | None = None,
+    reader: str = "auto",
+) -> list[ChangeWindow]:
+    """
+    Plan one run's window per capture instance and extract each; return them in the order of ``names``.
+
+    :param hook: the source hook.
+    :param names: capture instance names, or ``schema.table`` for the newest instance of a table.
+    :param conn_id: the Airflow connection id of the source (part of the watermark key).
+    :param base_uri: local path or filesystem URI of the windows' base directory.
+    :param window_mode: ``interval`` (the run's data interval) or ``watermark`` (after the stored LSN).
+    :param data_interval_start: aware start of the run's data interval (interval mode).
+    :param data_interval_end: aware end of the run's data interval (interval mode).
+    :param row_filter_option: ``all`` or ``all update old``.
+    :param batch_size: rows per record batch.
+    :param max_file_bytes: roll to a new Parquet file at this size.
+    :param require_keys: raise NoKeyColumnsError for an instance without key columns.
+    :param dag_id: recorded in the manifests.
+    :param run_id: recorded in the manifests.
+    :param log: where progress goes.
+    :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
+    """
+    if window_mode not in MODES:
+        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    tsql.validate_row_filter_option(row_filter_option)
+    database, instances = load_capture_instances(hook, names, require_keys=require_keys)
+    tz = hook.get_server_time_zone()
+    keys = {i.name: watermark_key(conn_id, database, i.name) for i in instances}
+    watermarks = None
+    if window_mode == "watermark":
+        watermarks = {name: mark.position if mark else None for name, mark in read_watermarks(keys).items()}
+    planned = plan_windows(
+        hook,
+        instances,
+        mode=window_mode,
+        tz=tz,
+        data_interval_start=data_interval_start,
+        data_interval_end=data_interval_end,
+        watermarks=watermarks,
+    )
+    windows = []
+    for instance, window in zip(instances, planned, strict=True):
+        if log is not None:
+            log.info(
+                "%s: %s window %s..%s%s",
+                instance.name,
+                window.mode,
+                window.from_lsn.hex,
+                window.to_lsn.hex,
+                " (empty)" if window.is_empty else "",
+            )
+        result = extract_window(
+            hook,
+            instance,
+            window,
+            base_uri=base_uri,
+            tz=tz,
+            database=database,
+            row_filter_option=row_filter_option,
+            batch_size=batch_size,
+            max_file_bytes=max_file_bytes,
+            dag_id=dag_id,
+            run_id=run_id,
+            log=log,
+            reader=reader,
+        )
+        to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
+        windows.append(
+            result.change_window(
+                keys[instance.name],
+                to_position_time=tz.to_utc(to_local).isoformat() if to_local else None,
+                empty=window.is_empty,
+            )
+        )
+    return windows
