@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskMixin
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcExtractOperator(SourceHookMixin, BaseOperator):
+class CdcExtractOperator(WindowTaskMixin, BaseOperator):
     """
     Extract the LSN window of one or several capture instances into Parquet files and a manifest.
 
@@ -79,24 +78,14 @@ class CdcExtractOperator(SourceHookMixin, BaseOperator):
         self.server_time_zone = server_time_zone
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        dag_run = context.get("dag_run")
-        with self.source_hook() as hook:
-            windows = extract_windows(
-                hook,
-                capture_instance_names(self.capture_instance),
-                conn_id=self.sqlserver_cdc_conn_id,
-                base_uri=self.base_path,
-                window_mode=self.window_mode,
-                data_interval_start=context.get("data_interval_start"),
-                data_interval_end=context.get("data_interval_end"),
-                row_filter_option=self.row_filter_option,
-                batch_size=self.batch_size,
-                max_file_bytes=self.max_file_bytes,
-                require_keys=self.require_key_columns,
-                dag_id=self.dag_id,
-                run_id=getattr(dag_run, "run_id", None),
-                log=self.log,
-                reader=self.reader,
-            )
-        results = [w.to_xcom() for w in windows]
-        return results[0] if isinstance(self.capture_instance, str) else results
+        return self.write_windows(
+            context,
+            extract_windows,
+            window_mode=self.window_mode,
+            data_interval_start=context.get("data_interval_start"),
+            data_interval_end=context.get("data_interval_end"),
+            row_filter_option=self.row_filter_option,
+            batch_size=self.batch_size,
+            max_file_bytes=self.max_file_bytes,
+            reader=self.reader,
+        )

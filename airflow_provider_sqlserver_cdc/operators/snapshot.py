@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskMixin
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcSnapshotOperator(SourceHookMixin, BaseOperator):
+class CdcSnapshotOperator(WindowTaskMixin, BaseOperator):
     """
     Copy captured tables consistently, each with the LSN its copy is consistent at.
 
@@ -94,27 +94,17 @@ class CdcSnapshotOperator(SourceHookMixin, BaseOperator):
         self.server_time_zone = server_time_zone
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        dag_run = context.get("dag_run")
-        with self.source_hook() as hook:
-            windows = snapshot_windows(
-                hook,
-                capture_instance_names(self.capture_instance),
-                conn_id=self.sqlserver_cdc_conn_id,
-                base_uri=self.base_path,
-                require_keys=self.require_key_columns,
-                chunk_rows=self.chunk_rows,
-                batch_size=self.batch_size,
-                max_file_bytes=self.max_file_bytes,
-                method=self.method,
-                lock_timeout_s=self.lock_timeout,
-                allow_table_lock_fallback=self.allow_table_lock_fallback,
-                resume=self.resume,
-                dag_id=self.dag_id,
-                run_id=getattr(dag_run, "run_id", None),
-                log=self.log,
-            )
-        results = [w.to_xcom() for w in windows]
-        return results[0] if isinstance(self.capture_instance, str) else results
+        return self.write_windows(
+            context,
+            snapshot_windows,
+            chunk_rows=self.chunk_rows,
+            batch_size=self.batch_size,
+            max_file_bytes=self.max_file_bytes,
+            method=self.method,
+            lock_timeout_s=self.lock_timeout,
+            allow_table_lock_fallback=self.allow_table_lock_fallback,
+            resume=self.resume,
+        )
 
 
 class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):

@@ -27,14 +27,12 @@ from airflow_provider_sqlserver_cdc.parquet.manifest import (
     WindowManifest,
     column_descriptions,
     source_description,
-    write_manifest,
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
-    join_uri,
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import (
@@ -51,7 +49,11 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
     write_progress,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
-from airflow_provider_sqlserver_cdc.window.extraction import ExtractResult, load_capture_instances
+from airflow_provider_sqlserver_cdc.window.extraction import (
+    ExtractResult,
+    finish_window,
+    load_capture_instances,
+)
 
 if TYPE_CHECKING:
     import logging
@@ -467,22 +469,10 @@ def snapshot_capture_instance(
                 )
 
     manifest = snapshot_manifest(progress, key_columns=instance.key_columns, dag_id=dag_id, run_id=run_id)
-    manifest_path = write_manifest(filesystem, writer.window_dir, manifest)
+    extract = finish_window(
+        filesystem, writer.window_dir, manifest, base_uri=base_uri, started=started, log=log
+    )
     remove_progress(filesystem, instance_dir)
-    seconds = time.monotonic() - started
-    window_uri = join_uri(base_uri, instance.name, progress.window_dir)
-    if log is not None:
-        log.info(
-            "%s: snapshot at %s done: %d rows in %d file(s), %.1f s, %.0f rows/s -> %s",
-            instance.name,
-            progress.snapshot_lsn,
-            progress.rows,
-            len(progress.files),
-            seconds,
-            progress.rows / max(seconds, 1e-9),
-            manifest_path,
-        )
-    extract = ExtractResult(manifest, window_uri, seconds)
     return SnapshotResult(
         extract,
         progress,

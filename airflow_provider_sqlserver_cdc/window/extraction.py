@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
@@ -41,6 +41,8 @@ from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, Ser
 if TYPE_CHECKING:
     import logging
     from collections.abc import Sequence
+
+    import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
@@ -177,22 +179,45 @@ def extract_window(
         dag_id=dag_id,
         run_id=run_id,
     )
+    return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
+
+
+def finish_window(
+    filesystem: pafs.FileSystem,
+    window_dir: str,
+    manifest: WindowManifest,
+    *,
+    base_uri: str,
+    started: float,
+    log: logging.Logger | None = None,
+) -> ExtractResult:
+    """
+    Write a window's manifest, last and atomically, and return what the window holds.
+
+    :param filesystem: the filesystem of the windows.
+    :param window_dir: the window directory's path on ``filesystem``: ``{base}/{capture_instance}/{name}``.
+    :param manifest: the window's manifest (its files already closed).
+    :param base_uri: the windows' base directory as the user gave it.
+    :param started: ``time.monotonic()`` when the window's extraction started.
+    :param log: where the summary goes.
+    """
     manifest_path = write_manifest(filesystem, window_dir, manifest)
     seconds = time.monotonic() - started
-    window_uri = join_uri(base_uri, instance.name, window.directory_name)
     if log is not None:
         log.info(
-            "%s: window %s..%s done: %d rows (%s) in %d file(s), %.1f s, %.0f rows/s -> %s",
-            instance.name,
-            window.from_lsn.hex,
-            window.to_lsn.hex,
-            rows,
-            ", ".join(f"{k} {v}" for k, v in counts.items()),
-            len(writer.files),
+            "%s: %s window %s..%s done: %d rows (%s) in %d file(s), %.1f s, %.0f rows/s -> %s",
+            manifest.capture_instance,
+            manifest.kind,
+            manifest.from_lsn,
+            manifest.to_lsn,
+            manifest.row_count,
+            ", ".join(f"{k} {v}" for k, v in manifest.operation_counts.items()),
+            len(manifest.files),
             seconds,
-            rows / max(seconds, 1e-9),
+            manifest.row_count / max(seconds, 1e-9),
             manifest_path,
         )
+    window_uri = join_uri(base_uri, manifest.capture_instance, window_dir.rsplit("/", 1)[-1])
     return ExtractResult(manifest, window_uri, seconds)
 
 
@@ -225,13 +250,9 @@ def extract_windows(
     data_interval_start: datetime | None = None,
     data_interval_end: datetime | None = None,
     row_filter_option: str = "all update old",
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     require_keys: bool = True,
-    dag_id: str | None = None,
-    run_id: str | None = None,
     log: logging.Logger | None = None,
-    reader: str = "auto",
+    **extract_options: Any,
 ) -> list[ChangeWindow]:
     """
     Plan one run's window per capture instance and extract each; return them in the order of ``names``.
@@ -244,13 +265,10 @@ def extract_windows(
     :param data_interval_start: aware start of the run's data interval (interval mode).
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param row_filter_option: ``all`` or ``all update old``.
-    :param batch_size: rows per record batch.
-    :param max_file_bytes: roll to a new Parquet file at this size.
     :param require_keys: raise NoKeyColumnsError for an instance without key columns.
-    :param dag_id: recorded in the manifests.
-    :param run_id: recorded in the manifests.
     :param log: where progress goes.
-    :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
+    :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
+        ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
     if window_mode not in MODES:
         raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
@@ -289,12 +307,8 @@ def extract_windows(
             tz=tz,
             database=database,
             row_filter_option=row_filter_option,
-            batch_size=batch_size,
-            max_file_bytes=max_file_bytes,
-            dag_id=dag_id,
-            run_id=run_id,
             log=log,
-            reader=reader,
+            **extract_options,
         )
         to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
         windows.append(

@@ -87,16 +87,10 @@ def test_operator_settings_are_checked_without_io() -> None:
 def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
 
+    lsn = "0x" + "0" * 19
+    source = {"server": "s", "database": "d", "schema": "dbo", "table": "a"}
     window = ChangeWindow(
-        capture_instance="dbo_a",
-        source={"server": "s", "database": "d", "schema": "dbo", "table": "a"},
-        kind="changes",
-        mode="interval",
-        from_position="0x00000000000000000001",
-        to_position="0x00000000000000000002",
-        window_uri="/w/a",
-        manifest_uri="/w/a/_manifest.json",
-        state_key="sqlserver_cdc__c__d__dbo_a",
+        "dbo_a", source, "changes", "interval", lsn + "1", lsn + "2", "/w/a", "/w/a/_manifest.json", "k"
     )
     mapped = (item for item in [window.to_xcom(), None, "s3a://b/w/b/"])  # lazy, as mapped XComs are
     assert window_manifest_uris([json.dumps(window.to_xcom()), mapped]) == [
