@@ -1,4 +1,4 @@
-"""SourceHookMixin: the source-connection arguments of the operators, the sensor and the trigger, and the hook they open."""
+"""SourceHookMixin: the source-connection arguments of operators, sensor and trigger; the hook they open."""
 
 from __future__ import annotations
 

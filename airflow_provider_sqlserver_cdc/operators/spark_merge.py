@@ -78,7 +78,8 @@ def window_manifest_uris(value: Any) -> list[str]:
         uri = item if isinstance(item, str) else item.get("manifest_uri", item.get("manifest"))
         if not isinstance(uri, str):
             raise ChangeWindowError(
-                f"window description has no 'manifest_uri': keys are {sorted(item)}; pass the extract task's XCom"
+                f"window description has no 'manifest_uri': keys are {sorted(item)}; "
+                "pass the extract task's XCom"
             )
         if not (uri == MANIFEST_NAME or uri.endswith("/" + MANIFEST_NAME)):
             uri = uri.rstrip("/") + "/" + MANIFEST_NAME

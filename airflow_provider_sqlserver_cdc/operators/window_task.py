@@ -1,4 +1,4 @@
-"""WindowTaskMixin: what CdcExtractOperator and CdcSnapshotOperator share: one window per capture instance, pushed as XCom."""
+"""WindowTaskMixin: the run glue of CdcExtractOperator and CdcSnapshotOperator (windows in, XCom out)."""
 
 from __future__ import annotations
 
