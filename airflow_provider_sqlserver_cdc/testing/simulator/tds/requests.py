@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import struct
 import uuid
 from dataclasses import dataclass, field
@@ -14,6 +16,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 from airflow_provider_sqlserver_cdc.testing.simulator.values import (
     DAYS_TO_1900,
     DECIMAL_CONTEXT,
+    MAX_DAYS,
     TICKS_PER_DAY,
     TICKS_PER_SECOND,
     DateTimeOffset,
@@ -202,148 +205,266 @@ class _Reader:
         return bytes(out)
 
 
-def _collation_codec(coll: bytes) -> str:
-    return "cp1252"
+_PROTOCOL = "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect."
 
 
-def _read_type_and_value(r: _Reader) -> tuple[SqlType, Any]:
+@dataclass
+class _Param:
+    """Where a parameter sits in its call, for SQL Server's protocol errors (1-based ordinal)."""
+
+    ordinal: int
+    name: str
+
+    def error(self, number: int, detail: str) -> SqlError:
+        return SqlError(number, 16, 1, f'{_PROTOCOL} Parameter {self.ordinal} ("{self.name}"): {detail}')
+
+    def bad_length(self, code: int) -> SqlError:
+        return self.error(8016, f"Data type 0x{code:02X} has an invalid data length or metadata length.")
+
+    def bad_precision(self, code: int) -> SqlError:
+        return self.error(8017, f"Data type 0x{code:02X} has an invalid precision or scale.")
+
+    def invalid_value(self, type_name: str) -> SqlError:
+        return self.error(
+            8023,
+            f"The supplied value is not a valid instance of data type {type_name}. Check the source data "
+            "for invalid values. An example of an invalid value is data of numeric type with scale "
+            "greater than precision.",
+        )
+
+    def odd_length(self, type_name: str) -> SqlError:
+        return self.error(
+            8028,
+            f"The supplied length is not valid for data type {type_name}. Check the source data for "
+            "invalid lengths. An example of an invalid length is data of nchar type with an odd length in bytes.",
+        )
+
+
+# fixed-length types: code -> (type name, size)
+_FIXED = {
+    0x30: ("tinyint", 1),
+    0x34: ("smallint", 2),
+    0x38: ("int", 4),
+    0x7F: ("bigint", 8),
+    0x32: ("bit", 1),
+    0x3B: ("real", 4),
+    0x3E: ("float", 8),
+    0x3C: ("money", 8),
+    0x7A: ("smallmoney", 4),
+    0x3D: ("datetime", 8),
+    0x3A: ("smalldatetime", 4),
+}
+# nullable fixed-length types (BYTELEN): code -> {max length: type name}
+_NULLABLE_FIXED = {
+    0x26: {1: "tinyint", 2: "smallint", 4: "int", 8: "bigint"},
+    0x68: {1: "bit"},
+    0x6D: {4: "real", 8: "float"},
+    0x6E: {4: "smallmoney", 8: "money"},
+    0x6F: {4: "smalldatetime", 8: "datetime"},
+}
+_STRINGS = {0xA7: "varchar", 0xAF: "char", 0xE7: "nvarchar", 0xEF: "nchar", 0xA5: "varbinary", 0xAD: "binary"}
+# types of MS-TDS the simulator does not decode as parameters
+_NOT_IMPLEMENTED = {
+    0x62: "sql_variant",
+    0xF1: "xml",
+    0xF0: "CLR user-defined type",
+    0xF3: "table-valued",
+    0x25: "legacy varbinary",
+    0x27: "legacy varchar",
+    0x2D: "legacy binary",
+    0x2F: "legacy char",
+}
+_TIME_BYTES = (3, 3, 3, 4, 4, 5, 5, 5)  # time part size by scale (MS-TDS 2.2.5.4.2)
+_DAYS_PER_SCALE_UNIT = [86_400 * 10**s for s in range(8)]  # time units per day by scale
+_DATETIME_MIN_DAY = dt.date(1753, 1, 1).toordinal() - 1 - DAYS_TO_1900  # -53690
+_DATETIME_MAX_DAY = MAX_DAYS - DAYS_TO_1900  # 2958463 (9999-12-31)
+_DATETIME_MAX_300 = 300 * 86_400 - 1  # 23:59:59.997
+_MINUTES_PER_DAY = 24 * 60
+_MAX_OFFSET = 14 * 60  # datetimeoffset offsets: -14:00 .. +14:00
+_END_TICKS = (MAX_DAYS + 1) * TICKS_PER_DAY  # first tick after 9999-12-31 23:59:59.9999999
+
+
+def _read_type_and_value(r: _Reader, p: _Param) -> tuple[SqlType, Any]:
+    """One parameter's TYPE_INFO and value; protocol errors (8009/8016/8017/8023/8028) for what SQL Server rejects."""
     code = r.u8()
-    # fixed-length types
-    fixed = {
-        0x30: ("tinyint", 1),
-        0x34: ("smallint", 2),
-        0x38: ("int", 4),
-        0x7F: ("bigint", 8),
-        0x32: ("bit", 1),
-        0x3B: ("real", 4),
-        0x3E: ("float", 8),
-        0x3C: ("money", 8),
-        0x7A: ("smallmoney", 4),
-        0x3D: ("datetime", 8),
-        0x3A: ("smalldatetime", 4),
-    }
-    if code in fixed:
-        name, size = fixed[code]
-        return _decode_fixed(name, r.take(size))
+    if code in _FIXED:
+        name, size = _FIXED[code]
+        return _decode_fixed(name, r.take(size), p)
     if code == 0x1F:  # NULLTYPE
         return T.SqlType("int"), None
-    if code in (0x26, 0x68, 0x6D, 0x6E, 0x6F):
+    if code in _NULLABLE_FIXED:
         maxlen = r.u8()
+        name = _NULLABLE_FIXED[code].get(maxlen)
         ln = r.u8()
-        if code == 0x26:
-            name = {1: "tinyint", 2: "smallint", 4: "int", 8: "bigint"}[maxlen]
-        elif code == 0x68:
-            name = "bit"
-        elif code == 0x6D:
-            name = "real" if maxlen == 4 else "float"
-        elif code == 0x6E:
-            name = "smallmoney" if maxlen == 4 else "money"
-        else:
-            name = "smalldatetime" if maxlen == 4 else "datetime"
+        if name is None or ln not in (0, maxlen):
+            raise p.bad_length(code)
         if ln == 0:
             return T.make_type(name), None
-        return _decode_fixed(name, r.take(ln))
+        return _decode_fixed(name, r.take(ln), p)
     if code in (0x6A, 0x6C, 0x37, 0x3F):
-        r.u8()
-        precision = r.u8()
-        scale = r.u8()
-        t = T.SqlType("decimal" if code in (0x6A, 0x37) else "numeric", precision=precision, scale=scale)
-        ln = r.u8()
-        if ln == 0:
-            return t, None
-        data = r.take(ln)
-        mag = int.from_bytes(data[1:], "little")
-        v = Decimal(mag if data[0] else -mag).scaleb(-scale, DECIMAL_CONTEXT)
-        return t, v
+        return _read_decimal(r, p, code)
     if code == 0x24:
-        r.u8()
+        maxlen = r.u8()
         ln = r.u8()
+        if maxlen != 16 or ln not in (0, 16):
+            raise p.bad_length(code)
         return T.UNIQUEIDENTIFIER, (uuid.UUID(bytes_le=r.take(16)) if ln else None)
+    if code in (0x28, 0x29, 0x2A, 0x2B):
+        return _read_temporal(r, p, code)
+    if code in _STRINGS:
+        return _read_string(r, p, code)
+    if code in (0x63, 0x23, 0x22):  # NTEXT, TEXT, IMAGE
+        return _read_lob(r, p, code)
+    if code in _NOT_IMPLEMENTED:
+        raise SqlError(
+            40517,
+            16,
+            1,
+            f'The SQL Server simulator does not support {_NOT_IMPLEMENTED[code]} parameters (data type 0x{code:02X}, parameter {p.ordinal} "{p.name}").',
+        )
+    raise p.error(8009, f"Data type 0x{code:02X} is unknown.")
+
+
+def _read_decimal(r: _Reader, p: _Param, code: int) -> tuple[SqlType, Any]:
+    maxlen = r.u8()
+    precision = r.u8()
+    scale = r.u8()
+    if not 1 <= precision <= 38 or scale > precision:
+        raise p.bad_precision(code)
+    name = "decimal" if code in (0x6A, 0x37) else "numeric"
+    t = T.SqlType(name, precision=precision, scale=scale)
+    ln = r.u8()
+    if ln == 0:
+        return t, None
+    if not 2 <= ln <= min(maxlen, 17):  # a sign byte and 1..16 bytes (FreeTDS sends the fewest)
+        raise p.bad_length(code)
+    data = r.take(ln)
+    mag = int.from_bytes(data[1:], "little")
+    if data[0] not in (0, 1) or mag >= 10**precision:
+        raise p.invalid_value(name)
+    return t, Decimal(mag if data[0] else -mag).scaleb(-scale, DECIMAL_CONTEXT)
+
+
+def _read_temporal(r: _Reader, p: _Param, code: int) -> tuple[SqlType, Any]:
+    """DATEN, TIMEN, DATETIME2N, DATETIMEOFFSETN (MS-TDS 2.2.5.4.2): checked against 0001-01-01..9999-12-31."""
     if code == 0x28:
         ln = r.u8()
-        return T.DATE, (int.from_bytes(r.take(3), "little") if ln else None)
-    if code in (0x29, 0x2A, 0x2B):
-        scale = r.u8()
-        ln = r.u8()
-        name = {0x29: "time", 0x2A: "datetime2", 0x2B: "datetimeoffset"}[code]
-        t = T.SqlType(name, scale=scale)
+        if ln not in (0, 3):
+            raise p.bad_length(code)
         if ln == 0:
-            return t, None
-        data = r.take(ln)
-        tsize = (3, 3, 3, 4, 4, 5, 5, 5)[scale]
-        ticks = int.from_bytes(data[:tsize], "little") * 10 ** (7 - scale)
-        if code == 0x29:
-            return t, ticks
-        days = int.from_bytes(data[tsize : tsize + 3], "little")
-        if code == 0x2A:
-            return t, days * TICKS_PER_DAY + ticks
-        offset = struct.unpack_from("<h", data, tsize + 3)[0]
-        return t, DateTimeOffset(days * TICKS_PER_DAY + ticks, offset)
-    if code in (0xA7, 0xAF, 0xE7, 0xEF, 0xA5, 0xAD):
-        maxlen = r.u16()
-        if code in (0xA7, 0xAF, 0xE7, 0xEF):
-            r.take(5)
-        unicode_ = code in (0xE7, 0xEF)
-        name = {
-            0xA7: "varchar",
-            0xAF: "char",
-            0xE7: "nvarchar",
-            0xEF: "nchar",
-            0xA5: "varbinary",
-            0xAD: "binary",
-        }[code]
-        if maxlen == 0xFFFF:
-            t = T.SqlType(name if name.startswith(("var", "nvar")) else name, length=T.MAX)
-            data = r.plp()
-        else:
-            t = T.SqlType(name, length=max(1, maxlen // 2 if unicode_ else maxlen))
-            ln = r.u16()
-            data = None if ln == 0xFFFF else r.take(ln)
-        if data is None:
-            return t, None
-        if unicode_:
-            return t, data.decode("utf-16-le", "surrogatepass")
-        if code in (0xA7, 0xAF):
-            return t, data.decode("cp1252", "replace")
-        return t, data
-    if code in (0x63, 0x23, 0x22):  # NTEXT, TEXT, IMAGE
-        r.u32()
-        if code != 0x22:
-            r.take(5)
-        ln = r.u32()
-        t = {0x63: T.NVARCHAR_MAX, 0x23: T.SqlType("varchar", length=T.MAX), 0x22: T.VARBINARY_MAX}[code]
-        if ln == 0xFFFFFFFF:
-            return t, None
-        data = r.take(ln)
-        if code == 0x63:
-            return t, data.decode("utf-16-le", "surrogatepass")
-        if code == 0x23:
-            return t, data.decode("cp1252", "replace")
-        return t, data
-    raise SqlError(
-        8009,
-        16,
-        1,
-        f"The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect. Parameter type 0x{code:02X} is not supported by the simulator.",
-    )
+            return T.DATE, None
+        days = int.from_bytes(r.take(3), "little")
+        if days > MAX_DAYS:
+            raise p.invalid_value("date")
+        return T.DATE, days
+    scale = r.u8()
+    if scale > 7:
+        raise p.bad_precision(code)
+    name = {0x29: "time", 0x2A: "datetime2", 0x2B: "datetimeoffset"}[code]
+    t = T.SqlType(name, scale=scale)
+    ln = r.u8()
+    tsize = _TIME_BYTES[scale]
+    if ln == 0:
+        return t, None
+    if ln != tsize + {0x29: 0, 0x2A: 3, 0x2B: 5}[code]:
+        raise p.bad_length(code)
+    data = r.take(ln)
+    units = int.from_bytes(data[:tsize], "little")
+    if units >= _DAYS_PER_SCALE_UNIT[scale]:
+        raise p.invalid_value(name)
+    ticks = units * 10 ** (7 - scale)
+    if code == 0x29:
+        return t, ticks
+    days = int.from_bytes(data[tsize : tsize + 3], "little")
+    if days > MAX_DAYS:
+        raise p.invalid_value(name)
+    if code == 0x2A:
+        return t, days * TICKS_PER_DAY + ticks
+    offset = struct.unpack_from("<h", data, tsize + 3)[0]
+    value = DateTimeOffset(days * TICKS_PER_DAY + ticks, offset)
+    if abs(offset) > _MAX_OFFSET or not 0 <= value.local_ticks < _END_TICKS:
+        raise p.invalid_value(name)
+    return t, value
 
 
-def _decode_fixed(name: str, data: bytes) -> tuple[SqlType, Any]:
+def _read_string(r: _Reader, p: _Param, code: int) -> tuple[SqlType, Any]:
+    """BIGVARCHR, BIGCHAR, NVARCHAR, NCHAR, BIGVARBIN, BIGBINARY; (max) types in PLP chunks."""
+    maxlen = r.u16()
+    if code in (0xA7, 0xAF, 0xE7, 0xEF):
+        r.take(5)  # collation
+    unicode_ = code in (0xE7, 0xEF)
+    name = _STRINGS[code]
+    if maxlen == 0xFFFF:
+        if not name.startswith(("var", "nvar")):
+            raise p.bad_length(code)
+        t = T.SqlType(name, length=T.MAX)
+        data = _read_plp(r, p, code)
+    else:
+        if maxlen > 8000 or (unicode_ and maxlen % 2):
+            raise p.bad_length(code)
+        t = T.SqlType(name, length=max(1, maxlen // 2 if unicode_ else maxlen))
+        ln = r.u16()
+        if ln != 0xFFFF and ln > maxlen:
+            raise p.bad_length(code)
+        data = None if ln == 0xFFFF else r.take(ln)
+    if data is None:
+        return t, None
+    return t, _decode_text(data, code, p, name)
+
+
+def _read_plp(r: _Reader, p: _Param, code: int) -> bytes | None:
+    """A PLP value (MS-TDS 2.2.5.2.3); chunks that do not add up to the announced length are error 8007."""
+    total = r.u64()
+    if total == 0xFFFFFFFFFFFFFFFF:
+        return None
+    out = bytearray()
+    while True:
+        n = r.u32()
+        if n == 0:
+            break
+        out += r.take(n)
+    if total != 0xFFFFFFFFFFFFFFFE and total != len(out):
+        raise p.error(
+            8007, f"The chunking format is incorrect for a large object parameter of type 0x{code:02X}."
+        )
+    return bytes(out)
+
+
+def _read_lob(r: _Reader, p: _Param, code: int) -> tuple[SqlType, Any]:
+    """NTEXT, TEXT, IMAGE (LONGLEN types)."""
+    r.u32()
+    if code != 0x22:
+        r.take(5)
+    ln = r.u32()
+    t = {0x63: T.NVARCHAR_MAX, 0x23: T.SqlType("varchar", length=T.MAX), 0x22: T.VARBINARY_MAX}[code]
+    if ln == 0xFFFFFFFF:
+        return t, None
+    return t, _decode_text(r.take(ln), code, p, {0x63: "ntext", 0x23: "text", 0x22: "image"}[code])
+
+
+def _decode_text(data: bytes, code: int, p: _Param, name: str) -> Any:
+    if code in (0xE7, 0xEF, 0x63):
+        if len(data) % 2:
+            raise p.odd_length(name)
+        return data.decode("utf-16-le", "surrogatepass")
+    if code in (0xA7, 0xAF, 0x23):
+        return data.decode("cp1252", "replace")
+    return data
+
+
+def _decode_fixed(name: str, data: bytes, p: _Param) -> tuple[SqlType, Any]:
     t = T.make_type(name)
-    if name in ("tinyint",):
+    if name == "tinyint":
         return t, data[0]
     if name == "bit":
         return t, 1 if data[0] else 0
-    if name == "smallint":
-        return t, struct.unpack("<h", data)[0]
-    if name == "int":
-        return t, struct.unpack("<i", data)[0]
-    if name == "bigint":
-        return t, struct.unpack("<q", data)[0]
-    if name == "real":
-        return t, struct.unpack("<f", data)[0]
-    if name == "float":
-        return t, struct.unpack("<d", data)[0]
+    if name in ("smallint", "int", "bigint"):
+        return t, int.from_bytes(data, "little", signed=True)
+    if name in ("real", "float"):
+        v = struct.unpack("<f" if name == "real" else "<d", data)[0]
+        if not math.isfinite(v):
+            raise p.invalid_value(name)
+        return t, v
     if name == "money":
         hi, lo = struct.unpack("<iI", data)
         return t, Decimal((hi << 32) | lo).scaleb(-4)
@@ -351,9 +472,13 @@ def _decode_fixed(name: str, data: bytes) -> tuple[SqlType, Any]:
         return t, Decimal(struct.unpack("<i", data)[0]).scaleb(-4)
     if name == "datetime":
         days, t300 = struct.unpack("<iI", data)
+        if not _DATETIME_MIN_DAY <= days <= _DATETIME_MAX_DAY or t300 > _DATETIME_MAX_300:
+            raise p.invalid_value(name)
         return t, (days + DAYS_TO_1900) * TICKS_PER_DAY + (t300 * 100_000 + 1) // 3
     if name == "smalldatetime":
         days, mins = struct.unpack("<HH", data)
+        if mins >= _MINUTES_PER_DAY:
+            raise p.invalid_value(name)
         return t, (days + DAYS_TO_1900) * TICKS_PER_DAY + mins * 60 * TICKS_PER_SECOND
     raise AssertionError(name)
 
@@ -375,7 +500,7 @@ def parse_rpc(payload: bytes) -> tuple[Headers, list[RpcCall]]:
         while r.pos < len(payload) and payload[r.pos] not in (0x80, 0xFF, 0xFE):
             pname = r.b_varchar()
             status = r.u8()
-            t, v = _read_type_and_value(r)
+            t, v = _read_type_and_value(r, _Param(len(call.params) + 1, pname))
             call.params.append(RpcParam(pname, t, v, bool(status & 0x01)))
         calls.append(call)
         if r.pos < len(payload):
