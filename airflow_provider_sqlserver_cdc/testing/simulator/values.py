@@ -449,6 +449,8 @@ _MONEY_RANGE = {
 
 def _check_int(v: int, name: str) -> int:
     lo, hi = _INT_RANGES[name]
+    if (v < lo or v > hi) and name in ("int", "bigint"):
+        raise SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {name}.")
     if v < lo or v > hi:
         raise SqlError(220, 16, 2, f"Arithmetic overflow error for data type {name}, value = {v}.")
     return v
@@ -650,13 +652,6 @@ def _to_temporal(value: Any, src: SqlType, dst: SqlType) -> Any:
             return round_scale(tick, dst.scale) % TICKS_PER_DAY
         if days is None:
             days = DAYS_TO_1900
-        if d in ("datetime", "smalldatetime") and days < DAYS_TO_1900 - (53690 if d == "datetime" else 0):
-            raise SqlError(
-                242,
-                16,
-                3,
-                f"The conversion of a varchar data type to a {d} data type resulted in an out-of-range value.",
-            )
         local = days * TICKS_PER_DAY + (tick or 0)
     elif s == "date":
         local = value * TICKS_PER_DAY
@@ -675,6 +670,19 @@ def _to_temporal(value: Any, src: SqlType, dst: SqlType) -> Any:
         local = DAYS_TO_1900 * TICKS_PER_DAY + round(float(value) * TICKS_PER_DAY)
     else:
         raise _explicit_not_allowed(src, dst)
+    result = _temporal_result(local, offset, s, dst)
+    if not _in_temporal_range(result, d):
+        raise _temporal_out_of_range(src, d)
+    return result
+
+
+_SMALLDATETIME_END = (DAYS_TO_1900 + 65536) * TICKS_PER_DAY  # after 2079-06-06 23:59
+_DATETIME_START = (DAYS_TO_1900 - 53690) * TICKS_PER_DAY  # 1753-01-01
+_END_TICKS = (MAX_DAYS + 1) * TICKS_PER_DAY  # after 9999-12-31 23:59:59.9999999
+
+
+def _temporal_result(local: int, offset: int | None, s: str, dst: SqlType) -> Any:
+    d = dst.name
     if d == "date":
         return local // TICKS_PER_DAY
     if d == "time":
@@ -688,10 +696,37 @@ def _to_temporal(value: Any, src: SqlType, dst: SqlType) -> Any:
         return (local + minute // 2) // minute * minute
     if d == "datetimeoffset":
         off = offset if offset is not None else 0
-        if s in T.STRING_TYPES and offset is not None:
-            return DateTimeOffset(round_scale(local, dst.scale) - off * 60 * TICKS_PER_SECOND, off)
         return DateTimeOffset(round_scale(local, dst.scale) - off * 60 * TICKS_PER_SECOND, off)
-    raise _explicit_not_allowed(src, dst)
+    raise _explicit_not_allowed(T.SqlType(s), dst)
+
+
+def _in_temporal_range(value: Any, d: str) -> bool:
+    """True if a converted value lies inside its type's documented range."""
+    if d == "date":
+        return 0 <= value <= MAX_DAYS
+    if d == "datetime":
+        return _DATETIME_START <= value < _END_TICKS
+    if d == "smalldatetime":
+        return DAYS_TO_1900 * TICKS_PER_DAY <= value < _SMALLDATETIME_END
+    if d == "datetime2":
+        return 0 <= value < _END_TICKS
+    if d == "datetimeoffset":
+        return 0 <= value.utc_ticks < _END_TICKS and 0 <= value.local_ticks < _END_TICKS
+    return True
+
+
+def _temporal_out_of_range(src: SqlType, d: str) -> SqlError:
+    """Error 242 (8115 from numbers): a value outside the target type's range, as SQL Server words it."""
+    s = src.name
+    if s in T.INTEGER_TYPES or s in T.EXACT_TYPES or s in T.FLOAT_TYPES:
+        return SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {d}.")
+    name = "varchar" if s in T.CHAR_TYPES else "nvarchar" if s in T.NCHAR_TYPES else s
+    return SqlError(
+        242,
+        16,
+        3,
+        f"The conversion of a {name} data type to a {d} data type resulted in an out-of-range value.",
+    )
 
 
 def text_units(value: str) -> int:
