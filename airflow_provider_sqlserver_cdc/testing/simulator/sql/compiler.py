@@ -538,9 +538,9 @@ class Compiler:
             v = fa(None)
             if v == 2**31 and a.type.name == "numeric":
                 return Expr(lambda row: -(2**31), T.INT, False, "", True)
-            nv = -v
+            nv = _negate(v)
             return Expr(lambda row: nv, t, False, "", True)
-        return Expr(lambda row: None if (x := fa(row)) is None else -x, t, a.nullable)
+        return Expr(lambda row: None if (x := fa(row)) is None else _negate(x), t, a.nullable)
 
     def c_BitwiseNot(self, node: exp.BitwiseNot) -> Expr:
         a = self.compile(node.this)
@@ -836,3 +836,8 @@ _OPERATOR_NODES: dict[type[exp.Expression], tuple[Callable[[Compiler, Any, Any],
     exp.BitwiseOr: (Compiler._bitwise, operator.or_),
     exp.BitwiseXor: (Compiler._bitwise, operator.xor),
 }
+
+
+def _negate(value: Any) -> Any:
+    """-value; exact for 38-digit decimals (the default decimal context would round them to 28 digits)."""
+    return value.copy_negate() if isinstance(value, decimal.Decimal) else -value
