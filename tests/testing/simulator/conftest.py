@@ -145,3 +145,9 @@ def sql_error_number(exc: BaseException) -> int | None:
         return int(m.group(1))
     m = re.search(r"^\((\d+),", text)
     return int(m.group(1)) if m else None
+
+
+@pytest.fixture
+def error_number() -> Callable[[BaseException], int | None]:
+    """``error_number(exc)`` -> the SQL Server error number in a pyodbc or pymssql exception."""
+    return sql_error_number
