@@ -166,13 +166,10 @@ class _Reader:
         return b
 
     def u8(self) -> int:
-        v = self.data[self.pos]
-        self.pos += 1
-        return v
+        return self.take(1)[0]
 
     def _unsigned(self, fmt: struct.Struct) -> int:
-        (v,) = fmt.unpack_from(self.data, self.pos)
-        self.pos += fmt.size
+        (v,) = fmt.unpack(self.take(fmt.size))
         return v
 
     def u16(self) -> int:
