@@ -10,8 +10,8 @@ Three layers:
 * the target column: values outside its range get SQL Server's error (242, 220, 8115, 2628) and no row.
 
 Ranges: Microsoft's data type pages (docs/t-sql/data-types/*.md in MicrosoftDocs/sql-docs).
-FreeTDS 1.3 computes the day number of dates before 1601 wrongly (0001-01-01 goes out as day -1,
-which SQL Server and the simulator reject with 8023): those minimums are sent as text.
+FreeTDS 1.3 computes the day number of dates before 1600-03-01 wrongly (0001-01-01 goes out as
+day -1, which SQL Server and the simulator reject with 8023): those minimums are sent as text.
 """
 
 from __future__ import annotations

@@ -189,18 +189,6 @@ class _Reader:
         n = self.u16()
         return self.take(n * 2).decode("utf-16-le")
 
-    def plp(self) -> bytes | None:
-        total = self.u64()
-        if total == 0xFFFFFFFFFFFFFFFF:
-            return None
-        out = bytearray()
-        while True:
-            n = self.u32()
-            if n == 0:
-                break
-            out += self.take(n)
-        return bytes(out)
-
 
 _PROTOCOL = "The incoming tabular data stream (TDS) remote procedure call (RPC) protocol stream is incorrect."
 
