@@ -671,7 +671,7 @@ def _to_temporal(value: Any, src: SqlType, dst: SqlType) -> Any:
     else:
         raise _explicit_not_allowed(src, dst)
     result = _temporal_result(local, offset, s, dst)
-    if not _in_temporal_range(result, d):
+    if not in_temporal_range(result, d):
         raise _temporal_out_of_range(src, d)
     return result
 
@@ -700,8 +700,12 @@ def _temporal_result(local: int, offset: int | None, s: str, dst: SqlType) -> An
     raise _explicit_not_allowed(T.SqlType(s), dst)
 
 
-def _in_temporal_range(value: Any, d: str) -> bool:
-    """True if a converted value lies inside its type's documented range."""
+def in_temporal_range(value: Any, d: str) -> bool:
+    """True if a temporal value lies inside its type's documented range (0001-01-01..9999-12-31, ...).
+
+    :param value: the simulator's value (days, ticks or DateTimeOffset)
+    :param d: the type name
+    """
     if d == "date":
         return 0 <= value <= MAX_DAYS
     if d == "datetime":

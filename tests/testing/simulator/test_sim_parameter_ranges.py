@@ -579,3 +579,29 @@ def test_value_out_of_the_column_range_gets_sql_server_error_and_stores_nothing(
     cur.execute("SELECT COUNT(*) FROM dbo.t")
     assert cur.fetchone()[0] == 0
     conn.close()
+
+
+@pytest.mark.parametrize(
+    ("expression", "type_name"),
+    [
+        ("DATEADD(day, 1, CAST('9999-12-31' AS date))", "date"),
+        ("DATEADD(year, 9000, CAST('2000-01-01' AS date))", "date"),
+        ("DATEADD(day, -1, CAST('0001-01-01' AS datetime2))", "datetime2"),
+        ("DATEADD(day, -1, CAST('1753-01-01' AS datetime))", "datetime"),
+        ("DATEADD(minute, 1, CAST('2079-06-06 23:59' AS smalldatetime))", "smalldatetime"),
+        ("DATEADD(hour, 1, CAST('9999-12-31 23:00 +00:00' AS datetimeoffset))", "datetimeoffset"),
+    ],
+)
+def test_dateadd_past_the_type_range_is_error_517_not_a_stored_value(
+    connect: Any, expression: str, type_name: str, error_number: Any
+) -> None:
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute(f"CREATE TABLE dbo.t (v {type_name})")
+    with pytest.raises(Exception) as info:
+        cur.execute(f"INSERT INTO dbo.t (v) SELECT {expression}")
+    assert error_number(info.value) == 517
+    assert f"Adding a value to a '{type_name}' column caused an overflow." in str(info.value)
+    cur.execute("SELECT COUNT(*) FROM dbo.t")
+    assert cur.fetchone()[0] == 0
+    conn.close()

@@ -470,11 +470,7 @@ def _dateadd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
             return ticks + 7 * k * TPD
         return ticks + k * _UNIT_TICKS[unit]
 
-    def f(row: Any) -> Any:
-        v = fa(row)
-        k = n(row)
-        if v is None or k is None:
-            return None
+    def add(v: Any, k: int) -> Any:
         if name == "date":
             return shift(v * TPD, k) // TPD
         if name == "time":
@@ -485,6 +481,19 @@ def _dateadd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         r = shift(v, k)
         if name == "datetime":
             return V.round_datetime_ticks(r)
+        return r
+
+    def f(row: Any) -> Any:
+        v = fa(row)
+        k = n(row)
+        if v is None or k is None:
+            return None
+        try:
+            r = add(v, k)
+        except (ValueError, OverflowError):  # a year outside 1..9999
+            r = None
+        if r is None or not V.in_temporal_range(r, name):
+            raise SqlError(517, 16, 1, f"Adding a value to a '{name}' column caused an overflow.")
         return r
 
     return Expr(f, t)
