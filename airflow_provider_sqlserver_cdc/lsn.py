@@ -17,7 +17,8 @@ class Lsn:
 
     LSNs compare as unsigned big-endian numbers, which is how SQL Server orders them. The text
     form used in XCom, Variables, file names and logs is ``0x`` followed by 20 upper-case hex
-    digits. Arithmetic is deliberately absent: the next LSN comes from the server
+    digits; the integer form (``int(lsn)``, :meth:`from_int`) is what LSN ranges compute with.
+    Arithmetic is deliberately absent: the next LSN comes from the server
     (``sys.fn_cdc_increment_lsn``).
 
     :param value: exactly 10 bytes.
@@ -55,6 +56,13 @@ class Lsn:
         raise TypeError(f"Cannot make an LSN from {type(value).__name__}")
 
     @classmethod
+    def from_int(cls, value: int) -> Lsn:
+        """Return the LSN whose unsigned big-endian value is ``value`` (the form LSN ranges compute with)."""
+        if not isinstance(value, int) or not 0 <= value < 1 << (8 * LSN_BYTES):
+            raise ValueError(f"Not an LSN value: {value!r}; expected an integer from 0 to 2**80 - 1")
+        return cls(value.to_bytes(LSN_BYTES, "big"))
+
+    @classmethod
     def zero(cls) -> Lsn:
         """Return the all-zero LSN (what SQL Server returns for an unknown capture instance)."""
         return cls(bytes(LSN_BYTES))
@@ -73,6 +81,9 @@ class Lsn:
     def is_zero(self) -> bool:
         """Whether every byte is zero."""
         return not any(self._value)
+
+    def __int__(self) -> int:
+        return int.from_bytes(self._value, "big")
 
     def __bytes__(self) -> bytes:
         return self._value

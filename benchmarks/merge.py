@@ -4,7 +4,7 @@ At --scale 1: a 5,000,000-row target; a window of 1,000,000 changes (70% updates
 before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read tables it times
 
 * rewrite: ``CREATE OR REPLACE TABLE copy AS SELECT * FROM target`` (read and write every row);
-* merge:   ``merge_job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
+* merge:   ``spark.merge.job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
 
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
 dev extra; one full-size round runs first and is not counted (JIT warm-up), then every mode is measured
@@ -32,8 +32,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from bench_source import process_cpu_seconds
 
-from airflow_provider_sqlserver_cdc.spark import merge_job
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED
+from airflow_provider_sqlserver_cdc.spark.merge.job import configure_session, run
+from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
+from airflow_provider_sqlserver_cdc.window.net_effect import OPERATION_NAMES
 
 SNAPSHOT_LSN = 0x1000
 CHANGES_PER_TRANSACTION = 1000
@@ -116,7 +123,7 @@ def write_window(
     base: Path, kind: str, from_lsn: int, to_lsn: int, table: pa.Table, rows_per_file: int = 1_000_000
 ) -> str:
     """Write a window (Parquet files then manifest) in the documented format; return the manifest path."""
-    directory = base / "dbo_orders" / f"{merge_job.lsn_from_int(from_lsn)}_{merge_job.lsn_from_int(to_lsn)}"
+    directory = base / "dbo_orders" / f"{Lsn.from_int(from_lsn).hex}_{Lsn.from_int(to_lsn).hex}"
     directory.mkdir(parents=True)
     files = []
     for number, start in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
@@ -125,16 +132,16 @@ def write_window(
         pq.write_table(chunk, directory / name, compression="zstd")
         files.append({"path": name, "rows": chunk.num_rows, "bytes": (directory / name).stat().st_size})
     operations = pc.value_counts(table["__$operation"]).to_pylist()
-    counts = {n: 0 for n in ("delete", "insert", "update_before", "update_after")}
+    counts = dict.fromkeys(OPERATION_NAMES.values(), 0)
     for entry in operations:
-        counts[["delete", "insert", "update_before", "update_after"][entry["values"] - 1]] = entry["counts"]
+        counts[OPERATION_NAMES[entry["values"]]] = entry["counts"]
     manifest = {
         "format_version": 1,
         "kind": kind,
         "capture_instance": "dbo_orders",
         "source": {"server": "bench", "database": "shop", "schema": "dbo", "table": "orders"},
-        "from_lsn": merge_job.lsn_from_int(from_lsn),
-        "to_lsn": merge_job.lsn_from_int(to_lsn),
+        "from_lsn": Lsn.from_int(from_lsn).hex,
+        "to_lsn": Lsn.from_int(to_lsn).hex,
         "from_time": None,
         "to_time": None,
         "mode": "snapshot" if kind == "snapshot" else "interval",
@@ -248,14 +255,12 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
     """Create the target as the job would and fill it with the snapshot rows (untimed set-up)."""
     from pyspark.sql import functions as F
 
-    merge_job.configure_session(spark)
-    window = merge_job.read_manifest(spark, snapshot_manifest)
-    plan = merge_job.TargetPlan(table, windows=[window])
-    merge_job.plan_schema(None, plan, None)
-    merge_job.create_table(spark, plan, mode)
-    frame = merge_job.read_window(spark, window, table, check_count=False).withColumn(
-        merge_job.DELETED, F.lit(False)
-    )
+    configure_session(spark)
+    window = read_manifest(spark, snapshot_manifest)
+    plan = TargetPlan(table, windows=[window])
+    plan_schema(plan, None)
+    IcebergTarget(spark, mode).create_table(plan)
+    frame = read_window(spark, window, table, check_count=False).withColumn(DELETED, F.lit(False))
     frame.writeTo(table).append()
 
 
@@ -325,10 +330,10 @@ def main() -> None:
                         f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
                     )
                 )
-                settings = merge_job.MergeSettings(manifests=(window,), targets={"dbo_orders": table})
-                merge, merge_cpu = clock.measure(lambda settings=settings: merge_job.run(spark, settings))
+                settings = MergeSettings(manifests=(window,), targets={"dbo_orders": table})
+                merge, merge_cpu = clock.measure(lambda settings=settings: run(spark, settings))
                 total = spark.table(table).count()
-                live = spark.table(table).where(f"NOT {merge_job.DELETED}").count()
+                live = spark.table(table).where(f"NOT {DELETED}").count()
                 expected_live = size + mix["inserts"] - mix["deletes"]
                 assert live == expected_live, (live, expected_live)
                 print(

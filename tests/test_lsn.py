@@ -55,3 +55,14 @@ def test_not_equal_to_raw_bytes():
     assert lsn != bytes(10)
     with pytest.raises(TypeError):
         _ = lsn < bytes(10)  # type: ignore[operator]
+
+
+def test_int_form_round_trip_orders_as_the_bytes_do():
+    lsn = Lsn.from_hex("0x0000002A000001F00003")
+    assert int(lsn) == 0x2A000001F00003
+    assert Lsn.from_int(int(lsn)) == lsn
+    assert Lsn.from_int(0) == Lsn.zero() and Lsn.from_int(2**80 - 1).hex == "0x" + "F" * 20
+    with pytest.raises(ValueError, match="Not an LSN value"):
+        Lsn.from_int(2**80)
+    with pytest.raises(ValueError, match="Not an LSN value"):
+        Lsn.from_int(-1)

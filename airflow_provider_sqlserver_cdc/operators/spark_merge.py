@@ -8,15 +8,15 @@ from urllib.parse import urlsplit
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_sqlserver_cdc.parquet.manifest import MANIFEST_NAME
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
-from airflow_provider_sqlserver_cdc.spark.merge_job import (
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
     WRITE_MODES,
-    MergeJobError,
     parse_table_properties,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
+from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -81,10 +81,8 @@ def window_manifest_uris(value: Any) -> list[str]:
                 f"window description has no 'manifest_uri': keys are {sorted(item)}; "
                 "pass the extract task's XCom"
             )
-        if not (uri == MANIFEST_NAME or uri.endswith("/" + MANIFEST_NAME)):
-            uri = uri.rstrip("/") + "/" + MANIFEST_NAME
-        if uri not in uris:
-            uris.append(uri)
+        if manifest_uri(uri) not in uris:
+            uris.append(manifest_uri(uri))
     return uris
 
 
@@ -103,7 +101,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
-    the extract task's XCom. Spark settings (the Iceberg runtime jar, ``spark.sql.extensions`` and
+    the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
+    time, ``merge_job_py_files``), unless ``ship_job_modules=False`` says the provider is installed
+    on the cluster. Spark settings (the Iceberg runtime jar, ``spark.sql.extensions`` and
     the ``spark.sql.catalog.*`` of the target catalog) are passed as for ``SparkSubmitOperator``
     (``jars``/``packages``, ``conf``) or come from the cluster's defaults.
 
@@ -117,6 +117,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param delete_mode: ``soft`` (default) or ``hard``.
     :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
     :param table_properties: further Iceberg table properties set on table creation. (templated)
+    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default); False when
+        the cluster's Python has this provider installed, at the same version.
     """
 
     template_fields: Sequence[str] = (
@@ -139,6 +141,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         delete_mode: str = "soft",
         write_mode: str = "merge-on-read",
         table_properties: Mapping[str, str] | None = None,
+        ship_job_modules: bool = True,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -159,6 +162,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.delete_mode = delete_mode
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
+        self.ship_job_modules = ship_job_modules
 
     def _window_value(self, context: Context) -> Any:
         if self.windows is not None:
@@ -183,6 +187,11 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             write_mode=self.write_mode,
             properties=self.table_properties,
         )
+        if self.ship_job_modules:
+            job_modules = merge_job_py_files()
+            files = [f for f in (self.py_files or "").split(",") if f]
+            self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+            self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         super().execute(context)
         return manifests

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
+from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
 from airflow_provider_sqlserver_cdc.errors import UnsupportedTypeError
 
 _INT_TYPES = {"tinyint": pa.int16(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64()}
@@ -152,3 +152,23 @@ def arrow_field(column: CapturedColumn) -> pa.Field:
         nullable=True,
         metadata={b"sql_type": column.describe().encode()},
     )
+
+
+def column_descriptions(instance: CaptureInstance) -> list[dict[str, Any]]:
+    """Return the manifest's ``columns`` list of a capture instance loaded with its columns.
+
+    :param instance: the capture instance, with its captured columns.
+    """
+    return [
+        {
+            "name": c.name,
+            "ordinal": c.ordinal,
+            "sql_type": c.sql_type,
+            "max_length": c.max_length,
+            "precision": c.precision,
+            "scale": c.scale,
+            "nullable": c.nullable,
+            "arrow_type": str(arrow_type(c)),
+        }
+        for c in instance.columns
+    ]

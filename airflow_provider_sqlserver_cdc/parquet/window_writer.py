@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_sqlserver_cdc.parquet.manifest import MANIFEST_NAME, ManifestFile
+from airflow_provider_sqlserver_cdc.window.manifest import MANIFEST_NAME, ManifestFile
 
 log = logging.getLogger(__name__)
 

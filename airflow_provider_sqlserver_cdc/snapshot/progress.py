@@ -19,7 +19,8 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile, write_atomically
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_atomically
+from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
 
 PROGRESS_NAME = "_snapshot_progress.json"
 PROGRESS_VERSION = 1

@@ -22,14 +22,7 @@ import pyarrow.fs as pafs
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.manifest import (
-    MANIFEST_NAME,
-    WindowManifest,
-    column_descriptions,
-    source_description,
-    zero_operation_counts,
-)
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -53,6 +46,12 @@ from airflow_provider_sqlserver_cdc.window.extraction import (
     ExtractResult,
     finish_window,
     load_capture_instances,
+)
+from airflow_provider_sqlserver_cdc.window.manifest import (
+    MANIFEST_NAME,
+    WindowManifest,
+    source_description,
+    zero_operation_counts,
 )
 
 if TYPE_CHECKING:

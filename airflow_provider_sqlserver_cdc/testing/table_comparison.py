@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-from airflow_provider_sqlserver_cdc.spark.merge_job import DELETED, TARGET_META_COLUMNS, spark_type
+from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, TARGET_META_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.spark_types import spark_type
 from airflow_provider_sqlserver_cdc.tsql import quote_name
 
 # ODBC type codes pyodbc reports for SQL Server's time(n) and datetimeoffset(n) and GUIDs.

@@ -19,15 +19,8 @@ import pyarrow.compute as pc
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import require_key_columns
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
-from airflow_provider_sqlserver_cdc.parquet.manifest import (
-    MANIFEST_NAME,
-    OPERATION_NAMES,
-    WindowManifest,
-    column_descriptions,
-    source_description,
-    write_manifest,
-    zero_operation_counts,
-)
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -36,6 +29,13 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
+from airflow_provider_sqlserver_cdc.window.manifest import (
+    MANIFEST_NAME,
+    OPERATION_NAMES,
+    WindowManifest,
+    source_description,
+    zero_operation_counts,
+)
 from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
 
 if TYPE_CHECKING:

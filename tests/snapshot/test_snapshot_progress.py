@@ -7,7 +7,6 @@ from decimal import Decimal
 import pyarrow.fs as pafs
 import pytest
 
-from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile
 from airflow_provider_sqlserver_cdc.snapshot.progress import (
     PROGRESS_NAME,
     ChunkRecord,
@@ -18,6 +17,7 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
     remove_progress,
     write_progress,
 )
+from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
 
 KEY_VALUES = [
     None,

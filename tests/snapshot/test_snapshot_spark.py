@@ -16,7 +16,8 @@ from snapshot_source import ConcurrentWriter, seed, windows_after
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
-from airflow_provider_sqlserver_cdc.spark import merge_job
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
+from airflow_provider_sqlserver_cdc.spark.merge.job import run
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     compare_table,
     describe_all,
@@ -78,7 +79,7 @@ def assert_replicated(comparisons) -> None:
 
 def merge(spark, manifests: list[str]) -> None:
     args = [item for uri in manifests for item in ("--manifest", uri)]
-    merge_job.run(spark, merge_job.parse_args([*args, "--namespace", NAMESPACE]))
+    run(spark, parse_args([*args, "--namespace", NAMESPACE]))
 
 
 def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark, tmp_path):

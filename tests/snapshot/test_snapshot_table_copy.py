@@ -8,8 +8,11 @@ import pyarrow.fs as pafs
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
 from airflow_provider_sqlserver_cdc.hooks.change_reader import METADATA_FIELDS
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.manifest import ManifestFile, column_descriptions
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import arrow_field, column_converter
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import (
+    arrow_field,
+    column_converter,
+    column_descriptions,
+)
 from airflow_provider_sqlserver_cdc.snapshot.progress import SnapshotProgress
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import (
     chunk_key_columns,
@@ -17,6 +20,7 @@ from airflow_provider_sqlserver_cdc.snapshot.table_copy import (
     rows_to_snapshot_batch,
     update_mask_all,
 )
+from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
 
 START = Lsn.from_hex("0x00000010000000200001")
 SNAP = Lsn.from_hex("0x00000020000000300004")
@@ -137,8 +141,8 @@ def test_resume_is_refused_when_table_instance_or_files_changed(tmp_path):
 
 
 def test_snapshot_manifest_is_a_valid_window_manifest_of_inserts(tmp_path):
-    from airflow_provider_sqlserver_cdc.parquet.manifest import WindowManifest, validate_manifest
     from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_manifest
+    from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest, validate_manifest
 
     inst = instance([col("id", 1), col("v", 2)], ["id"])
     progress = _progress(inst, ManifestFile("part-00000.parquet", 3, 10))

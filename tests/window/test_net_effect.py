@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from airflow_provider_sqlserver_cdc.spark.net_effect import (
+from airflow_provider_sqlserver_cdc.window.net_effect import (
     DELETE,
     INSERT,
     UPDATE_AFTER,
@@ -63,20 +63,23 @@ def test_update_before_image_values_are_never_used() -> None:
     assert state(net_effect(changes, ["id"])) == {1: (False, {"id": 1, "v": "after"})}
 
 
-def test_primary_key_update_as_before_and_after_image_deletes_old_key() -> None:
-    changes = [
-        change(1, 1, INSERT, id=1, v="a"),
-        change(2, 1, UPDATE_BEFORE, id=1, v="a"),
-        change(2, 1, UPDATE_AFTER, id=10, v="a"),
-    ]
-    assert state(net_effect(changes, ["id"])) == {
-        1: (True, {"id": 1, "v": "a"}),
-        10: (False, {"id": 10, "v": "a"}),
-    }
-
-
-def test_primary_key_update_as_delete_and_insert_deletes_old_key() -> None:
-    changes = [change(2, 1, DELETE, id=1, v="a"), change(2, 2, INSERT, id=10, v="a")]
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param(
+            [
+                change(1, 1, INSERT, id=1, v="a"),
+                change(2, 1, UPDATE_BEFORE, id=1, v="a"),
+                change(2, 1, UPDATE_AFTER, id=10, v="a"),
+            ],
+            id="as_before_and_after_image",
+        ),
+        pytest.param(
+            [change(2, 1, DELETE, id=1, v="a"), change(2, 2, INSERT, id=10, v="a")], id="as_delete_and_insert"
+        ),
+    ],
+)
+def test_primary_key_update_deletes_old_key(changes: list[Change]) -> None:
     assert state(net_effect(changes, ["id"])) == {
         1: (True, {"id": 1, "v": "a"}),
         10: (False, {"id": 10, "v": "a"}),

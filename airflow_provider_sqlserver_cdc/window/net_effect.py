@@ -1,7 +1,8 @@
 """The net-effect rule: what one key looks like after a sequence of CDC changes.
 
-This module is the plain-Python statement of the rule; ``merge_job.net_effect_frame`` applies the
-same rule to a Spark DataFrame (``tests/spark`` checks that both agree on random change streams).
+This module is the plain-Python statement of the rule and defines the operation codes;
+``spark.merge.net_effect_frame`` applies the same rule to a Spark DataFrame (``tests/spark/merge``
+checks that both agree on random change streams).
 
 The rule:
 
@@ -32,6 +33,13 @@ UPDATE_AFTER = 4
 #: Operations whose winning change leaves the key deleted.
 DELETING_OPERATIONS = frozenset({DELETE, UPDATE_BEFORE})
 VALID_OPERATIONS = frozenset({DELETE, INSERT, UPDATE_BEFORE, UPDATE_AFTER})
+#: The name of each operation in a manifest's ``operation_counts``.
+OPERATION_NAMES = {
+    DELETE: "delete",
+    INSERT: "insert",
+    UPDATE_BEFORE: "update_before",
+    UPDATE_AFTER: "update_after",
+}
 
 
 @dataclass(frozen=True, order=True)

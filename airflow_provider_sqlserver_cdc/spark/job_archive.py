@@ -1,0 +1,71 @@
+"""The merge job's ``py_files``: a zip of the pure-Python modules the job imports on the cluster.
+
+Built from the installed package, deterministically (sorted entries, fixed timestamps), and cached
+in the temporary directory under a name that carries the package version and a digest of the
+content, so every task of a worker reuses one file and a new version never reuses an old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PACKAGE = PACKAGE_DIR.name
+#: The modules the job imports, relative to the package directory (directories: every ``.py`` in them).
+JOB_MODULES = (
+    "__init__.py",
+    "lsn.py",
+    "window/__init__.py",
+    "window/manifest.py",
+    "window/lsn_ranges.py",
+    "window/net_effect.py",
+    "spark/__init__.py",
+    "spark/job_archive.py",
+    "spark/merge",
+)
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def job_module_files() -> list[Path]:
+    """Return the package's files that go into the zip, sorted."""
+    files: set[Path] = set()
+    for entry in JOB_MODULES:
+        path = PACKAGE_DIR / entry
+        files.update(path.rglob("*.py") if path.is_dir() else [path])
+    return sorted(files)
+
+
+def merge_job_py_files(directory: str | os.PathLike[str] | None = None) -> str:
+    """Build (or reuse) the zip of the job's modules; return its path, for ``py_files``.
+
+    :param directory: where to keep the zip; default the system's temporary directory.
+    """
+    from airflow_provider_sqlserver_cdc import __version__
+
+    files = job_module_files()
+    contents = [
+        (f"{PACKAGE}/{path.relative_to(PACKAGE_DIR).as_posix()}", path.read_bytes()) for path in files
+    ]
+    digest = hashlib.sha256()
+    for name, data in contents:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    target = (
+        Path(directory or tempfile.gettempdir())
+        / f"sqlserver-cdc-merge-{__version__}-{digest.hexdigest()[:16]}.zip"
+    )
+    if target.is_file():
+        return str(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in contents:
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    os.replace(partial, target)
+    return str(target)

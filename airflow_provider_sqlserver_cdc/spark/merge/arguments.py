@@ -1,0 +1,141 @@
+"""The merge job's command line: what it was asked to do (``MergeSettings``) and the checks on it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import is_job_table_property
+from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.spark.merge.window_reader import Window
+
+DELETE_MODES = ("soft", "hard")
+WRITE_MODES = ("copy-on-write", "merge-on-read")
+
+
+@dataclass(frozen=True)
+class MergeSettings:
+    """What the job was asked to do."""
+
+    manifests: tuple[str, ...]
+    namespace: str | None = None
+    table_name_template: str = "{schema}_{table}"
+    targets: dict[str, str] = field(default_factory=dict)
+    delete_mode: str = "soft"
+    write_mode: str = "merge-on-read"
+    table_properties: dict[str, str] = field(default_factory=dict)
+
+    def target_for(self, window: Window) -> str:
+        """Return the dotted target table name for a window."""
+        manifest = window.manifest
+        if manifest.capture_instance in self.targets:
+            return self.targets[manifest.capture_instance]
+        if not self.namespace:
+            raise MergeJobError(
+                f"no target table for capture instance {manifest.capture_instance}: pass --namespace "
+                f"CATALOG.NAMESPACE or --target {manifest.capture_instance}=CATALOG.NAMESPACE.TABLE"
+            )
+        values = {
+            "capture_instance": manifest.capture_instance,
+            "schema": manifest.source.get("schema", ""),
+            "table": manifest.source.get("table", ""),
+            "database": manifest.source.get("database", ""),
+        }
+        try:
+            name = self.table_name_template.format(**values)
+        except (KeyError, IndexError) as err:
+            raise MergeJobError(
+                f"--table-name-template {self.table_name_template!r} uses unknown field {err}"
+            ) from None
+        if not name.strip("_") or "." in name:
+            raise MergeJobError(
+                f"--table-name-template {self.table_name_template!r} gives {name!r} for "
+                f"{manifest.capture_instance}; the manifest's source may lack schema/table: pass --target for it"
+            )
+        return f"{self.namespace}.{name}"
+
+
+def parse_table_properties(items: Iterable[str]) -> dict[str, str]:
+    """Parse ``KEY=VALUE`` Iceberg table properties for the tables the job creates.
+
+    The job's own properties (``targets.iceberg.job_table_properties``, ``--write-mode`` for the write
+    modes, and the ``sqlserver-cdc.`` ones) cannot be given, nor quotes or backslashes, which the
+    ``TBLPROPERTIES`` clause would have to escape.
+
+    :param items: ``KEY=VALUE`` texts.
+    """
+    properties: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise MergeJobError(
+                f"table property {item!r}: expected KEY=VALUE, e.g. write.target-file-size-bytes=134217728"
+            )
+        if is_job_table_property(key):
+            raise MergeJobError(
+                f"table property {key!r} is set by the merge job itself (use --write-mode for the write modes)"
+            )
+        if any(c in item for c in "'\\"):
+            raise MergeJobError(f"table property {item!r}: quotes and backslashes are not supported")
+        properties[key] = value.strip()
+    return properties
+
+
+def parse_args(argv: Sequence[str]) -> MergeSettings:
+    """Parse the command line of the job.
+
+    :param argv: the arguments after the application file.
+    """
+    parser = argparse.ArgumentParser(
+        prog="merge_job.py", description="Merge CDC windows into Iceberg tables."
+    )
+    parser.add_argument(
+        "--manifest", action="append", default=[], help="manifest URI or window directory (repeatable)"
+    )
+    parser.add_argument("--namespace", help="CATALOG.NAMESPACE of the target tables")
+    parser.add_argument("--table-name-template", default="{schema}_{table}")
+    parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
+    parser.add_argument("--delete-mode", choices=DELETE_MODES, default="soft")
+    parser.add_argument("--write-mode", choices=WRITE_MODES, default="merge-on-read")
+    parser.add_argument(
+        "--table-property",
+        action="append",
+        default=[],
+        help="KEY=VALUE Iceberg table property for the tables the job creates",
+    )
+    args = parser.parse_args(list(argv))
+    try:
+        properties = parse_table_properties(args.table_property)
+    except MergeJobError as err:
+        parser.error(str(err))
+    targets = {}
+    for item in args.target:
+        ci, sep, table = item.partition("=")
+        if not sep or not ci or not table:
+            parser.error(f"--target {item!r}: expected CAPTURE_INSTANCE=CATALOG.NAMESPACE.TABLE")
+        targets[ci] = table
+    manifests: list[str] = []
+    for reference in args.manifest:
+        uri = manifest_uri(reference) if reference.strip() else ""
+        if reference.strip()[:1] in ("[", "{", '"'):
+            parser.error(
+                f"--manifest {reference[:80]!r}: pass manifest URIs or window directories (one --manifest "
+                "each), not the extract task's XCom JSON; CdcSparkMergeOperator resolves the XCom"
+            )
+        if uri and uri not in manifests:
+            manifests.append(uri)
+    return MergeSettings(
+        manifests=tuple(manifests),
+        namespace=args.namespace,
+        table_name_template=args.table_name_template,
+        targets=targets,
+        delete_mode=args.delete_mode,
+        write_mode=args.write_mode,
+        table_properties=properties,
+    )

@@ -1,0 +1,138 @@
+"""SQL Server column types (as a manifest describes them) -> Spark SQL types, and type widening."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
+
+_STRING_TYPES = frozenset(
+    {"char", "varchar", "nchar", "nvarchar", "text", "ntext", "xml", "sysname", "uniqueidentifier"}
+    | {"time", "datetimeoffset", "sql_variant", "hierarchyid", "geography", "geometry"}
+)
+_BINARY_TYPES = frozenset({"binary", "varbinary", "image", "rowversion", "timestamp"})
+_ARROW_FALLBACK = {
+    "bool": "BOOLEAN",
+    "int8": "INT",
+    "int16": "INT",
+    "int32": "INT",
+    "int64": "BIGINT",
+    "float": "FLOAT",
+    "float32": "FLOAT",
+    "double": "DOUBLE",
+    "float64": "DOUBLE",
+    "string": "STRING",
+    "large_string": "STRING",
+    "binary": "BINARY",
+    "large_binary": "BINARY",
+    "date32": "DATE",
+    "date32[day]": "DATE",
+}
+
+
+def is_nanosecond_column(column: dict[str, Any]) -> bool:
+    """Whether the window stores this column as Parquet timestamp[ns] (datetime2(7))."""
+    arrow = str(column.get("arrow_type", "")).replace(" ", "")
+    if arrow.startswith("timestamp["):
+        return arrow.startswith("timestamp[ns")
+    return column["sql_type"].lower() == "datetime2" and column.get("scale", 7) == 7
+
+
+def spark_type(column: dict[str, Any], table: str) -> str:
+    """Return the Spark SQL type (as Iceberg stores it) of a manifest column.
+
+    Integers narrower than 32 bits become INT (Iceberg has no smaller integers); datetime and
+    datetime2 become TIMESTAMP_NTZ (Iceberg ``timestamp``, microseconds: datetime2(7) loses its
+    last digit); time and datetimeoffset stay the strings the window holds (offset kept).
+    """
+    sql_type = column["sql_type"].lower()
+    if sql_type == "bit":
+        return "BOOLEAN"
+    if sql_type in ("tinyint", "smallint", "int"):
+        return "INT"
+    if sql_type == "bigint":
+        return "BIGINT"
+    if sql_type in ("decimal", "numeric"):
+        precision, scale = column.get("precision"), column.get("scale")
+        if not isinstance(precision, int) or not isinstance(scale, int) or not 1 <= precision <= 38:
+            raise SchemaEvolutionError(
+                f"target table {table}: column {column['name']} is {sql_type} without a valid precision/scale "
+                f"({precision!r}, {scale!r}) in the manifest"
+            )
+        return f"DECIMAL({precision},{scale})"
+    if sql_type == "money":
+        return "DECIMAL(19,4)"
+    if sql_type == "smallmoney":
+        return "DECIMAL(10,4)"
+    if sql_type == "real":
+        return "FLOAT"
+    if sql_type == "float":
+        precision = column.get("precision")
+        return "FLOAT" if isinstance(precision, int) and precision <= 24 else "DOUBLE"
+    if sql_type == "date":
+        return "DATE"
+    if sql_type in ("datetime", "smalldatetime", "datetime2"):
+        return "TIMESTAMP_NTZ"
+    if sql_type in _STRING_TYPES:
+        return "STRING"
+    if sql_type in _BINARY_TYPES:
+        return "BINARY"
+    arrow = str(column.get("arrow_type", "")).replace(" ", "")
+    if arrow in _ARROW_FALLBACK:
+        return _ARROW_FALLBACK[arrow]
+    decimal = re.match(r"^decimal128\((\d+),(\d+)\)$", arrow)
+    if decimal:
+        return f"DECIMAL({decimal.group(1)},{decimal.group(2)})"
+    raise SchemaEvolutionError(
+        f"target table {table}: column {column['name']} has SQL type {column['sql_type']!r} "
+        f"(arrow {column.get('arrow_type')!r}) that the merge job cannot map; cast it in the source "
+        "or leave it out of the capture instance's @captured_column_list"
+    )
+
+
+def _normalize(spark_sql_type: str) -> str:
+    text = spark_sql_type.upper().replace(" ", "")
+    return {"INTEGER": "INT", "LONG": "BIGINT", "REAL": "FLOAT", "BOOL": "BOOLEAN", "SHORT": "INT"}.get(
+        text, text
+    )
+
+
+def widening(table_type: str, window_type: str) -> str | None:
+    """Compare a table column type with the window's type.
+
+    :param table_type: the Spark SQL type of the table column.
+    :param window_type: the Spark SQL type of the window's column.
+
+    :return: ``None`` when the table type holds the window's values as is, else the type the
+        table column must be widened to.
+    :raises ValueError: when Iceberg cannot widen the table type to hold the window's values.
+    """
+    have, want = _normalize(table_type), _normalize(window_type)
+    if have == want:
+        return None
+    if (have, want) in (("BIGINT", "INT"), ("DOUBLE", "FLOAT")):
+        return None
+    if (have, want) in (("INT", "BIGINT"), ("FLOAT", "DOUBLE")):
+        return want
+    dec_have = re.match(r"^DECIMAL\((\d+),(\d+)\)$", have)
+    dec_want = re.match(r"^DECIMAL\((\d+),(\d+)\)$", want)
+    if dec_have and dec_want and dec_have.group(2) == dec_want.group(2):
+        return None if int(dec_have.group(1)) >= int(dec_want.group(1)) else want
+    raise ValueError(f"{have} cannot hold {want}")
+
+
+def source_type_comment(column: dict[str, Any]) -> str:
+    """Return the column comment naming its SQL Server type, e.g. ``SQL Server decimal(10,2)``.
+
+    :param column: the manifest's column entry.
+    """
+    sql_type = column["sql_type"]
+    if sql_type.lower() in ("decimal", "numeric"):
+        sql_type += f"({column.get('precision')},{column.get('scale')})"
+    elif sql_type.lower() in ("datetime2", "time", "datetimeoffset"):
+        sql_type += f"({column.get('scale')})"
+    elif column.get("max_length") not in (None, 0) and sql_type.lower() in _STRING_TYPES | _BINARY_TYPES:
+        length = column.get("max_length")
+        sql_type += "(max)" if length == -1 else f"({length})"
+    return "SQL Server " + sql_type

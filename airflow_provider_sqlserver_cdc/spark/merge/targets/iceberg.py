@@ -1,0 +1,319 @@
+"""The Iceberg target: tables in an Iceberg catalog of the Spark session, written with MERGE INTO.
+
+The applied LSN ranges live in the snapshot summary of the commit that applies the windows
+(``sqlserver-cdc.applied-lsn-ranges.<capture instance>``), so data and bookkeeping commit together.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_META_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
+    KeyRange,
+    runtime_key_filter_conf,
+    runtime_key_filter_pays,
+    session_conf,
+    source_key_range,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
+    checkpointed_net_effect,
+    net_effect_frame,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
+from airflow_provider_sqlserver_cdc.spark.merge.statements import (
+    merge_sql,
+    quote,
+    quote_table,
+    snapshot_clause,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRanges, ChangeBatch, MergeTarget
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import format_ranges, parse_ranges
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan
+
+LOG = logging.getLogger("sqlserver_cdc.merge_job")
+
+#: Snapshot-summary keys the job writes with every commit (suffix: capture instance name).
+SUMMARY_PREFIX = "sqlserver-cdc."
+SUMMARY_RANGES = SUMMARY_PREFIX + "applied-lsn-ranges."
+SUMMARY_MAX_LSN = SUMMARY_PREFIX + "max-applied-lsn."
+MERGE_SOURCE_VIEW = "sqlserver_cdc_merge_source"
+
+
+def job_table_properties(write_mode: str) -> dict[str, str]:
+    """Return the Iceberg table properties the job itself sets on the tables it creates.
+
+    :param write_mode: ``merge-on-read`` or ``copy-on-write``.
+    """
+    return {
+        "format-version": "2",
+        "write.merge.mode": write_mode,
+        "write.update.mode": write_mode,
+        "write.delete.mode": write_mode,
+    }
+
+
+def is_job_table_property(key: str) -> bool:
+    """Say whether the job sets this table property itself (a user may not give it).
+
+    :param key: the property name.
+    """
+    return key.lower() in job_table_properties("") or key.lower().startswith(SUMMARY_PREFIX)
+
+
+def summary_properties(applied: AppliedRanges) -> dict[str, str]:
+    """Return the snapshot-summary entries that record the applied LSN ranges.
+
+    :param applied: capture instance -> joined LSN ranges.
+    """
+    properties = {}
+    for ci, ranges in applied.items():
+        properties[SUMMARY_RANGES + ci] = format_ranges(ranges)
+        properties[SUMMARY_MAX_LSN + ci] = Lsn.from_int(max(hi for _, hi in ranges)).hex
+    return properties
+
+
+def iceberg_table(spark: SparkSession, table: str) -> Any:
+    """Return the Iceberg ``Table`` (Java API, through py4j) behind a dotted Spark table name."""
+    jvm = spark.sparkContext._jvm
+    return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, quote_table(table))
+
+
+def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
+    """Return the job's snapshot-summary entries of the newest snapshot, in the main branch's history, holding them.
+
+    Reads table metadata only (no Spark job).
+    """
+    iceberg = iceberg_table(spark, table)
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        summary = snapshot.summary()
+        state = {str(k): str(summary.get(k)) for k in summary.keySet() if str(k).startswith(SUMMARY_PREFIX)}
+        if state:
+            return state
+        parent_id = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
+    return {}
+
+
+def with_commit_properties(
+    spark: SparkSession, properties: dict[str, str], action: Callable[[], None]
+) -> None:
+    """Run ``action`` so that the Iceberg commit it makes carries ``properties`` in its snapshot summary.
+
+    Uses Iceberg's public ``CommitMetadata.withCommitProperties``; the commit runs on the JVM thread
+    that serves this Python thread (PySpark's pinned-thread mode), which is where the thread-local
+    properties are set.
+    """
+    jvm = spark.sparkContext._jvm
+    java_properties = jvm.java.util.HashMap()
+    for key, value in properties.items():
+        java_properties.put(key, value)
+
+    class _Action:
+        error: BaseException | None = None
+
+        def call(self) -> None:
+            try:
+                action()
+            except BaseException as err:
+                self.error = err
+                raise
+
+        class Java:
+            implements = ["java.util.concurrent.Callable"]
+
+    runner = _Action()
+    try:
+        jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(
+            java_properties, runner, jvm.java.lang.RuntimeException._java_lang_class
+        )
+    except Exception:
+        if runner.error is not None:
+            raise runner.error from None
+        raise
+
+
+def target_rows_scanned(spark: SparkSession, table: str, key_range: KeyRange | None) -> int | None:
+    """Return how many rows the MERGE's target scan will read, from Iceberg's scan planning, or None.
+
+    The record counts of the data files Iceberg plans for the key range (file metadata only: no
+    data is read). None when Spark reports no row count.
+    """
+    frame = spark.table(quote_table(table))
+    if key_range is not None:
+        frame = frame.where(key_range.condition())
+    try:
+        statistics = frame._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+        row_count = statistics.rowCount()
+        return int(row_count.get()) if row_count.isDefined() else None
+    except Exception as err:  # an internal Spark API: never let it fail a merge
+        LOG.warning("target %s: no row-count estimate for the MERGE's scan (%s)", table, err)
+        return None
+
+
+class IcebergTarget(MergeTarget):
+    """Iceberg tables of the session's catalogs, created with identifier fields and merged with MERGE INTO.
+
+    :param spark: the session, with Iceberg's SQL extensions and the target catalog configured.
+    :param write_mode: ``merge-on-read`` or ``copy-on-write``, set on the tables the job creates.
+    :param table_properties: further Iceberg table properties for the tables the job creates.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        write_mode: str = "merge-on-read",
+        table_properties: Mapping[str, str] | None = None,
+    ) -> None:
+        self.spark = spark
+        self.write_mode = write_mode
+        self.table_properties = dict(table_properties or {})
+
+    def check_session(self) -> None:
+        """Fail unless PySpark pins threads (commit properties) and Iceberg's SQL extensions are on."""
+        from py4j.clientserver import ClientServer
+
+        if not isinstance(self.spark.sparkContext._gateway, ClientServer):
+            raise MergeJobError(
+                "PySpark runs without pinned threads (PYSPARK_PIN_THREAD=false); the job needs them to record "
+                "the applied LSN ranges in the same Iceberg commit as the data. Unset PYSPARK_PIN_THREAD"
+            )
+        extensions = self.spark.conf.get("spark.sql.extensions", "") or ""
+        if "IcebergSparkSessionExtensions" not in extensions:
+            raise MergeJobError(
+                "the Spark session lacks Iceberg's SQL extensions (needed for MERGE INTO and identifier "
+                "fields): set spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+            )
+
+    def exists(self, table: str) -> bool:
+        """Say whether the dotted table name resolves in its catalog."""
+        try:
+            return bool(self.spark.catalog.tableExists(table))
+        except Exception:
+            return False
+
+    def applied_ranges(self, table: str) -> AppliedRanges:
+        """Return the applied LSN ranges recorded in the newest snapshot summary that holds them."""
+        state = applied_state(self.spark, table)
+        return {
+            key[len(SUMMARY_RANGES) :]: parse_ranges(value)
+            for key, value in state.items()
+            if key.startswith(SUMMARY_RANGES)
+        }
+
+    def table_schema(self, table: str) -> dict[str, str]:
+        """Return lower-cased column name -> Spark SQL type of the table."""
+        return {f.name.lower(): f.dataType.simpleString() for f in self.spark.table(table).schema.fields}
+
+    def identifier_fields(self, table: str) -> list[str]:
+        """Return the table's Iceberg identifier fields."""
+        return [str(name) for name in iceberg_table(self.spark, table).schema().identifierFieldNames()]
+
+    def create_table(self, plan: TargetPlan) -> None:
+        """Create the target table with the windows' schema, metadata columns and identifier fields."""
+        windows_columns: dict[str, dict[str, Any]] = {}
+        for window in plan.windows:
+            for column in window.manifest.columns:
+                windows_columns.setdefault(column["name"].lower(), column)
+        keys = {k.lower() for k in plan.key_columns}
+        definitions = []
+        for name, column in windows_columns.items():
+            not_null = " NOT NULL" if name in keys else ""
+            comment = source_type_comment(column).replace("'", "")
+            definitions.append(
+                f"{quote(column['name'])} {plan.column_types[name]}{not_null} COMMENT '{comment}'"
+            )
+        for name, sql_type, nullable in TARGET_META_COLUMNS:
+            definitions.append(f"{name} {sql_type}{'' if nullable else ' NOT NULL'}")
+        first = plan.windows[0].manifest
+        source = ".".join(str(first.source.get(k, "")) for k in ("database", "schema", "table"))
+        properties = {
+            **job_table_properties(self.write_mode),
+            "sqlserver-cdc.source-table": source,
+            **self.table_properties,
+        }
+        props = ", ".join(f"'{k}'='{v.replace(chr(39), '')}'" for k, v in properties.items())
+        LOG.info("creating target table %s (%s)", plan.table, self.write_mode)
+        self.spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {quote_table(plan.table)} ({', '.join(definitions)}) "
+            f"USING iceberg TBLPROPERTIES ({props})"
+        )
+        self.spark.sql(
+            f"ALTER TABLE {quote_table(plan.table)} SET IDENTIFIER FIELDS "
+            + ", ".join(quote(k) for k in plan.key_columns)
+        )
+
+    def evolve_table(self, plan: TargetPlan) -> None:
+        """Apply the planned column additions and widenings."""
+        for name, column_type, comment in plan.add_columns:
+            LOG.info("target %s: adding column %s %s", plan.table, name, column_type)
+            self.spark.sql(
+                f"ALTER TABLE {quote_table(plan.table)} ADD COLUMN {quote(name)} {column_type} "
+                f"COMMENT '{comment.replace(chr(39), '')}'"
+            )
+        for name, column_type in plan.widen_columns:
+            LOG.info("target %s: widening column %s to %s", plan.table, name, column_type)
+            self.spark.sql(
+                f"ALTER TABLE {quote_table(plan.table)} ALTER COLUMN {quote(name)} TYPE {column_type}"
+            )
+
+    def apply(self, batch: ChangeBatch) -> None:
+        """MERGE the batch's net effect; its commit's snapshot summary carries the applied LSN ranges."""
+        plan, snapshot = batch.plan, batch.snapshot
+        properties = summary_properties(batch.applied)
+        if snapshot is not None:
+            # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
+            # of the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
+            statement = self._merge_statement(batch, net_effect_frame(batch.changes, plan.key_columns), None)
+            statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
+            with_commit_properties(self.spark, properties, lambda: self.spark.sql(statement))
+        else:
+            self._merge_changes(batch, properties)
+        self.spark.catalog.dropTempView(MERGE_SOURCE_VIEW)
+        recorded = applied_state(self.spark, plan.table)
+        if any(recorded.get(key) != value for key, value in properties.items()):
+            raise MergeJobError(
+                f"target table {plan.table}: the MERGE of {batch.labels} committed but its snapshot does not "
+                f"carry the applied LSN ranges (found {recorded}). Re-running is safe (changes only apply when "
+                "newer); check that nothing else commits to the table at the same time"
+            )
+
+    def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
+        """MERGE change windows, with the key range and, where it pays, the runtime key filter."""
+        plan, spark = batch.plan, self.spark
+        bounds = source_key_range(batch.changes, plan)
+        # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
+        merge_on_read = (
+            iceberg_table(spark, plan.table).properties().get("write.merge.mode") == "merge-on-read"
+        )
+        scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
+        with ExitStack() as stack:
+            if runtime_key_filter_pays(scanned, batch.change_rows):
+                LOG.info(
+                    "target %s: runtime key filter on (%s target rows to scan, %s change rows)",
+                    plan.table,
+                    scanned,
+                    batch.change_rows,
+                )
+                source = stack.enter_context(checkpointed_net_effect(batch.changes, plan.key_columns))
+                stack.enter_context(session_conf(spark, runtime_key_filter_conf(batch.change_rows)))
+            else:
+                source = net_effect_frame(batch.changes, plan.key_columns)
+            statement = self._merge_statement(batch, source, bounds)
+            with_commit_properties(spark, properties, lambda: spark.sql(statement))
+
+    @staticmethod
+    def _merge_statement(batch: ChangeBatch, source: DataFrame, bounds: KeyRange | None) -> str:
+        source.createOrReplaceTempView(MERGE_SOURCE_VIEW)
+        plan = batch.plan
+        return merge_sql(plan.table, MERGE_SOURCE_VIEW, batch.columns, plan.key_columns, batch.hard, bounds)

@@ -1,0 +1,63 @@
+"""The job's command line: manifests, targets, table properties."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args, parse_table_properties
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+
+
+def test_parse_args_builds_settings_from_uris_and_window_directories() -> None:
+    settings = parse_args(
+        [
+            "--manifest",
+            "/w/a",
+            "--manifest",
+            "/w/a/_manifest.json",
+            "--namespace",
+            "lake.cdc",
+            "--target",
+            "dbo_x=lake.o.x",
+        ]
+    )
+    assert settings.manifests == ("/w/a/_manifest.json",)
+    assert settings.targets == {"dbo_x": "lake.o.x"}
+    assert settings.delete_mode == "soft"
+    assert settings.table_properties == {}
+
+
+def test_parse_args_collects_table_properties() -> None:
+    settings = parse_args(
+        [
+            "--manifest",
+            "/w/a",
+            "--table-property",
+            "write.merge.distribution-mode=none",
+            "--table-property",
+            "comment=a=b",
+        ]
+    )
+    assert settings.table_properties == {"write.merge.distribution-mode": "none", "comment": "a=b"}
+
+
+@pytest.mark.parametrize(
+    ("item", "problem"),
+    [
+        ("write.merge.mode=copy-on-write", "set by the merge job itself"),
+        ("Format-Version=3", "set by the merge job itself"),
+        ("sqlserver-cdc.max-applied-lsn.dbo_x=0x00", "set by the merge job itself"),
+        ("no-value", "expected KEY=VALUE"),
+        ("=x", "expected KEY=VALUE"),
+        ("comment=it's", "quotes and backslashes"),
+    ],
+)
+def test_table_properties_refused(item: str, problem: str) -> None:
+    with pytest.raises(MergeJobError, match=problem):
+        parse_table_properties([item])
+
+
+def test_parse_args_refuses_xcom_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_args(["--manifest", '[{"manifest_uri": "/w/a"}]'])
+    assert "not the extract task's XCom JSON" in capsys.readouterr().err

@@ -1,0 +1,173 @@
+"""The window manifest: its one validation, its JSON form, writing and reading it, and window references."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pyarrow.fs as pafs
+import pytest
+
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_manifest
+from airflow_provider_sqlserver_cdc.window.manifest import (
+    ManifestError,
+    ManifestFile,
+    WindowManifest,
+    manifest_uri,
+    manifest_uris,
+)
+
+
+def manifest(**over: Any) -> WindowManifest:
+    values = dict(
+        kind="changes",
+        capture_instance="dbo_orders",
+        source={"server": "h:1433", "database": "shop", "schema": "dbo", "table": "orders"},
+        from_lsn="0x0000002A000001F00003",
+        to_lsn="0x0000002A000001F00009",
+        from_time="2026-01-01T10:00:00+00:00",
+        to_time="2026-01-01T11:00:00+00:00",
+        mode="interval",
+        row_filter_option="all update old",
+        key_columns=["order_id"],
+        columns=[
+            {
+                "name": "order_id",
+                "ordinal": 1,
+                "sql_type": "int",
+                "max_length": 4,
+                "precision": 10,
+                "scale": 0,
+                "nullable": False,
+                "arrow_type": "int32",
+            }
+        ],
+        files=[ManifestFile("part-00000.parquet", 3, 100)],
+        row_count=3,
+        operation_counts={"delete": 1, "insert": 2, "update_before": 0, "update_after": 0},
+    )
+    values.update(over)
+    return WindowManifest(**values)
+
+
+def test_round_trip_and_key_order(tmp_path):
+    fs = pafs.LocalFileSystem()
+    path = write_manifest(fs, str(tmp_path), manifest(dag_id="d", run_id="r"))
+    with open(path) as f:
+        data = json.load(f)
+    assert list(data)[:3] == ["format_version", "kind", "capture_instance"]
+    assert data["files"] == [{"path": "part-00000.parquet", "rows": 3, "bytes": 100}]
+    assert read_manifest(fs, str(tmp_path)) == manifest(dag_id="d", run_id="r")
+    assert [p.name for p in tmp_path.iterdir()] == ["_manifest.json"]  # no temporary left behind
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"row_count": 4}, "row_count"),
+        ({"from_lsn": "0x12"}, "from_lsn"),
+        ({"kind": "delta"}, "kind"),
+        ({"from_lsn": "0x0000002A000001F0000A"}, "above to_lsn"),
+        ({"files": [ManifestFile("../x.parquet", 3, 1)]}, "bad file entry"),
+        (
+            {"operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0}},
+            "operation_counts",
+        ),
+    ],
+)
+def test_invalid_manifests_are_refused(tmp_path, change, message):
+    with pytest.raises(ManifestError, match=message):
+        write_manifest(pafs.LocalFileSystem(), str(tmp_path), manifest(**change))
+    assert not list(tmp_path.iterdir())
+
+
+def test_empty_window_manifest_is_valid():
+    m = manifest(
+        files=[],
+        row_count=0,
+        operation_counts={"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
+    )
+    assert WindowManifest.from_json(m.to_json()) == m
+
+
+def document(**changes: Any) -> dict[str, Any]:
+    """The JSON object of ``manifest()`` with some fields replaced."""
+    return {**manifest().to_dict(), **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"format_version": 2}, "format_version is 2"),
+        ({"kind": "delta"}, "kind is 'delta'"),
+        ({"to_lsn": "0x12"}, "to_lsn '0x12' is not an LSN"),
+        ({"from_lsn": "0x0000002A000001F0000A"}, "from_lsn is above to_lsn"),
+        ({"key_columns": []}, "capture instance dbo_orders has no key columns"),
+        ({"key_columns": ["nope"]}, "key column 'nope' is not among the columns"),
+        ({"row_count": 4}, "row_count is 4 but the files list 3 rows"),
+        ({"files": [{"path": "../x.parquet", "rows": 3}]}, "must be relative"),
+        ({"mode": "sometimes"}, "mode is 'sometimes'"),
+        ({"columns": [{"name": "_cdc_deleted", "sql_type": "bit"}]}, "reserved _cdc_ prefix"),
+    ],
+)
+def test_manifest_validation_names_the_problem(changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(ManifestError, match=re.escape(message)) as caught:
+        WindowManifest.from_json(
+            json.dumps(document(**changes)), "/w/dbo_orders/x/_manifest.json", key_required=True
+        )
+    assert "/w/dbo_orders/x/_manifest.json" in str(caught.value)
+    assert "re-run the extract task" in str(caught.value)
+
+
+def test_keyless_windows_are_valid_unless_a_key_is_required() -> None:
+    assert WindowManifest.from_dict(document(key_columns=[])).key_columns == []
+
+
+def test_missing_fields_are_named() -> None:
+    data = document()
+    del data["mode"], data["operation_counts"]
+    with pytest.raises(ManifestError, match="lacks fields: mode, operation_counts"):
+        WindowManifest.from_dict(data)
+
+
+def test_file_sizes_are_optional_and_unknown_fields_ignored() -> None:
+    data = document(files=[{"path": "part-00000.parquet", "rows": 3}], written_by="a newer extractor")
+    assert WindowManifest.from_dict(data).files == [ManifestFile("part-00000.parquet", 3, -1)]
+
+
+def test_label_and_lsn_range() -> None:
+    changes = manifest()
+    assert changes.label == "dbo_orders 0x0000002A000001F00003_0x0000002A000001F00009"
+    assert changes.lsn_range == (0x2A000001F00003, 0x2A000001F00009)
+    assert manifest(kind="snapshot", mode="snapshot").lsn_range == (0, 0x2A000001F00009)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("/w/dbo_t/0x1_0x2/_manifest.json", ["/w/dbo_t/0x1_0x2/_manifest.json"]),
+        ("s3a://b/w/dbo_t/0x1_0x2/", ["s3a://b/w/dbo_t/0x1_0x2/_manifest.json"]),
+        (
+            {"capture_instance": "dbo_t", "manifest_uri": "/w/a/_manifest.json", "rows": 3},
+            ["/w/a/_manifest.json"],
+        ),
+        (
+            '[{"manifest_uri": "/w/a"}, {"manifest_uri": "/w/b"}, "/w/a"]',
+            ["/w/a/_manifest.json", "/w/b/_manifest.json"],
+        ),
+        ([None, ["/w/c/_manifest.json"]], ["/w/c/_manifest.json"]),
+    ],
+)
+def test_manifest_uris_accept_xcom_shapes(value: Any, expected: list[str]) -> None:
+    assert manifest_uris(value) == expected
+
+
+def test_manifest_uris_reject_an_object_without_manifest() -> None:
+    with pytest.raises(ManifestError, match="no 'manifest_uri'"):
+        manifest_uris({"capture_instance": "dbo_t"})
+
+
+def test_manifest_uri_of_a_window_directory() -> None:
+    assert manifest_uri("s3a://b/w/x/") == "s3a://b/w/x/_manifest.json"
+    assert manifest_uri(" /w/x/_manifest.json ") == "/w/x/_manifest.json"
