@@ -20,7 +20,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     merge_job_arguments,
     window_manifest_uris,
 )
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
 SPARK_TESTS = Path(__file__).resolve().parents[1] / "spark"
@@ -128,9 +128,31 @@ def test_execute_builds_arguments_from_the_extract_xcom(monkeypatch: pytest.Monk
     assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json", "/w/b/_manifest.json"]
     assert ti.asked == "extract"
     assert submitted[0][:4] == ["--manifest", "/w/a/_manifest.json", "--manifest", "/w/b/_manifest.json"]
+    assert operator.py_files == merge_job_py_files()  # the job's modules, built at execute time
 
     with pytest.raises(ValueError, match="no windows to merge"):
         operator.execute({"ti": _FakeTaskInstance(None)})
+
+
+def test_execute_keeps_user_py_files_and_can_leave_the_job_modules_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute",
+        lambda self, context: None,
+    )
+    ti = _FakeTaskInstance("/w/a")
+    mine = CdcSparkMergeOperator(
+        task_id="merge", windows="/w/a", namespace="lake.cdc", py_files="/x/mine.zip"
+    )
+    mine.execute({"ti": ti})
+    mine.execute({"ti": ti})  # a retry in the same process adds it once
+    assert mine.py_files == f"/x/mine.zip,{merge_job_py_files()}"
+    installed = CdcSparkMergeOperator(
+        task_id="merge", windows="/w/a", namespace="lake.cdc", ship_job_modules=False
+    )
+    installed.execute({"ti": ti})
+    assert installed.py_files is None
 
 
 DAG_FILE = """
@@ -144,7 +166,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, task
 
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 
 SPARK = dict(jars={jar!r}, conf={conf!r}, conn_id="spark_default")
 
@@ -161,12 +183,14 @@ with DAG("sqlserver_cdc_merge_test", schedule=None, start_date=dt.datetime(2026,
     merge = CdcSparkMergeOperator(
         task_id="merge", extract_task_ids="extract_first", namespace="lake.cdc", **SPARK
     )
-    # The same job through plain SparkSubmitOperator: the XCom goes in as JSON.
+    # The same job through plain SparkSubmitOperator: the job's modules as py_files, the manifest URI
+    # from the XCom.
     merge_plain = SparkSubmitOperator(
         task_id="merge_plain",
         application=MERGE_JOB_PATH,
+        py_files=merge_job_py_files(),
         application_args=[
-            "--manifest", "{{{{ ti.xcom_pull(task_ids='extract_second') | tojson }}}}",
+            "--manifest", "{{{{ ti.xcom_pull(task_ids='extract_second')['manifest_uri'] }}}}",
             "--namespace", "lake.cdc",
         ],
         **SPARK,

@@ -1,6 +1,7 @@
 """Test-side writer of CDC windows in the format of docs/architecture.md (Parquet + _manifest.json).
 
-The one place tests create windows; swap it for the real ``parquet.window_writer`` once that exists.
+The one place tests create windows by hand (a contract test in ``tests/spark/merge/test_job.py`` uses the
+extraction's own writer).
 """
 
 from __future__ import annotations
@@ -15,18 +16,21 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-OPERATION_NAMES = {1: "delete", 2: "insert", 3: "update_before", 4: "update_after"}
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.window.manifest import MANIFEST_NAME, zero_operation_counts
+from airflow_provider_sqlserver_cdc.window.net_effect import OPERATION_NAMES
+
 EPOCH = dt.datetime(2026, 1, 1, 10, 0, tzinfo=dt.UTC)
 
 
 def lsn(value: int) -> bytes:
     """Return the 10-byte LSN for an integer."""
-    return value.to_bytes(10, "big")
+    return Lsn.from_int(value).value
 
 
 def lsn_hex(value: int) -> str:
     """Return the 0x + 20 hex digit form of an LSN integer."""
-    return f"0x{value:020X}"
+    return Lsn.from_int(value).hex
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ def write_window(base: Path | str, spec: WindowSpec) -> str:
         name = f"part-{number:05d}.parquet"
         pq.write_table(table, directory / name, compression="zstd")
         files.append({"path": name, "rows": len(chunk), "bytes": (directory / name).stat().st_size})
-    counts = {name: 0 for name in OPERATION_NAMES.values()}
+    counts = zero_operation_counts()
     for row in rows:
         counts[OPERATION_NAMES[row.operation]] += 1
     schema_name, _, table_name = spec.capture_instance.partition("_")
@@ -133,10 +137,10 @@ def write_window(base: Path | str, spec: WindowSpec) -> str:
         "dag_id": "test",
         "run_id": "test",
     }
-    temporary = directory / "_manifest.json.tmp"
+    temporary = directory / f"{MANIFEST_NAME}.tmp"
     temporary.write_text(json.dumps(manifest, indent=2))
-    temporary.replace(directory / "_manifest.json")
-    return str(directory / "_manifest.json")
+    temporary.replace(directory / MANIFEST_NAME)
+    return str(directory / MANIFEST_NAME)
 
 
 def full_mask(column_count: int) -> bytes:

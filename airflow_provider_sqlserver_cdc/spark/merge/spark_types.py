@@ -12,6 +12,23 @@ _STRING_TYPES = frozenset(
     | {"time", "datetimeoffset", "sql_variant", "hierarchyid", "geography", "geometry"}
 )
 _BINARY_TYPES = frozenset({"binary", "varbinary", "image", "rowversion", "timestamp"})
+#: SQL Server types whose Spark type depends on nothing else.
+_FIXED_TYPES = {
+    "bit": "BOOLEAN",
+    "tinyint": "INT",
+    "smallint": "INT",
+    "int": "INT",
+    "bigint": "BIGINT",
+    "money": "DECIMAL(19,4)",
+    "smallmoney": "DECIMAL(10,4)",
+    "real": "FLOAT",
+    "date": "DATE",
+    "datetime": "TIMESTAMP_NTZ",
+    "smalldatetime": "TIMESTAMP_NTZ",
+    "datetime2": "TIMESTAMP_NTZ",
+    **dict.fromkeys(_STRING_TYPES, "STRING"),
+    **dict.fromkeys(_BINARY_TYPES, "BINARY"),
+}
 _ARROW_FALLBACK = {
     "bool": "BOOLEAN",
     "int8": "INT",
@@ -47,12 +64,8 @@ def spark_type(column: dict[str, Any], table: str) -> str:
     last digit); time and datetimeoffset stay the strings the window holds (offset kept).
     """
     sql_type = column["sql_type"].lower()
-    if sql_type == "bit":
-        return "BOOLEAN"
-    if sql_type in ("tinyint", "smallint", "int"):
-        return "INT"
-    if sql_type == "bigint":
-        return "BIGINT"
+    if sql_type in _FIXED_TYPES:
+        return _FIXED_TYPES[sql_type]
     if sql_type in ("decimal", "numeric"):
         precision, scale = column.get("precision"), column.get("scale")
         if not isinstance(precision, int) or not isinstance(scale, int) or not 1 <= precision <= 38:
@@ -61,23 +74,9 @@ def spark_type(column: dict[str, Any], table: str) -> str:
                 f"({precision!r}, {scale!r}) in the manifest"
             )
         return f"DECIMAL({precision},{scale})"
-    if sql_type == "money":
-        return "DECIMAL(19,4)"
-    if sql_type == "smallmoney":
-        return "DECIMAL(10,4)"
-    if sql_type == "real":
-        return "FLOAT"
     if sql_type == "float":
         precision = column.get("precision")
         return "FLOAT" if isinstance(precision, int) and precision <= 24 else "DOUBLE"
-    if sql_type == "date":
-        return "DATE"
-    if sql_type in ("datetime", "smalldatetime", "datetime2"):
-        return "TIMESTAMP_NTZ"
-    if sql_type in _STRING_TYPES:
-        return "STRING"
-    if sql_type in _BINARY_TYPES:
-        return "BINARY"
     arrow = str(column.get("arrow_type", "")).replace(" ", "")
     if arrow in _ARROW_FALLBACK:
         return _ARROW_FALLBACK[arrow]
@@ -103,7 +102,6 @@ def widening(table_type: str, window_type: str) -> str | None:
 
     :param table_type: the Spark SQL type of the table column.
     :param window_type: the Spark SQL type of the window's column.
-
     :return: ``None`` when the table type holds the window's values as is, else the type the
         table column must be widened to.
     :raises ValueError: when Iceberg cannot widen the table type to hold the window's values.

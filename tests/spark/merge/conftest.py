@@ -28,3 +28,9 @@ def namespace(request: pytest.FixtureRequest) -> str:
 def write_mode(request: pytest.FixtureRequest) -> str:
     """Each Iceberg write mode in turn."""
     return request.param
+
+
+@pytest.fixture
+def table(namespace: str) -> str:
+    """The target table of the ``dbo_orders`` windows the tests write."""
+    return f"{namespace}.dbo_orders"

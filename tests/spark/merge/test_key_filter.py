@@ -12,16 +12,9 @@ import pytest
 from merge_runs import contents, rows_then_a_few_changes, run
 from window_builder import AMOUNT, INT_KEY, NAME, ChangeLog, Column, WindowSpec, flatten, write_window
 
+from airflow_provider_sqlserver_cdc.spark.merge import key_filter
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import WRITE_MODES
 from airflow_provider_sqlserver_cdc.spark.merge.job import LOG
-from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
-    BLOOM_FILTER_MAX_BITS,
-    KeyRange,
-    runtime_key_filter_conf,
-    runtime_key_filter_pays,
-    session_conf,
-    source_key_range,
-)
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpointed_net_effect,
     net_effect_frame,
@@ -33,7 +26,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manife
 
 
 def test_decimal_key_range_bounds_are_literals_of_the_column_type() -> None:
-    key_range = KeyRange("order no", -(10**37), 10**37, "DECIMAL(38,0)")
+    key_range = key_filter.KeyRange("order no", -(10**37), 10**37, "DECIMAL(38,0)")
     assert key_range.condition("t.") == (
         f"t.`order no` BETWEEN CAST({-(10**37)} AS DECIMAL(38,0)) AND CAST({10**37} AS DECIMAL(38,0))"
     )
@@ -51,7 +44,7 @@ NUMERIC_KEY = Column("id", "numeric", pa.decimal128(38, 0), nullable=False, max_
     ],
 )
 def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
-    spark: Any, base: Path, namespace: str, write_mode: str, key: Column, offset: int
+    spark: Any, base: Path, namespace: str, table: str, write_mode: str, key: Column, offset: int
 ) -> None:
     """Rows outside the window's key range share data files with changed rows; none may be lost."""
     columns = (key, NAME, AMOUNT)
@@ -66,15 +59,14 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
         ]
     )
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second, columns=columns))
-    table = f"{namespace}.dbo_orders"
     run(spark, namespace, w1, write_mode=write_mode)
 
     window = read_manifest(spark, w2)
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
     changes = read_window(spark, window, table)
-    bounds = source_key_range(changes, plan)
-    assert bounds == KeyRange("id", offset + 50, offset + 150, plan.column_types["id"])
+    bounds = key_filter.source_key_range(changes, plan)
+    assert bounds == key_filter.KeyRange("id", offset + 50, offset + 150, plan.column_types["id"])
     net_effect_frame(changes, ["id"]).createOrReplaceTempView("range_source")
     statement = merge_sql(table, "range_source", ["id", "name", "amount"], ["id"], False, bounds)
     explained = spark.sql("EXPLAIN " + statement).first()[0]
@@ -91,11 +83,10 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
 
 @pytest.mark.spark
 def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
-    spark: Any, base: Path, namespace: str, caplog: pytest.LogCaptureFixture
+    spark: Any, base: Path, namespace: str, table: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The MERGE's target scan carries a Bloom filter of the source keys, built from the checkpointed net effect."""
     w1, w2 = rows_then_a_few_changes(base)
-    table = f"{namespace}.dbo_orders"
     with caplog.at_level(logging.INFO, logger=LOG.name):
         run(spark, namespace, w1, write_mode="merge-on-read")
     assert "runtime key filter on" not in caplog.text  # the table was empty: nothing to filter
@@ -112,7 +103,7 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
         assert persistent_rdds().size() == held + 1
         source.createOrReplaceTempView("keyed_source")
         statement = merge_sql(table, "keyed_source", ["id", "name", "amount"], ["id"], False)
-        with session_conf(spark, runtime_key_filter_conf(window.manifest.row_count)):
+        with key_filter.session_conf(spark, key_filter.runtime_key_filter_conf(window.manifest.row_count)):
             explained = spark.sql("EXPLAIN " + statement).first()[0]
             assert spark.conf.get(threshold) == "-1"
         default_plan = spark.sql("EXPLAIN " + statement).first()[0]
@@ -153,18 +144,18 @@ def test_copy_on_write_targets_merge_without_the_runtime_key_filter(
 def test_runtime_key_filter_pays_from_four_target_rows_per_change_row(
     target_rows: int | None, change_rows: int, pays: bool
 ) -> None:
-    assert runtime_key_filter_pays(target_rows, change_rows) is pays
+    assert key_filter.runtime_key_filter_pays(target_rows, change_rows) is pays
 
 
 def test_runtime_key_filter_is_sized_for_the_change_rows_within_sparks_cap() -> None:
-    small = runtime_key_filter_conf(1000)
+    small = key_filter.runtime_key_filter_conf(1000)
     assert small["spark.sql.optimizer.runtime.bloomFilter.expectedNumItems"] == "1000"
     assert small["spark.sql.optimizer.runtime.bloomFilter.numBits"] == "8000"
-    huge = runtime_key_filter_conf(10**9)
-    assert huge["spark.sql.optimizer.runtime.bloomFilter.numBits"] == str(BLOOM_FILTER_MAX_BITS)
+    huge = key_filter.runtime_key_filter_conf(10**9)
+    assert huge["spark.sql.optimizer.runtime.bloomFilter.numBits"] == str(key_filter.BLOOM_FILTER_MAX_BITS)
 
 
 @pytest.mark.parametrize("key_type", ["STRING", "DECIMAL(18,2)", "TIMESTAMP_NTZ", "BINARY"])
 def test_source_key_range_is_only_for_whole_number_keys(key_type: str) -> None:
     plan = TargetPlan("lake.ns.t", key_columns=("code",), column_types={"code": key_type})
-    assert source_key_range(None, plan) is None  # and no Spark job
+    assert key_filter.source_key_range(None, plan) is None  # and no Spark job
