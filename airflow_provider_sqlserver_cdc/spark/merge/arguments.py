@@ -121,15 +121,14 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             parser.error(f"--target {item!r}: expected CAPTURE_INSTANCE=CATALOG.NAMESPACE.TABLE")
         targets[ci] = table
     manifests: list[str] = []
-    for reference in args.manifest:
-        uri = manifest_uri(reference) if reference.strip() else ""
+    for reference in filter(str.strip, args.manifest):
         if reference.strip()[:1] in ("[", "{", '"'):
             parser.error(
                 f"--manifest {reference[:80]!r}: pass manifest URIs or window directories (one --manifest "
                 "each), not the extract task's XCom JSON; CdcSparkMergeOperator resolves the XCom"
             )
-        if uri and uri not in manifests:
-            manifests.append(uri)
+        if manifest_uri(reference) not in manifests:
+            manifests.append(manifest_uri(reference))
     return MergeSettings(
         manifests=tuple(manifests),
         namespace=args.namespace,
