@@ -290,34 +290,3 @@ def manifest_uri(reference: str) -> str:
     if text.endswith("/" + MANIFEST_NAME) or text == MANIFEST_NAME:
         return text
     return text.rstrip("/") + "/" + MANIFEST_NAME
-
-
-def manifest_uris(value: Any) -> list[str]:
-    """Return manifest URIs from what an extract task pushed to XCom (or a plain URI).
-
-    :param value: a manifest URI, a window directory, JSON text of any accepted shape, an object
-        with ``manifest_uri`` (or ``manifest``), or a list of any of these.
-    """
-    if value is None:
-        return []
-    if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("[", "{", '"'):
-            try:
-                return manifest_uris(json.loads(text))
-            except json.JSONDecodeError as err:
-                raise ManifestError(f"window reference looks like JSON but does not parse: {err}") from None
-        return [manifest_uri(text)] if text else []
-    if isinstance(value, dict):
-        for key in ("manifest_uri", "manifest"):
-            if isinstance(value.get(key), str):
-                return manifest_uris(value[key])
-        raise ManifestError(
-            f"window description has no 'manifest_uri': keys are {sorted(value)}; pass the extract task's XCom"
-        )
-    if isinstance(value, list | tuple):
-        uris: list[str] = []
-        for item in value:
-            uris.extend(uri for uri in manifest_uris(item) if uri not in uris)
-        return uris
-    raise ManifestError(f"cannot read a manifest URI from a {type(value).__name__}: {value!r}")

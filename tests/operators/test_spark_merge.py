@@ -101,6 +101,26 @@ def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
         window_manifest_uris({"capture_instance": "dbo_a"})
 
 
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("/w/dbo_t/0x1_0x2/_manifest.json", ["/w/dbo_t/0x1_0x2/_manifest.json"]),
+        ("s3a://b/w/dbo_t/0x1_0x2/", ["s3a://b/w/dbo_t/0x1_0x2/_manifest.json"]),
+        (
+            {"capture_instance": "dbo_t", "manifest_uri": "/w/a/_manifest.json", "rows": 3},
+            ["/w/a/_manifest.json"],
+        ),
+        (
+            '[{"manifest_uri": "/w/a"}, {"manifest_uri": "/w/b"}, "/w/a"]',
+            ["/w/a/_manifest.json", "/w/b/_manifest.json"],
+        ),
+        ([None, ["/w/c/_manifest.json"]], ["/w/c/_manifest.json"]),
+    ],
+)
+def test_manifest_uris_accept_xcom_shapes(value: Any, expected: list[str]) -> None:
+    assert window_manifest_uris(value) == expected
+
+
 class _FakeTaskInstance:
     """Stands in for the task instance's XCom pull only; the XCom value is what extract returns."""
 

@@ -15,7 +15,6 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     ManifestFile,
     WindowManifest,
     manifest_uri,
-    manifest_uris,
 )
 
 
@@ -141,31 +140,6 @@ def test_label_and_lsn_range() -> None:
     assert changes.label == "dbo_orders 0x0000002A000001F00003_0x0000002A000001F00009"
     assert changes.lsn_range == (0x2A000001F00003, 0x2A000001F00009)
     assert manifest(kind="snapshot", mode="snapshot").lsn_range == (0, 0x2A000001F00009)
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("/w/dbo_t/0x1_0x2/_manifest.json", ["/w/dbo_t/0x1_0x2/_manifest.json"]),
-        ("s3a://b/w/dbo_t/0x1_0x2/", ["s3a://b/w/dbo_t/0x1_0x2/_manifest.json"]),
-        (
-            {"capture_instance": "dbo_t", "manifest_uri": "/w/a/_manifest.json", "rows": 3},
-            ["/w/a/_manifest.json"],
-        ),
-        (
-            '[{"manifest_uri": "/w/a"}, {"manifest_uri": "/w/b"}, "/w/a"]',
-            ["/w/a/_manifest.json", "/w/b/_manifest.json"],
-        ),
-        ([None, ["/w/c/_manifest.json"]], ["/w/c/_manifest.json"]),
-    ],
-)
-def test_manifest_uris_accept_xcom_shapes(value: Any, expected: list[str]) -> None:
-    assert manifest_uris(value) == expected
-
-
-def test_manifest_uris_reject_an_object_without_manifest() -> None:
-    with pytest.raises(ManifestError, match="no 'manifest_uri'"):
-        manifest_uris({"capture_instance": "dbo_t"})
 
 
 def test_manifest_uri_of_a_window_directory() -> None:
