@@ -129,12 +129,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             )
         if manifest_uri(reference) not in manifests:
             manifests.append(manifest_uri(reference))
+    as_given = {name: getattr(args, name) for name in ("namespace", "table_name_template", "delete_mode")}
     return MergeSettings(
-        manifests=tuple(manifests),
-        namespace=args.namespace,
-        table_name_template=args.table_name_template,
-        targets=targets,
-        delete_mode=args.delete_mode,
-        write_mode=args.write_mode,
-        table_properties=properties,
+        tuple(manifests), targets=targets, write_mode=args.write_mode, table_properties=properties, **as_given
     )
