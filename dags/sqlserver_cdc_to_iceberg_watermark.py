@@ -1,45 +1,25 @@
 """
 Replicate SQL Server tables into Apache Iceberg through CDC, from the stored watermark to now.
 
-The ``watermark`` window mode: each run takes, per capture instance, every change after the
-last merged LSN (the watermark Variable) up to the max LSN when the run starts, whatever the
-run's data interval. Use it for runs triggered on demand or by events, or to catch up after an
-outage in one run. Settings and the table list are those of ``sqlserver_cdc_to_iceberg``
-(``sqlserver_cdc_config.yaml``; the Variable ``sqlserver_cdc_to_iceberg_watermark__tables``
-overrides the list). A capture instance without a watermark is snapshotted first.
-
-Why these settings are safe:
-
-- **max_active_runs = 1 is required here**, not only cheaper: a run's window starts at the
-  watermark the previous run committed, so two concurrent runs would extract overlapping
-  windows. (The merge would still apply each change once, by LSN position, but the work would
-  be done twice.)
-- **Retries** (3) are idempotent: a retried extract re-reads the same watermark (it moves only
-  after the merge) and rewrites its window; the merge skips windows already applied; the
-  watermark only moves forward.
-- **Backfills do not apply**: the window does not depend on the data interval. Use the
-  interval DAG (``sqlserver_cdc_to_iceberg``) for backfills (docs/backfill.md).
-- **Sensor:** waits until the max LSN is above the watermark (the capture job also advances
-  it in quiet periods), rescheduling, one hour at most.
+Each run takes, per capture instance, every change after the last merged LSN up to the max LSN
+when the run starts, whatever its data interval: for runs on demand, or to catch up after an
+outage in one run. Settings: ``sqlserver_cdc_config.yaml`` (the Variable
+``sqlserver_cdc_to_iceberg_watermark__tables`` replaces its table list). Every 15 minutes by
+default; one active run at a time is required. Run this DAG or ``sqlserver_cdc_to_iceberg`` per
+table, not both. Why the settings are safe: ``airflow_provider_sqlserver_cdc.pipeline.factory``.
 """
 
 from __future__ import annotations
 
-from airflow.sdk import DAG
-from sqlserver_cdc_pipeline import ReplicationSettings, add_replication_tasks
+from pathlib import Path
 
-DAG_ID = "sqlserver_cdc_to_iceberg_watermark"
-settings = ReplicationSettings.load()
+from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings, cdc_replication_dag
 
-with DAG(
-    DAG_ID,
+dag = cdc_replication_dag(
+    ReplicationSettings.from_yaml(Path(__file__).with_name("sqlserver_cdc_config.yaml")),
+    dag_id="sqlserver_cdc_to_iceberg_watermark",
+    window_mode="watermark",
     description="SQL Server CDC from the stored watermark to the current max LSN, merged into Iceberg",
-    schedule=settings.raw.get("watermark_schedule", "*/15 * * * *"),
-    start_date=settings.start_date,
-    catchup=False,
-    max_active_runs=1,
-    default_args=settings.default_args(),
     doc_md=__doc__,
     tags=["sqlserver", "cdc", "iceberg", "example"],
-) as dag:
-    add_replication_tasks(settings, dag_id=DAG_ID, window_mode="watermark")
+)

@@ -236,7 +236,7 @@ def spark_session(settings: Any) -> Iterator[Any]:
     from airflow_provider_sqlserver_cdc.testing.local_iceberg import local_spark_session
 
     # The DAG's own settings (catalog, warehouse, shuffle partitions): the demo reads what it wrote.
-    session = local_spark_session(settings.spark_conf, app_name="sqlserver-cdc-demo-check")
+    session = local_spark_session(dict(settings.spark.conf), app_name="sqlserver-cdc-demo-check")
     try:
         yield session
     finally:
@@ -256,17 +256,17 @@ def summarize(settings: Any) -> bool:
     status = hook.get_capture_job_status()
     tz = hook.get_server_time_zone()
     server_now_utc = tz.to_utc(status.server_now.replace(tzinfo=None))
-    staging = Path(settings["staging_path"])
-    merge = settings["merge"]
+    staging = Path(settings.staging_path)
+    merge = settings.merge
     all_match = True
     print()
     print("=" * 100)
     print(f"capture job: {status.describe()}")
     print("=" * 100)
     with spark_session(settings) as spark:
-        for name in settings["tables"]:
+        for name in settings.tables:
             instance = hook.get_capture_instance(name)
-            table = target_table_name(instance, merge["namespace"], merge["table_name_template"])
+            table = target_table_name(instance, merge.namespace, merge.table_name_template)
             counts = windows_summary(staging, name)
             key = watermark_key(CONN_ID, hook.database, name)
             raw = Variable.get(key, default_var=None)  # from the metadata DB (outside any task)
@@ -380,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
             ),
         )
 
-        from sqlserver_cdc_pipeline import ReplicationSettings  # the DAGs' settings, with this env
+        from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings
 
-        settings = ReplicationSettings.load()
+        settings = ReplicationSettings.from_yaml(DAGS_FOLDER / "sqlserver_cdc_config.yaml")  # with this env
         states = []
         for number in range(args.intervals + 1):
             end = first_end + dt.timedelta(minutes=number)

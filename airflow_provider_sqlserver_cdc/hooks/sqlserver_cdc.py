@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
-DEFAULT_BATCH_SIZE = 20_000
+DEFAULT_BATCH_SIZE = 50_000
 
 
 class SqlServerCdcHook(BaseHook):

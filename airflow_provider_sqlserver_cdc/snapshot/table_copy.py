@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
-DEFAULT_CHUNK_ROWS = 1_000_000
+DEFAULT_CHUNK_ROWS = 500_000
 INSERT = 2
 
 

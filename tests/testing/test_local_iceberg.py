@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings
 from airflow_provider_sqlserver_cdc.testing import local_iceberg
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
     iceberg_runtime_jar,
@@ -68,14 +67,8 @@ def test_the_example_dags_catalog_is_the_local_catalog(
 ) -> None:
     """The demo and the end-to-end tests read the DAG's targets through iceberg_spark_conf("lake")."""
     monkeypatch.setenv("SQLSERVER_CDC_WAREHOUSE", str(tmp_path / "wh"))
-    spec = importlib.util.spec_from_file_location(
-        "local_iceberg_test_pipeline", DAGS_FOLDER / "sqlserver_cdc_pipeline.py"
-    )
-    assert spec is not None and spec.loader is not None
-    pipeline = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = pipeline
-    spec.loader.exec_module(pipeline)
-    dag_conf = pipeline.ReplicationSettings.load().spark_conf
+    settings = ReplicationSettings.from_yaml(DAGS_FOLDER / "sqlserver_cdc_config.yaml")
+    dag_conf = settings.spark.conf
     expected = iceberg_spark_conf(tmp_path / "wh", catalog="lake")
     assert {key: dag_conf.get(key) for key in expected} == expected
 

@@ -1,0 +1,240 @@
+"""
+Build the replication pipeline, as a whole DAG or as a task group of your own DAG.
+
+Per run, for every capture instance in ``settings.tables`` (or in the Variable that replaces them)::
+
+    tables -> plan -+-> snapshot[ci to snapshot] ----------------------+
+                    +-> wait_for_capture[ci] -> extract[ci] -----------+-> merge -> commit_watermarks
+
+``plan`` (CdcLoadPlanOperator) snapshots a capture instance that has no watermark yet (first
+run, or its watermark Variable was deleted), that ``dag_run.conf["resnapshot"]`` names, or whose
+changes after the watermark were cleaned up; the others get the run's change window.
+``snapshot`` and ``wait_for_capture``/``extract`` are mapped over the capture instances of each
+path (a mapped task with nothing to do is skipped). One Spark application merges every window
+of the run: Spark's start-up dominates a small merge, and each target table is its own Iceberg
+commit, so a failure leaves the other tables committed and the retry skips them.
+
+Window modes:
+
+- ``interval``: each run extracts the transactions committed in its data interval. The DAG's
+  schedule is a ``CronDataIntervalTimetable`` whatever ``[scheduler] create_cron_data_intervals``
+  says: a run of the interval ending at 10:00 covers [09:00, 10:00), which is what the windows
+  are cut from (Airflow 3's default for a cron string gives runs an empty data interval).
+- ``watermark``: each run takes every change after the stored watermark up to the max LSN when
+  it starts, whatever its data interval: for runs triggered on demand or by events, or to catch
+  up after an outage in one run. Run only one of the two modes per table: they share watermarks
+  and targets.
+
+Why the defaults (settings.py) are safe:
+
+- **Windows are pure functions of the data interval** (interval mode). A re-run, a retry or a
+  backfill of an interval extracts the identical LSN range into the same directory (its files
+  replaced), and the merge applies a change only when its LSN position is newer than the row's,
+  skipping a window already recorded in the table's Iceberg snapshot summary. So ``retries``
+  (3, with a delay) on every task cannot lose or duplicate data, and neither can
+  ``airflow backfill create`` over past intervals, in any order (docs/backfill.md).
+- **Retries in watermark mode** are idempotent too: a retried extract re-reads the same
+  watermark (it moves only after the merge) and rewrites its window; the merge skips windows
+  already applied. Backfills do not apply there: the window does not depend on the interval.
+- **max_active_runs = 1.** In interval mode correctness does not depend on it, but two runs
+  merging into the same Iceberg tables at once would conflict and retry their commits; one run
+  at a time keeps Spark busy once per interval (backfills take ``--max-active-runs``
+  themselves). In watermark mode it is required: a run's window starts at the watermark the
+  previous run committed, so two concurrent runs would extract overlapping windows (the merge
+  would still apply each change once, but the work would be done twice).
+- **Sensor:** ``reschedule`` mode (no worker slot held), poking every minute, timing out after
+  an hour without retries: a capture job that is that far behind (SQL Server Agent stopped) is
+  an operational problem the timeout message describes (job state, lag), not a glitch.
+- **Timeouts:** extract and snapshot 30 min, merge 60 min (``execution_timeout``), far above a
+  normal interval's work, so only a hung task is stopped; its retry is idempotent (a snapshot
+  resumes after its last whole chunk).
+- **catchup = False**; past intervals are loaded with ``airflow backfill create``.
+- **Watermarks** only move forward, and only after the merge succeeded (``commit_watermarks``);
+  a backfill never moves them back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, task
+
+from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
+from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
+from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
+from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
+from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
+from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
+from airflow_provider_sqlserver_cdc.windows import MODES
+
+
+def cdc_replication_dag(
+    settings: ReplicationSettings,
+    *,
+    dag_id: str,
+    window_mode: str = "interval",
+    **dag_kwargs: Any,
+) -> DAG:
+    """
+    Return a DAG that replicates ``settings.tables``, its tasks without a group prefix.
+
+    Schedule, start date, retries and ``max_active_runs`` come from ``settings.dag``;
+    ``catchup`` is off. The Variable ``<dag_id>__tables`` replaces the tables at run time.
+
+    :param settings: the pipeline's settings.
+    :param dag_id: the DAG's id.
+    :param window_mode: ``interval`` (a CronDataIntervalTimetable of ``settings.dag.schedule``) or
+        ``watermark`` (``settings.dag.watermark_schedule``).
+    :param dag_kwargs: further DAG arguments (``description``, ``tags``...); a ``doc_md`` is shown
+        above the pipeline's own documentation (this module's: the tasks and why the defaults are safe).
+    """
+    _check_window_mode(window_mode)
+    if window_mode == "watermark" and settings.dag.max_active_runs != 1:
+        raise ValueError(
+            f"{dag_id}: dag.max_active_runs must be 1 in watermark mode (a run starts at the watermark "
+            f"the previous run committed), got {settings.dag.max_active_runs}"
+        )
+    if window_mode == "interval":
+        schedule: Any = CronDataIntervalTimetable(settings.dag.schedule, timezone="UTC")
+    else:
+        schedule = settings.dag.watermark_schedule
+    dag = DAG(
+        dag_id,
+        schedule=schedule,
+        start_date=settings.dag.start_date,
+        catchup=False,
+        max_active_runs=settings.dag.max_active_runs,
+        default_args=settings.dag.default_args(),
+        **{**dag_kwargs, "doc_md": "\n\n".join(filter(None, [dag_kwargs.get("doc_md"), __doc__]))},
+    )
+    with dag:
+        add_replication_tasks(settings, window_mode=window_mode, tables_variable=tables_variable_key(dag_id))
+    return dag
+
+
+def cdc_replication_task_group(
+    settings: ReplicationSettings,
+    *,
+    window_mode: str = "interval",
+    group_id: str = "cdc_replication",
+) -> TaskGroup:
+    """
+    Add the pipeline as a task group to the DAG being defined (inside ``with DAG(...)``); return the group.
+
+    The group's tasks get ``settings.dag``'s retries; schedule and runs are the DAG's (an
+    interval-mode pipeline needs a data-interval timetable, e.g. ``CronDataIntervalTimetable``).
+    The Variable ``<dag_id>__<group_id>__tables`` replaces the tables at run time.
+
+    :param settings: the pipeline's settings.
+    :param window_mode: ``interval`` or ``watermark``.
+    :param group_id: the group's id, the prefix of its task ids.
+    """
+    _check_window_mode(window_mode)
+    with TaskGroup(group_id=group_id, default_args=settings.dag.default_args()) as group:
+        variable = tables_variable_key(group.dag.dag_id, group_id)
+        add_replication_tasks(settings, window_mode=window_mode, tables_variable=variable)
+    return group
+
+
+def add_replication_tasks(
+    settings: ReplicationSettings, *, window_mode: str, tables_variable: str
+) -> dict[str, Any]:
+    """
+    Add the pipeline's tasks to the DAG or task group being defined; return them by name.
+
+    :param settings: the pipeline's settings.
+    :param window_mode: ``interval`` or ``watermark``.
+    :param tables_variable: the Variable whose JSON list replaces ``settings.tables`` at run time.
+    """
+    _check_window_mode(window_mode)
+
+    @task
+    def tables() -> list[str]:
+        """The capture instances of this run: the tables Variable if set, else the settings' list."""
+        return run_tables(settings.tables, tables_variable)
+
+    @task
+    def snapshot_list(names: list[str]) -> list[str]:
+        """The capture instances the plan snapshots (a plain XCom, which mapping needs)."""
+        return list(names)
+
+    @task
+    def extract_list(names: list[str]) -> list[str]:
+        """The capture instances the plan extracts a change window for."""
+        return list(names)
+
+    source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    zone = settings.source.server_time_zone
+    plan = CdcLoadPlanOperator(task_id="plan", capture_instances=tables(), **source)
+    snapshot = CdcSnapshotOperator.partial(
+        task_id="snapshot",
+        base_path=settings.staging_path,
+        allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
+        chunk_rows=settings.snapshot.chunk_rows,
+        server_time_zone=zone,
+        execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
+        **source,
+    ).expand(capture_instance=snapshot_list(plan.output["snapshot"]))
+    to_extract = extract_list(plan.output["extract"])
+    wait = LsnSensor.partial(
+        task_id="wait_for_capture",
+        window_mode=window_mode,
+        server_time_zone=zone,
+        mode=settings.sensor.mode,
+        deferrable=settings.sensor.deferrable,
+        poke_interval=settings.sensor.poke_interval_seconds,
+        timeout=settings.sensor.timeout_seconds,
+        retries=0,  # a timeout is an answer (the capture job is behind), not a glitch to retry
+        **source,
+    ).expand(capture_instance=to_extract)
+    extract = CdcExtractOperator.partial(
+        task_id="extract",
+        base_path=settings.staging_path,
+        window_mode=window_mode,
+        server_time_zone=zone,
+        row_filter_option=settings.extract.row_filter_option,
+        batch_size=settings.extract.batch_size,
+        max_file_bytes=settings.extract.max_file_bytes,
+        execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
+        **source,
+    ).expand(capture_instance=to_extract)
+    wait >> extract
+    merge = CdcSparkMergeOperator(
+        task_id="merge",
+        extract_task_ids=[snapshot.task_id, extract.task_id],
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        delete_mode=settings.merge.delete_mode,
+        write_mode=settings.merge.write_mode,
+        table_properties=dict(settings.merge.table_properties),
+        conn_id=settings.spark.conn_id,
+        jars=settings.spark.jars,
+        conf=dict(settings.spark.conf),
+        execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
+        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+    )
+    commit = WatermarkCommitOperator(
+        task_id="commit_watermarks",
+        windows=[snapshot.output, extract.output],
+        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+    )
+    [snapshot, extract] >> merge >> commit
+    return {
+        "plan": plan,
+        "snapshot": snapshot,
+        "wait": wait,
+        "extract": extract,
+        "merge": merge,
+        "commit": commit,
+    }
+
+
+def _check_window_mode(window_mode: str) -> None:
+    if window_mode not in MODES:
+        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+
+
+def _minutes(minutes: float) -> dt.timedelta:
+    return dt.timedelta(minutes=minutes)

@@ -1,0 +1,297 @@
+"""
+The settings of a replication pipeline: every default, and why it is safe, in this one place.
+
+A YAML file (or a mapping) only overrides these defaults; unknown keys and wrong types are
+refused with the dotted key in the message, and ``${NAME}`` / ``${NAME:-default}`` in a value
+is replaced from the environment. Where a setting is an operator argument, its default *is*
+the operator's (read from the operator's signature by :func:`operator_default`), so the two
+cannot disagree:
+
+- ``extract.batch_size`` 50,000 rows per Arrow batch: the size the extract and snapshot
+  benchmarks measured (peak RSS about 350 MB, flat as a window grows; docs/extraction.md).
+- ``snapshot.chunk_rows`` 500,000: a failed snapshot resumes after its last whole chunk, so a
+  smaller chunk loses less work; each chunk costs one more keyset query (an index seek).
+- ``merge.write_mode`` ``merge-on-read``: the measured faster MERGE (1.4-1.5x of a rewrite for
+  1M changes against 2-3x for copy-on-write, docs/merge-job.md#performance); compact the
+  targets regularly. Set ``copy-on-write`` for tables that are read far more than written.
+- ``merge.delete_mode`` ``soft``: deleted rows stay flagged, so windows may be merged in any
+  order (backfills, retries); ``hard`` needs windows strictly in LSN order.
+
+The other defaults are the pipeline's (factory.py explains why each is safe): a sensor in
+``reschedule`` mode poking every 60 s for at most an hour, extract and snapshot timeouts of
+30 minutes, a merge timeout of 60 minutes, 3 retries 120 s apart, one active run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
+from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperator
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
+from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+
+SENSOR_MODES = ("reschedule", "poke")
+
+
+def operator_default(operator: type, parameter: str) -> Any:
+    """
+    Return the default of ``parameter`` in ``operator``'s constructor (the one place it is stated).
+
+    :param operator: the operator class.
+    :param parameter: the constructor parameter.
+    """
+    return inspect.signature(operator.__init__).parameters[parameter].default
+
+
+class _Section:
+    """Checks the fields of a settings section against their types when it is built."""
+
+    key: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, self.key)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values out of range (beyond what the field types say)."""
+
+    def _require(self, name: str, condition: bool, problem: str) -> None:
+        if not condition:
+            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)
+
+
+@dataclass(frozen=True)
+class SourceSettings(_Section):
+    """
+    The SQL Server to read.
+
+    :param conn_id: Airflow connection of type ``mssql`` (schema = database).
+    :param database: source database; None: the connection's schema.
+    :param server_time_zone: IANA zone of the server, only when its zone observes daylight-saving time.
+    """
+
+    key: ClassVar[str] = "source"
+    conn_id: str = operator_default(CdcExtractOperator, "sqlserver_cdc_conn_id")
+    database: str | None = None
+    server_time_zone: str | None = None
+
+
+@dataclass(frozen=True)
+class SensorSettings(_Section):
+    """
+    How LsnSensor waits for the capture job (never retried: its timeout is an answer, not a glitch).
+
+    :param mode: ``reschedule`` (frees the worker slot between pokes) or ``poke``.
+    :param deferrable: wait in the triggerer instead.
+    :param poke_interval_seconds: seconds between checks.
+    :param timeout_seconds: give up after this long; the error says how far behind the capture job is.
+    """
+
+    key: ClassVar[str] = "sensor"
+    mode: str = "reschedule"
+    deferrable: bool = False
+    poke_interval_seconds: float = 60.0
+    timeout_seconds: float = 3600.0
+
+    def check(self) -> None:
+        """Refuse an unknown mode and non-positive times."""
+        self._require("mode", self.mode in SENSOR_MODES, f"must be one of {SENSOR_MODES}, got {self.mode!r}")
+        self._require("poke_interval_seconds", self.poke_interval_seconds > 0, "must be positive")
+        self._require("timeout_seconds", self.timeout_seconds > 0, "must be positive")
+
+
+@dataclass(frozen=True)
+class ExtractSettings(_Section):
+    """
+    CdcExtractOperator, one mapped task per capture instance.
+
+    :param row_filter_option: ``all update old`` (keeps update before-images) or ``all``.
+    :param batch_size: rows per Arrow batch; bounds the task's memory.
+    :param max_file_bytes: roll to a new Parquet file at this size.
+    :param execution_timeout_minutes: stop a hung extract (its retry rewrites the same window).
+    """
+
+    key: ClassVar[str] = "extract"
+    row_filter_option: str = operator_default(CdcExtractOperator, "row_filter_option")
+    batch_size: int = operator_default(CdcExtractOperator, "batch_size")
+    max_file_bytes: int = operator_default(CdcExtractOperator, "max_file_bytes")
+    execution_timeout_minutes: float = 30.0
+
+    def check(self) -> None:
+        """Refuse non-positive sizes and times."""
+        for name in ("batch_size", "max_file_bytes", "execution_timeout_minutes"):
+            self._require(name, getattr(self, name) > 0, "must be positive")
+
+
+@dataclass(frozen=True)
+class SnapshotSettings(_Section):
+    """
+    CdcSnapshotOperator: the consistent initial copy of a capture instance without a watermark.
+
+    :param allow_table_lock_fallback: copy under a shared table lock (writers wait) when the
+        database does not allow snapshot isolation, instead of failing.
+    :param chunk_rows: rows per key-range chunk; a failed snapshot resumes after the last whole one.
+    :param execution_timeout_minutes: stop a hung snapshot (its retry resumes); raise it for large tables.
+    """
+
+    key: ClassVar[str] = "snapshot"
+    allow_table_lock_fallback: bool = operator_default(CdcSnapshotOperator, "allow_table_lock_fallback")
+    chunk_rows: int = operator_default(CdcSnapshotOperator, "chunk_rows")
+    execution_timeout_minutes: float = 30.0
+
+    def check(self) -> None:
+        """Refuse non-positive sizes and times."""
+        for name in ("chunk_rows", "execution_timeout_minutes"):
+            self._require(name, getattr(self, name) > 0, "must be positive")
+
+
+@dataclass(frozen=True)
+class MergeSettings(_Section):
+    """
+    CdcSparkMergeOperator: one Spark application merges every window of a run.
+
+    :param namespace: ``catalog.namespace`` of the target tables (required).
+    :param table_name_template: target table name; ``{schema}``, ``{table}``, ``{capture_instance}``
+        and ``{database}`` are replaced.
+    :param delete_mode: ``soft`` (flag deleted rows; windows in any order) or ``hard`` (remove
+        them; windows strictly in LSN order, no backfills).
+    :param write_mode: ``merge-on-read`` or ``copy-on-write``, set when a target table is created.
+    :param table_properties: further Iceberg properties of the tables the merge creates.
+    :param execution_timeout_minutes: stop a hung merge (its retry skips windows already applied).
+    """
+
+    key: ClassVar[str] = "merge"
+    namespace: str
+    table_name_template: str = operator_default(CdcSparkMergeOperator, "table_name_template")
+    delete_mode: str = operator_default(CdcSparkMergeOperator, "delete_mode")
+    write_mode: str = operator_default(CdcSparkMergeOperator, "write_mode")
+    table_properties: Mapping[str, str] = field(default_factory=dict)
+    execution_timeout_minutes: float = 60.0
+
+    def check(self) -> None:
+        """Refuse a non-positive timeout (the operator checks the modes when the DAG is built)."""
+        self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
+
+
+@dataclass(frozen=True)
+class SparkSettings(_Section):
+    """
+    spark-submit of the merge job.
+
+    :param conn_id: Airflow connection of type ``spark``.
+    :param jars: comma-separated jars (the Iceberg runtime); None when the cluster provides them.
+    :param conf: Spark settings: Iceberg's SQL extensions and the ``spark.sql.catalog.*`` of the
+        target catalog, unless the cluster's ``spark-defaults.conf`` has them.
+    """
+
+    key: ClassVar[str] = "spark"
+    conn_id: str = operator_default(SparkSubmitOperator, "conn_id")
+    jars: str | None = operator_default(SparkSubmitOperator, "jars")
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DagSettings(_Section):
+    """
+    The DAG that cdc_replication_dag() builds (a task group takes only ``retries`` and ``retry_delay_seconds``).
+
+    :param schedule: cron or preset of an ``interval``-mode DAG (a CronDataIntervalTimetable).
+    :param watermark_schedule: cron or preset of a ``watermark``-mode DAG.
+    :param start_date: the first data interval; with catchup off it only bounds backfills.
+    :param max_active_runs: runs at a time (must be 1 in watermark mode).
+    :param retries: retries of every task but the sensor (every step is idempotent).
+    :param retry_delay_seconds: wait before a retry.
+    """
+
+    key: ClassVar[str] = "dag"
+    schedule: str = "@hourly"
+    watermark_schedule: str = "*/15 * * * *"
+    start_date: dt.datetime = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    max_active_runs: int = 1
+    retries: int = 3
+    retry_delay_seconds: float = 120.0
+
+    def check(self) -> None:
+        """Refuse a non-positive number of runs and negative retries."""
+        self._require("max_active_runs", self.max_active_runs >= 1, "must be at least 1")
+        self._require("retries", self.retries >= 0, "must not be negative")
+        self._require("retry_delay_seconds", self.retry_delay_seconds >= 0, "must not be negative")
+
+    def default_args(self) -> dict[str, Any]:
+        """The ``default_args`` of the pipeline's tasks: retries and their delay."""
+        return {"retries": self.retries, "retry_delay": dt.timedelta(seconds=self.retry_delay_seconds)}
+
+
+@dataclass(frozen=True)
+class ReplicationSettings(_Section):
+    """
+    Everything the replication pipeline needs; only ``tables``, ``staging_path`` and ``merge.namespace`` are required.
+
+    :param tables: capture instances to replicate; the Airflow Variable ``<dag_id>__tables``
+        (a JSON list) replaces them at run time.
+    :param staging_path: where windows are written: a local path or an fsspec URI (``s3://...``)
+        that the workers and the Spark cluster both reach.
+    :param merge: the merge (``merge.namespace`` is required).
+    :param source: the source server.
+    :param sensor: how the sensor waits.
+    :param extract: the change-window extraction.
+    :param snapshot: the initial copy.
+    :param spark: spark-submit.
+    :param dag: schedule, retries and runs of the DAG.
+    """
+
+    tables: tuple[str, ...]
+    staging_path: str
+    merge: MergeSettings
+    source: SourceSettings = field(default_factory=SourceSettings)
+    sensor: SensorSettings = field(default_factory=SensorSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    dag: DagSettings = field(default_factory=DagSettings)
+
+    def check(self) -> None:
+        """Refuse empty or repeated capture instance names and an empty staging path."""
+        self._require("tables", all(self.tables), f"capture instance names must not be empty: {self.tables}")
+        repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
+        self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
+        self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
+
+    @classmethod
+    def from_mapping(
+        cls, data: Mapping[str, Any], *, environ: Mapping[str, str] | None = None
+    ) -> ReplicationSettings:
+        """
+        Build the settings from a nested mapping that overrides the documented defaults.
+
+        :param data: e.g. ``{"tables": ["dbo_orders"], "staging_path": "s3://...", "merge": {"namespace": "lake.cdc"}}``.
+        :param environ: the environment for ``${NAME}`` references (default ``os.environ``).
+        :raises SettingsError: naming the unknown, missing or wrong key.
+        """
+        return read_section(cls, data, "", environ)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, *, environ: Mapping[str, str] | None = None) -> ReplicationSettings:
+        """
+        Read the settings from a YAML file of overrides (see :meth:`from_mapping`).
+
+        :param path: the YAML file.
+        :param environ: the environment for ``${NAME}`` references (default ``os.environ``).
+        :raises SettingsError: naming the file and the bad key.
+        """
+        import yaml
+
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+            return cls.from_mapping({} if data is None else data, environ=environ)
+        except SettingsError as err:
+            raise SettingsError(f"{path.name}: {err.key}" if err.key else path.name, err.problem) from None

@@ -1,0 +1,166 @@
+"""The pipeline factory: the task graph in both window modes, as a whole DAG and as a task group."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.pipeline import (
+    ReplicationSettings,
+    cdc_replication_dag,
+    cdc_replication_task_group,
+)
+from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
+
+TASK_IDS = {
+    "tables",
+    "plan",
+    "snapshot_list",
+    "extract_list",
+    "snapshot",
+    "wait_for_capture",
+    "extract",
+    "merge",
+    "commit_watermarks",
+}
+
+
+def settings(**overrides: Any) -> ReplicationSettings:
+    data = {
+        "tables": ["dbo_orders", "dbo_customers"],
+        "staging_path": "/tmp/staging",
+        "source": {"conn_id": "shop", "database": "shop_db", "server_time_zone": "Europe/Berlin"},
+        "merge": {"namespace": "lake.cdc", "table_properties": {"write.target-file-size-bytes": 1024}},
+        "spark": {"jars": "/jars/iceberg.jar", "conf": {"spark.sql.catalog.lake.type": "hadoop"}},
+        **overrides,
+    }
+    return ReplicationSettings.from_mapping(data, environ={})
+
+
+def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: ReplicationSettings) -> None:
+    """The wiring dags/ promised before the factory existed, under ``prefix``."""
+
+    def up(task_id: str) -> set[str]:
+        return {t.removeprefix(prefix) for t in tasks[prefix + task_id].upstream_task_ids}
+
+    assert {t.removeprefix(prefix) for t in tasks} == TASK_IDS
+    for task_id in ("snapshot", "wait_for_capture", "extract"):
+        assert tasks[prefix + task_id].is_mapped, task_id
+    assert up("plan") == {"tables"}
+    assert up("snapshot_list") == up("extract_list") == {"plan"}
+    assert up("snapshot") == {"snapshot_list"}
+    assert up("wait_for_capture") == {"extract_list"}
+    assert up("extract") == {"wait_for_capture", "extract_list"}
+    assert up("merge") == {"snapshot", "extract"}
+    assert up("commit_watermarks") == {"merge", "snapshot", "extract"}
+    merge, commit = tasks[prefix + "merge"], tasks[prefix + "commit_watermarks"]
+    assert merge.extract_task_ids == [prefix + "snapshot", prefix + "extract"]
+    # A path with nothing to do is skipped; the merge and the commit still run for the other one.
+    assert merge.trigger_rule == commit.trigger_rule == "none_failed_min_one_success"
+    extract = tasks[prefix + "extract"].partial_kwargs
+    snapshot = tasks[prefix + "snapshot"].partial_kwargs
+    sensor = tasks[prefix + "wait_for_capture"].partial_kwargs
+    assert extract["window_mode"] == sensor["window_mode"] == mode
+    for kwargs in (extract, snapshot, sensor):
+        assert kwargs["sqlserver_cdc_conn_id"] == "shop" and kwargs["database"] == "shop_db"
+        assert kwargs["server_time_zone"] == "Europe/Berlin"
+    assert extract["base_path"] == snapshot["base_path"] == "/tmp/staging"
+    assert (extract["batch_size"], extract["max_file_bytes"]) == (
+        s.extract.batch_size,
+        s.extract.max_file_bytes,
+    )
+    assert extract["execution_timeout"] == dt.timedelta(minutes=30)
+    assert snapshot["chunk_rows"] == s.snapshot.chunk_rows
+    assert snapshot["execution_timeout"] == dt.timedelta(minutes=30)
+    assert (sensor["mode"], sensor["poke_interval"], sensor["timeout"]) == ("reschedule", 60, 3600)
+    # Retries everywhere (every step is idempotent), except the sensor whose timeout is an answer.
+    assert sensor["retries"] == 0
+    assert extract["retries"] == snapshot["retries"] == merge.retries == commit.retries == 3
+    assert tasks[prefix + "plan"].retry_delay == dt.timedelta(seconds=120)
+    assert (merge.namespace, merge.write_mode, merge.delete_mode) == ("lake.cdc", "merge-on-read", "soft")
+    assert merge.table_properties == {"write.target-file-size-bytes": "1024"}
+    assert merge.execution_timeout == dt.timedelta(minutes=60)
+
+
+@pytest.mark.parametrize("mode", ["interval", "watermark"])
+def test_the_dag_has_the_pipeline_without_a_group_prefix(mode: str) -> None:
+    s = settings()
+    dag = cdc_replication_dag(s, dag_id=f"cdc_{mode}", window_mode=mode, doc_md="Mine.", tags=["t"])
+    assert_pipeline(dag.task_dict, "", mode, s)
+    assert dag.max_active_runs == 1
+    assert dag.catchup is False
+    assert dag.tags == {"t"}
+    assert dag.doc_md.startswith("Mine.\n\n") and "Why the defaults (settings.py) are safe" in dag.doc_md
+    merge = dag.task_dict["merge"]
+    assert (merge._conn_id, merge.jars) == ("spark_default", "/jars/iceberg.jar")
+    assert merge.conf == {"spark.sql.catalog.lake.type": "hadoop"}
+
+
+def test_interval_mode_gets_a_data_interval_timetable_watermark_mode_its_schedule() -> None:
+    s = settings(dag={"schedule": "*/5 * * * *", "watermark_schedule": "@daily"})
+    interval = cdc_replication_dag(s, dag_id="i", window_mode="interval")
+    assert type(interval.timetable).__name__ == "CronDataIntervalTimetable"
+    assert interval.timetable.expression == "*/5 * * * *"
+    watermark = cdc_replication_dag(s, dag_id="w", window_mode="watermark")
+    # A plain schedule: the window does not depend on the data interval.
+    assert watermark.timetable.expression == "0 0 * * *"
+
+
+def test_watermark_mode_refuses_concurrent_runs() -> None:
+    s = settings(dag={"max_active_runs": 2})
+    assert cdc_replication_dag(s, dag_id="i", window_mode="interval").max_active_runs == 2
+    with pytest.raises(ValueError, match="max_active_runs must be 1 in watermark mode"):
+        cdc_replication_dag(s, dag_id="w", window_mode="watermark")
+
+
+def test_an_unknown_window_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="window_mode must be one of"):
+        cdc_replication_dag(settings(), dag_id="x", window_mode="latest")
+
+
+@pytest.mark.parametrize("mode", ["interval", "watermark"])
+def test_the_task_group_in_a_users_dag(mode: str) -> None:
+    from airflow.sdk import DAG, task
+
+    s = settings()
+    with DAG("mine", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) as dag:
+
+        @task
+        def before() -> None:
+            """A task of the user's own."""
+
+        group = cdc_replication_task_group(s, window_mode=mode, group_id="orders")
+        before() >> group
+    assert group.group_id == "orders"
+    tasks = {t: dag.task_dict[t] for t in dag.task_dict if t.startswith("orders.")}
+    assert_pipeline(tasks, "orders.", mode, s)
+    assert dag.task_dict["orders.tables"].upstream_task_ids == {"before"}
+
+
+def test_the_task_group_needs_a_dag() -> None:
+    with pytest.raises(RuntimeError, match="only be used inside a dag"):
+        cdc_replication_task_group(settings())
+
+
+def test_the_tables_variable_replaces_the_settings_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk import Variable
+
+    stored: dict[str, Any] = {}
+    monkeypatch.setattr(Variable, "get", staticmethod(lambda key, default=None: stored.get(key, default)))
+    assert tables_variable_key("d") == "d__tables"
+    assert tables_variable_key("d", "orders") == "d__orders__tables"
+    assert run_tables(("a", "b"), "d__tables") == ["a", "b"]
+    stored["d__tables"] = json.dumps(["c"])
+    assert run_tables(("a", "b"), "d__tables") == ["c"]
+    stored["d__tables"] = "dbo_orders"
+    with pytest.raises(ValueError, match=r"'d__tables' must hold a JSON list of capture instances"):
+        run_tables(("a",), "d__tables")
+    stored["d__tables"] = json.dumps({"a": 1})
+    with pytest.raises(ValueError, match="must be a list of capture instance names"):
+        run_tables(("a",), "d__tables")
+    stored["d__tables"] = json.dumps(["a", "a"])
+    with pytest.raises(ValueError, match="lists a capture instance twice"):
+        run_tables(("a",), "d__tables")
