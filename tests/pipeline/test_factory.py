@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,3 +165,15 @@ def test_the_tables_variable_replaces_the_settings_list(monkeypatch: pytest.Monk
     stored["d__tables"] = json.dumps(["a", "a"])
     with pytest.raises(ValueError, match="lists a capture instance twice"):
         run_tables(("a",), "d__tables")
+
+
+def test_the_readme_example_builds_the_dag() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Your own DAG") :]
+    code = section[
+        section.index("```python\n") + len("```python\n") : section.index("```\n", section.index("```python"))
+    ]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["dag"].dag_id == "shop_to_iceberg"
+    assert set(namespace["dag"].task_dict) == TASK_IDS
