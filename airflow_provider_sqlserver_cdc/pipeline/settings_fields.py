@@ -23,6 +23,7 @@ T = TypeVar("T")
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
+_EXPECTED_TEXT = {bool: "true or false", int: "an integer", float: "a number"}
 
 
 class SettingsError(ValueError):
@@ -142,7 +143,7 @@ def _from_text(text: str, hint: Any, key: str) -> Any:
         if base is float:
             return float(text)
     except ValueError:
-        raise SettingsError(key, f"the environment gives {text!r}, which is not a {base.__name__}") from None
+        raise SettingsError(key, f"the environment gives {text!r}, not {_EXPECTED_TEXT[base]}") from None
     return text
 
 
@@ -198,6 +199,8 @@ def _setting_text(value: Any, key: str) -> str:
 def _datetime(value: Any, key: str) -> dt.datetime:
     if isinstance(value, dt.datetime):
         return value
+    if isinstance(value, dt.date):  # YAML's 2026-01-01
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
     if isinstance(value, str):
         try:
             return dt.datetime.fromisoformat(value)

@@ -121,7 +121,7 @@ def test_an_unset_environment_reference_without_default_names_key_and_variable()
 
 def test_an_environment_value_of_the_wrong_type_is_refused() -> None:
     with pytest.raises(
-        SettingsError, match=r"extract\.batch_size: the environment gives 'lots', which is not a int"
+        SettingsError, match=r"extract\.batch_size: the environment gives 'lots', not an integer"
     ):
         ReplicationSettings.from_mapping(
             {**REQUIRED, "extract": {"batch_size": "${B}"}}, environ={"B": "lots"}
@@ -178,9 +178,11 @@ def test_from_yaml_names_the_file_and_ignores_references_in_comments(tmp_path: P
         "# ${IGNORED} in a comment is fine\n"
         + yaml.safe_dump({**REQUIRED, "extract": {"batch_size": 7}})
         + "sensor:\n  poke_interval_seconds: ${CDC_POKE:-5}   # ${ALSO_IGNORED}\n"
+        + "dag:\n  start_date: 2026-03-01\n"
     )
     s = ReplicationSettings.from_yaml(config, environ={})
     assert (s.extract.batch_size, s.sensor.poke_interval_seconds) == (7, 5.0)
+    assert s.dag.start_date == dt.datetime(2026, 3, 1, tzinfo=dt.UTC)  # a YAML date: midnight UTC
     config.write_text(yaml.safe_dump({**REQUIRED, "merge": {"namespace": "n", "mode": "x"}}))
     with pytest.raises(SettingsError, match=r"^cdc\.yaml: merge\.mode: unknown setting"):
         ReplicationSettings.from_yaml(config)
