@@ -87,10 +87,16 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
 
 
 @pytest.mark.parametrize("mode", ["interval", "watermark"])
-def test_the_dag_has_the_pipeline_without_a_group_prefix(mode: str) -> None:
+def test_the_dag_has_the_pipeline_without_a_group_prefix(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk import Variable
+
     s = settings()
     dag = cdc_replication_dag(s, dag_id=f"cdc_{mode}", window_mode=mode, doc_md="Mine.", tags=["t"])
     assert_pipeline(dag.task_dict, "", mode, s)
+    asked: list[str] = []
+    monkeypatch.setattr(Variable, "get", staticmethod(lambda key, default=None: asked.append(key)))
+    assert dag.task_dict["tables"].python_callable() == ["dbo_orders", "dbo_customers"]
+    assert asked == [f"cdc_{mode}__tables"]
     assert dag.max_active_runs == 1
     assert dag.catchup is False
     assert dag.tags == {"t"}
@@ -123,8 +129,8 @@ def test_an_unknown_window_mode_is_refused() -> None:
 
 
 @pytest.mark.parametrize("mode", ["interval", "watermark"])
-def test_the_task_group_in_a_users_dag(mode: str) -> None:
-    from airflow.sdk import DAG, task
+def test_the_task_group_in_a_users_dag(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.sdk import DAG, Variable, task
 
     s = settings()
     with DAG("mine", schedule=None, start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC)) as dag:
@@ -139,6 +145,11 @@ def test_the_task_group_in_a_users_dag(mode: str) -> None:
     tasks = {t: dag.task_dict[t] for t in dag.task_dict if t.startswith("orders.")}
     assert_pipeline(tasks, "orders.", mode, s)
     assert dag.task_dict["orders.tables"].upstream_task_ids == {"before"}
+    # The group's own Variable replaces its tables, so two groups in one DAG have their own lists.
+    asked: list[str] = []
+    monkeypatch.setattr(Variable, "get", staticmethod(lambda key, default=None: asked.append(key)))
+    assert dag.task_dict["orders.tables"].python_callable() == ["dbo_orders", "dbo_customers"]
+    assert asked == ["mine__orders__tables"]
 
 
 def test_the_task_group_needs_a_dag() -> None:
