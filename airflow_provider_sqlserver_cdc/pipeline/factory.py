@@ -87,28 +87,30 @@ def cdc_replication_dag(
     :param dag_id: the DAG's id.
     :param window_mode: ``interval`` (a CronDataIntervalTimetable of ``settings.dag.schedule``) or
         ``watermark`` (``settings.dag.watermark_schedule``).
-    :param dag_kwargs: further DAG arguments (``description``, ``tags``...); a ``doc_md`` is shown
-        above the pipeline's own documentation (this module's: the tasks and why the defaults are safe).
+    :param dag_kwargs: further DAG arguments (``description``, ``tags``...), or ones replacing the
+        settings' (``schedule``, ``catchup``...); a ``doc_md`` is shown above the pipeline's own
+        documentation (this module's: the tasks and why the defaults are safe).
     """
     _check_window_mode(window_mode)
-    if window_mode == "watermark" and settings.dag.max_active_runs != 1:
-        raise ValueError(
-            f"{dag_id}: dag.max_active_runs must be 1 in watermark mode (a run starts at the watermark "
-            f"the previous run committed), got {settings.dag.max_active_runs}"
-        )
     if window_mode == "interval":
         schedule: Any = CronDataIntervalTimetable(settings.dag.schedule, timezone="UTC")
     else:
         schedule = settings.dag.watermark_schedule
-    dag = DAG(
-        dag_id,
-        schedule=schedule,
-        start_date=settings.dag.start_date,
-        catchup=False,
-        max_active_runs=settings.dag.max_active_runs,
-        default_args=settings.dag.default_args(),
-        **{**dag_kwargs, "doc_md": "\n\n".join(filter(None, [dag_kwargs.get("doc_md"), __doc__]))},
-    )
+    arguments = {
+        "schedule": schedule,
+        "start_date": settings.dag.start_date,
+        "catchup": False,
+        "max_active_runs": settings.dag.max_active_runs,
+        "default_args": settings.dag.default_args(),
+        **dag_kwargs,
+        "doc_md": "\n\n".join(filter(None, [dag_kwargs.get("doc_md"), __doc__])),
+    }
+    if window_mode == "watermark" and arguments["max_active_runs"] != 1:
+        raise ValueError(
+            f"{dag_id}: max_active_runs must be 1 in watermark mode (a run starts at the watermark "
+            f"the previous run committed), got {arguments['max_active_runs']}"
+        )
+    dag = DAG(dag_id, **arguments)
     with dag:
         add_replication_tasks(settings, window_mode=window_mode, tables_variable=tables_variable_key(dag_id))
     return dag

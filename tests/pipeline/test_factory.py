@@ -121,6 +121,16 @@ def test_watermark_mode_refuses_concurrent_runs() -> None:
     assert cdc_replication_dag(s, dag_id="i", window_mode="interval").max_active_runs == 2
     with pytest.raises(ValueError, match="max_active_runs must be 1 in watermark mode"):
         cdc_replication_dag(s, dag_id="w", window_mode="watermark")
+    with pytest.raises(ValueError, match="max_active_runs must be 1 in watermark mode"):
+        cdc_replication_dag(settings(), dag_id="w", window_mode="watermark", max_active_runs=3)
+
+
+def test_dag_arguments_replace_the_settings() -> None:
+    dag = cdc_replication_dag(
+        settings(), dag_id="manual", window_mode="watermark", schedule=None, catchup=True
+    )
+    assert type(dag.timetable).__name__ == "NullTimetable"
+    assert dag.catchup is True
 
 
 def test_an_unknown_window_mode_is_refused() -> None:
