@@ -18,7 +18,6 @@ from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings, cdc_rep
 dag = cdc_replication_dag(
     ReplicationSettings.from_yaml(Path(__file__).with_name("sqlserver_cdc_config.yaml")),
     dag_id="sqlserver_cdc_to_iceberg",
-    window_mode="interval",
     description="SQL Server CDC -> Parquet windows -> Spark MERGE into Iceberg, one data interval per run",
     doc_md=__doc__,
     tags=["sqlserver", "cdc", "iceberg", "example"],
