@@ -67,7 +67,7 @@ from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOp
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
-from airflow_provider_sqlserver_cdc.windows import MODES
+from airflow_provider_sqlserver_cdc.window.planning import MODES
 
 
 def cdc_replication_dag(
