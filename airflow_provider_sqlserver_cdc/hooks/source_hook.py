@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 
@@ -24,13 +26,20 @@ class SourceHookMixin:
     server_time_zone: str | None = None
 
     @contextmanager
-    def source_hook(self) -> Iterator[SqlServerCdcHook]:
-        """Yield a hook of the source and close its connection afterwards."""
+    def source_hook(self, connection: Connection | None = None) -> Iterator[SqlServerCdcHook]:
+        """
+        Yield a hook of the source and close its connection afterwards.
+
+        :param connection: the Airflow connection, when the caller fetched it already (the trigger
+            fetches it with the async API); None: the hook looks it up itself.
+        """
         from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
         hook = SqlServerCdcHook(
             self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
         )
+        if connection is not None:
+            hook.connection = connection  # fills the hook's cached property: no second lookup
         try:
             yield hook
         finally:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseSensorOperator
-from airflow.sdk.exceptions import AirflowSensorTimeout
+from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
@@ -21,6 +21,10 @@ from airflow_provider_sqlserver_cdc.window.planning import MODES
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+# The deferral's own timeout comes this long after the trigger's: the trigger reports the timeout
+# first, with the capture job's state; the deferral's timeout is the backstop should it not.
+DEFERRAL_GRACE = timedelta(seconds=60)
+
 
 class LsnSensor(SourceHookMixin, BaseSensorOperator):
     """
@@ -29,7 +33,10 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
     Interval mode: the commit time mapped to ``sys.fn_cdc_get_max_lsn()`` has reached the run's
     ``data_interval_end``. Watermark mode: the max LSN is above the stored watermark of every
     capture instance. Supports ``mode="poke"``, ``mode="reschedule"`` and ``deferrable=True``
-    (LsnTrigger). On timeout the error says whether the capture job runs and how far behind it is.
+    (LsnTrigger). On timeout the error says whether the capture job runs and how far behind it is;
+    with ``soft_fail=True`` a timeout skips the task instead, while real errors (login refused,
+    unknown capture instance, an error in the trigger) still fail it. Deferred, the sensor's
+    ``timeout`` becomes the deferral's ``timeout`` and the trigger's deadline.
 
     :param capture_instance: capture instance(s); needed in watermark mode.
     :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
@@ -91,6 +98,10 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
                 return super().execute(context)
             except AirflowSensorTimeout as err:
                 raise AirflowSensorTimeout(f"{err} {self._capture_job_text()}") from None
+            except AirflowSkipException as err:
+                if not self.soft_fail:
+                    raise
+                raise AirflowSkipException(f"{err} {self._capture_job_text()}") from None
         interval_end = context.get("data_interval_end")
         with self.source_hook() as hook:
             marks = self._watermarks(hook)
@@ -98,12 +109,7 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
         if ready:
             self.log.info("ready: %s", detail)
             return None
-        timeout_at = None
-        if self.timeout is not None:
-            seconds = (
-                self.timeout.total_seconds() if isinstance(self.timeout, timedelta) else float(self.timeout)
-            )
-            timeout_at = (datetime.now(UTC) + timedelta(seconds=seconds)).isoformat()
+        timeout = self._timeout()
         poll = self.poke_interval
         self.defer(
             trigger=LsnTrigger(
@@ -114,20 +120,56 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
                 data_interval_end=interval_end.isoformat() if interval_end else None,
                 watermarks=marks,
                 poll_interval=poll.total_seconds() if isinstance(poll, timedelta) else float(poll),
-                timeout_at=timeout_at,
+                timeout_at=(datetime.now(UTC) + timeout).isoformat() if timeout is not None else None,
             ),
             method_name="execute_complete",
+            timeout=timeout + DEFERRAL_GRACE if timeout is not None else None,
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> None:
-        """Finish after the trigger fired: succeed, or fail with the capture job's state."""
+        """
+        Finish after the trigger fired: succeed, time out (skip with ``soft_fail``), or fail with the reason.
+
+        :param context: the task's context.
+        :param event: the trigger's event payload: ``status`` and ``message``.
+        """
         event = event or {}
-        if event.get("status") == "success":
-            self.log.info("ready: %s", event.get("message"))
+        status, message = event.get("status"), event.get("message")
+        if status == "success":
+            self.log.info("ready: %s", message)
             return
-        if event.get("status") == "timeout":
-            raise AirflowSensorTimeout(f"LsnSensor timed out: {event.get('message')}")
-        raise RuntimeError(f"LsnTrigger failed: {event.get('message')}")
+        if status == "timeout":
+            reason = f"LsnSensor timed out: {message}"
+            if self.soft_fail:
+                # Airflow's soft_fail may replace the skip's message: the reason goes to the log first.
+                self.log.warning("%s (soft_fail: skipping)", reason)
+                raise AirflowSkipException(reason)
+            raise AirflowSensorTimeout(reason)
+        # Not an AirflowException: soft_fail skips those, and an error must fail the task.
+        raise RuntimeError(f"LsnTrigger failed: {message}")
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """Resume after the deferral; when the deferral itself timed out, say where the capture job is."""
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except (AirflowSensorTimeout, AirflowSkipException) as err:
+            # The base class turns the deferral's own timeout (TaskDeferralTimeout) into
+            # AirflowSensorTimeout, or with soft_fail into a skip caused by one.
+            timed_out = isinstance(err, AirflowSensorTimeout) or isinstance(
+                err.__cause__, AirflowSensorTimeout
+            )
+            if next_method == "execute_complete" or not timed_out:
+                raise
+            job = self._capture_job_text()
+            if isinstance(err, AirflowSkipException):
+                self.log.warning("LsnSensor timed out (soft_fail: skipping). %s", job)
+                raise
+            raise AirflowSensorTimeout(f"LsnSensor timed out: {err}. {job}") from err
+
+    def _timeout(self) -> timedelta | None:
+        if self.timeout is None:
+            return None
+        return self.timeout if isinstance(self.timeout, timedelta) else timedelta(seconds=float(self.timeout))
 
     def _capture_job_text(self) -> str:
         try:

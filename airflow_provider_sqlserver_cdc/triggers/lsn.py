@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import BaseHook
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
@@ -14,6 +15,8 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.window.planning import window_ready
 
 if TYPE_CHECKING:
+    from airflow.sdk import Connection
+
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 
@@ -43,7 +46,11 @@ def capture_ready(
 
 class LsnTrigger(SourceHookMixin, BaseTrigger):
     """
-    Poll until the capture job has processed what the window needs; blocking driver calls run in a thread.
+    Poll until the capture job has processed what the window needs.
+
+    The Airflow connection is fetched once with the async API (``BaseHook.aget_connection``); the
+    blocking ODBC calls run in a worker thread, off the triggerer's event loop. Events carry
+    ``status`` (``success``, ``timeout`` or ``error``) and ``message``, the reason in words.
 
     :param sqlserver_cdc_conn_id: Airflow connection of the source.
     :param database: source database (None: the connection's schema).
@@ -92,30 +99,40 @@ class LsnTrigger(SourceHookMixin, BaseTrigger):
             },
         )
 
-    def check(self) -> tuple[bool, str]:
-        """One blocking check (runs in a worker thread)."""
+    def check(self, connection: Connection) -> tuple[bool, str]:
+        """
+        Ask the source once whether the capture job is far enough (blocking: run it in a worker thread).
+
+        :param connection: the Airflow connection of the source, fetched beforehand.
+        """
         end = datetime.fromisoformat(self.data_interval_end) if self.data_interval_end else None
-        with self.source_hook() as hook:
+        with self.source_hook(connection) as hook:
             return capture_ready(hook, self.window_mode, end, self.watermarks)
 
-    def capture_job_text(self) -> str:
-        """The capture job's state as a sentence (runs in a worker thread)."""
-        with self.source_hook() as hook:
+    def capture_job_text(self, connection: Connection) -> str:
+        """
+        Describe the capture job's state in a sentence (blocking: run it in a worker thread).
+
+        :param connection: the Airflow connection of the source, fetched beforehand.
+        """
+        with self.source_hook(connection) as hook:
             return hook.get_capture_job_status().describe()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         deadline = datetime.fromisoformat(self.timeout_at) if self.timeout_at else None
         try:
+            connection = await BaseHook.aget_connection(self.sqlserver_cdc_conn_id)
             while True:
-                ready, detail = await asyncio.to_thread(self.check)
+                ready, detail = await asyncio.to_thread(self.check, connection)
                 if ready:
                     yield TriggerEvent({"status": "success", "message": detail})
                     return
                 self.log.info("waiting: %s", detail)
                 if deadline is not None and datetime.now(UTC) >= deadline:
-                    job = await asyncio.to_thread(self.capture_job_text)
+                    job = await asyncio.to_thread(self.capture_job_text, connection)
                     yield TriggerEvent({"status": "timeout", "message": f"{detail}. Capture job: {job}."})
                     return
                 await asyncio.sleep(self.poll_interval)
         except Exception as err:
+            self.log.exception("LsnTrigger failed")
             yield TriggerEvent({"status": "error", "message": f"{type(err).__name__}: {err}"})
