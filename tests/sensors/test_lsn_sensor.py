@@ -1,6 +1,7 @@
 """LsnSensor.poke and LsnTrigger.run against the simulator (server zone UTC+05:30).
 
-Full sensor runs (poke, deferrable, timeout) go through ``dag.test()`` in tests/operators/test_watermark.py.
+The deferrable sensor's timeout, ``soft_fail`` and trigger errors run in a one-sensor DAG with
+``dag.test()`` below; the full pipeline DAG is in tests/operators/test_watermark.py.
 """
 
 from __future__ import annotations
@@ -8,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -141,3 +145,97 @@ def test_trigger_timeout_reports_the_capture_job(sim):
     event = asyncio.run(first_event())
     assert event.payload["status"] == "timeout"
     assert "STOPPED" in event.payload["message"] and "1500 s behind" in event.payload["message"]
+
+
+# --- the deferrable sensor in a real DAG run (dag.test() runs the trigger in line) ---------------
+
+SENSOR_DAG = """
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+import pendulum
+from airflow.sdk import DAG, BaseHook
+
+from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
+
+cfg = json.loads(os.environ["CDC_TEST_CONFIG"])
+
+if cfg.get("trigger_password"):
+    # Only the trigger's (async) lookup gets a wrong password: the task's own check passes.
+    lookup = BaseHook.aget_connection.__func__
+
+    async def aget_connection(cls, conn_id):
+        conn = await lookup(cls, conn_id)
+        conn.password = cfg["trigger_password"]
+        return conn
+
+    BaseHook.aget_connection = classmethod(aget_connection)
+
+with DAG(
+    "lsn_sensor", schedule=dt.timedelta(minutes=10), start_date=pendulum.datetime(2020, 1, 1, tz="UTC")
+) as dag:
+    LsnSensor(
+        task_id="wait",
+        sqlserver_cdc_conn_id="sim",
+        deferrable=True,
+        poke_interval=0.5,
+        timeout=cfg["timeout"],
+        soft_fail=cfg["soft_fail"],
+    )
+
+if __name__ == "__main__":
+    run = dag.test(logical_date=pendulum.parse(cfg["logical_date"]))
+    ti = run.get_task_instance("wait")
+    print(f"TASK_STATE={ti.state}")
+    print(f"DAG_RUN_STATE={run.state}")
+"""
+
+
+def run_sensor_dag(tmp_path, **cfg) -> tuple[str | None, str]:
+    """Run the one-sensor DAG with ``dag.test()`` in a subprocess; return the sensor's state and the output."""
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    dag_file = dags / "lsn_sensor_dag.py"
+    dag_file.write_text(SENSOR_DAG)
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "CDC_TEST_CONFIG": json.dumps({"logical_date": utc(10, 10).isoformat(), **cfg}),
+    }
+    proc = subprocess.run(
+        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    states = [line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("TASK_STATE=")]
+    return (states[0] if states else None), proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def stopped_job(sim, airflow_db):
+    """The capture job stopped at 10:05 and the server clock at 10:30: the 10:00-10:10 interval never completes."""
+    sim.clock.set(local(10, 30), frozen=True)
+    return sim
+
+
+@pytest.mark.slow
+def test_deferred_sensor_times_out_failed_with_the_capture_job_in_the_log(stopped_job, tmp_path):
+    state, output = run_sensor_dag(tmp_path, timeout=2, soft_fail=False)
+    assert state == "failed", output[-4000:]
+    assert "AirflowSensorTimeout" in output and "LsnSensor timed out" in output
+    assert "appears to be STOPPED" in output and "1500 s behind the server clock" in output
+
+
+@pytest.mark.slow
+def test_deferred_sensor_with_soft_fail_is_skipped_on_timeout(stopped_job, tmp_path):
+    state, output = run_sensor_dag(tmp_path, timeout=2, soft_fail=True)
+    assert state == "skipped", output[-4000:]
+    assert "LsnSensor timed out" in output and "appears to be STOPPED" in output
+
+
+@pytest.mark.slow
+def test_an_error_in_the_trigger_fails_the_task_with_the_reason_even_with_soft_fail(stopped_job, tmp_path):
+    state, output = run_sensor_dag(tmp_path, timeout=60, soft_fail=True, trigger_password="wrong")
+    assert state == "failed", output[-4000:]
+    assert "LsnTrigger failed: SqlServerLoginError" in output and "Login failed" in output
