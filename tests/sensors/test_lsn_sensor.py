@@ -147,6 +147,36 @@ def test_trigger_timeout_reports_the_capture_job(sim):
     assert "STOPPED" in event.payload["message"] and "1500 s behind" in event.payload["message"]
 
 
+def test_execute_complete_fails_skips_or_raises_the_reason():
+    from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
+
+    timeout = {"status": "timeout", "message": "not yet. Capture job: STOPPED."}
+    with pytest.raises(AirflowSensorTimeout, match="LsnSensor timed out: not yet. Capture job: STOPPED."):
+        LsnSensor(task_id="wait").execute_complete({}, timeout)
+    with pytest.raises(AirflowSkipException, match="Capture job: STOPPED"):
+        LsnSensor(task_id="wait", soft_fail=True).execute_complete({}, timeout)
+    error = {"status": "error", "message": "CaptureInstanceNotFoundError: no dbo_gone"}
+    # Not an AirflowException, so soft_fail does not turn it into a skip.
+    with pytest.raises(RuntimeError, match="LsnTrigger failed: CaptureInstanceNotFoundError: no dbo_gone"):
+        LsnSensor(task_id="wait", soft_fail=True).resume_execution("execute_complete", {"event": error}, {})
+
+
+@pytest.mark.parametrize("soft_fail", [False, True], ids=["fails", "soft_fail"])
+def test_the_deferral_timing_out_says_where_the_capture_job_is(sim, soft_fail, capsys):
+    """The deferral's own timeout (the triggerer did not report in time) behaves like the trigger's."""
+    from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
+    from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
+
+    sim.clock.set(local(10, 30), frozen=True)
+    sensor = LsnSensor(task_id="wait", sqlserver_cdc_conn_id="sim", soft_fail=soft_fail)
+    failure = {"error": TriggerFailureReason.TRIGGER_TIMEOUT}
+    expected = AirflowSkipException if soft_fail else AirflowSensorTimeout
+    with pytest.raises(expected) as raised:
+        sensor.resume_execution(TRIGGER_FAIL_REPR, failure, {})
+    said = capsys.readouterr().out if soft_fail else str(raised.value)  # the skip: in the log
+    assert "LsnSensor timed out" in said and "appears to be STOPPED" in said, said
+
+
 # --- the deferrable sensor in a real DAG run (dag.test() runs the trigger in line) ---------------
 
 SENSOR_DAG = """
