@@ -177,6 +177,28 @@ def test_the_deferral_timing_out_says_where_the_capture_job_is(sim, soft_fail, c
     assert "LsnSensor timed out" in said and "appears to be STOPPED" in said, said
 
 
+@pytest.mark.parametrize("deferrable", [False, True], ids=["poke", "deferrable"])
+def test_soft_fail_still_fails_on_real_errors(sim, monkeypatch, deferrable):
+    from airflow_provider_sqlserver_cdc.errors import CaptureInstanceNotFoundError, SqlServerLoginError
+
+    context = {"data_interval_end": utc(10, 10)}
+    unknown = LsnSensor(
+        task_id="wait",
+        sqlserver_cdc_conn_id="sim",
+        capture_instance="dbo_gone",
+        window_mode="watermark",
+        soft_fail=True,
+        deferrable=deferrable,
+    )
+    with pytest.raises(CaptureInstanceNotFoundError, match="dbo_gone"):
+        unknown.execute(context)
+    conn = json.loads(os.environ["AIRFLOW_CONN_SIM"])
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", json.dumps({**conn, "password": "wrong"}))
+    refused = LsnSensor(task_id="wait", sqlserver_cdc_conn_id="sim", soft_fail=True, deferrable=deferrable)
+    with pytest.raises(SqlServerLoginError):
+        refused.execute(context)
+
+
 # --- the deferrable sensor in a real DAG run (dag.test() runs the trigger in line) ---------------
 
 SENSOR_DAG = """
