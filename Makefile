@@ -62,7 +62,9 @@ venv-lowest: system-deps $(STAMP)/installed-lowest
 
 # Smoke tests on the lowest declared Airflow: its own Airflow home (the metadata schema differs).
 test-lowest: venv-lowest
-	AIRFLOW_HOME="$(CURDIR)/.airflow-test-home-lowest" PATH="$(CURDIR)/$(LOWEST_BIN):$$PATH" \
+	AIRFLOW_HOME="$(CURDIR)/.airflow-test-home-lowest" \
+	AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$(CURDIR)/.airflow-test-home-lowest/airflow.db" \
+	PATH="$(CURDIR)/$(LOWEST_BIN):$$PATH" \
 		$(LOWEST_BIN)/pytest -m "not spark" -p no:cacheprovider $(LOWEST_SMOKE_TESTS)
 
 lint: venv
