@@ -15,7 +15,8 @@ LOWEST_BIN := $(LOWEST_VENV)/bin
 # which users are told to install with) picks both: its execution API then fails to build
 # (PydanticUserError on TITerminalStatePayload). These are the measured caps, for that venv only.
 LOWEST_PINS := "pydantic<2.12" "cadwyn<8" "fastapi<0.137"
-LOWEST_SMOKE_TESTS := tests/test_airflow_versions.py tests/test_get_provider_info.py tests/dags tests/operators/test_watermark.py
+LOWEST_SMOKE_TESTS := tests/test_airflow_versions.py tests/test_get_provider_info.py tests/dags tests/operators/test_watermark.py \
+	tests/sensors tests/triggers
 
 .PHONY: test test-lowest lint system-deps venv venv-lowest clean
 
