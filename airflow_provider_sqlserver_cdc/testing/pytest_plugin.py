@@ -5,11 +5,13 @@ Fixtures:
 * ``sqlserver_simulator`` -- a SQL Server simulator serving on a free local port, with fresh
   state for every test (one server per test session, reset between tests). It yields a
   :class:`SimulatorHandle`: ``host``, ``port``, ``user``, ``password``,
-  ``odbc_connection_string(database)``, ``connect(database, autocommit)`` (pyodbc),
-  ``pymssql_connect(database)``, ``clock`` (set / advance / freeze), ``engine`` and
+  ``odbc_connection_string(database)``, ``airflow_connection(database)`` (``AIRFLOW_CONN_<ID>``
+  JSON), ``connect(database, autocommit)`` (pyodbc), ``pymssql_connect(database)``, ``clock`` (set / advance / freeze), ``engine`` and
   ``run_capture_scan(database)``.
 * ``sqlserver_simulator_session`` -- the session-scoped server underneath, for fixtures that
   need one server for many tests without resets.
+* ``shared_fernet_key`` -- one Fernet key for the test process and the DAG-run processes it
+  starts (see :mod:`airflow_provider_sqlserver_cdc.testing.dag_runs`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import mssql_connection_json
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.testing.simulator import Engine, SimulatorServer
@@ -64,6 +67,20 @@ class SimulatorHandle:
         """A pyodbc connection string using the FreeTDS driver (TDS 7.4)."""
         return odbc_connection_string(
             host=self.host, port=self.port, database=database, user=self.user, password=self.password
+        )
+
+    def airflow_connection(
+        self, database: str, *, login: str | None = None, password: str | None = None
+    ) -> str:
+        """
+        Return an Airflow ``mssql`` connection to ``database`` in JSON, the value of ``AIRFLOW_CONN_<ID>``.
+
+        :param database: the database the connection opens.
+        :param login: another login than ``sa``.
+        :param password: that login's password.
+        """
+        return mssql_connection_json(
+            self.host, self.port, login or self.user, password or self.password, database
         )
 
     def connect(self, database: str | None = None, autocommit: bool = True) -> Any:
@@ -130,3 +147,22 @@ def sqlserver_simulator(sqlserver_simulator_session: SimulatorHandle) -> Iterato
     sqlserver_simulator_session.reset()
     yield sqlserver_simulator_session
     sqlserver_simulator_session.server.close_connections()
+
+
+@pytest.fixture
+def shared_fernet_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """
+    One Fernet key for this process and every DAG-run process it starts.
+
+    Airflow in unit-test mode draws a random key per process: a Variable (a watermark) written by
+    one DAG run would be unreadable by the next run and by the test. Real deployments share one
+    configured key, as this fixture does through ``AIRFLOW__CORE__FERNET_KEY``.
+    """
+    from airflow.models.crypto import get_fernet
+    from cryptography.fernet import Fernet
+
+    key = Fernet.generate_key().decode()
+    monkeypatch.setenv("AIRFLOW__CORE__FERNET_KEY", key)
+    get_fernet.cache_clear()
+    yield key
+    get_fernet.cache_clear()

@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 
-DEMO = Path(__file__).resolve().parents[2] / "demo" / "run_demo.py"
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "demo"))
 
-
-def load_demo() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sqlserver_cdc_run_demo", DEMO)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+import run_demo as demo
 
 
 def test_next_boundary_is_the_next_whole_minute() -> None:
-    demo = load_demo()
     at = dt.datetime(2026, 1, 1, 10, 5, 0, tzinfo=dt.UTC)
     assert demo.next_boundary(at) == at
     assert demo.next_boundary(at + dt.timedelta(microseconds=1)) == at + dt.timedelta(minutes=1)
 
 
 def test_windows_summary_counts_snapshot_rows_and_changes(tmp_path: Path) -> None:
-    demo = load_demo()
 
     def window(name: str, kind: str, rows: int, counts: dict[str, int]) -> None:
         directory = tmp_path / "dbo_orders" / name
@@ -50,7 +39,6 @@ def test_windows_summary_counts_snapshot_rows_and_changes(tmp_path: Path) -> Non
 
 
 def test_the_demo_environment_keeps_everything_under_dot_demo() -> None:
-    demo = load_demo()
     env = demo.demo_environment("127.0.0.1", 1433, "not-a-real-password")
     for key in ("AIRFLOW_HOME", "SQLSERVER_CDC_STAGING", "SQLSERVER_CDC_WAREHOUSE"):
         assert env[key].startswith(str(demo.DEMO_DIR)), key

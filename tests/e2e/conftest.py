@@ -29,22 +29,3 @@ def spark_reader(target_warehouse: Path) -> Iterator[object]:
     )
     yield session
     session.stop()
-
-
-@pytest.fixture
-def shared_fernet_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """
-    One Fernet key for this process and every DAG-run process it starts.
-
-    The suite runs Airflow in unit-test mode, where each process draws its own random key: a
-    watermark Variable written by one DAG run would be unreadable by the next run (and by the
-    test). Real deployments share one configured key, as this fixture does.
-    """
-    from airflow.models.crypto import get_fernet
-    from cryptography.fernet import Fernet
-
-    key = Fernet.generate_key().decode()
-    monkeypatch.setenv("AIRFLOW__CORE__FERNET_KEY", key)
-    get_fernet.cache_clear()
-    yield key
-    get_fernet.cache_clear()

@@ -1,21 +1,19 @@
 """Run a real Airflow DAG (``dag.test()``) that wires LsnSensor -> CdcExtractOperator -> WatermarkCommitOperator.
 
-``dag.test()`` in Airflow 3.3 only runs DAGs found in ``AIRFLOW__CORE__DAGS_FOLDER``, so each run
-copies the DAG file below into a temporary DAGs folder and runs it in a subprocess that shares
-the test session's migrated metadata database.
+Each run writes the DAG file below into a temporary DAGs folder and runs it with
+:func:`~airflow_provider_sqlserver_cdc.testing.dag_runs.run_dag_test` in a subprocess that shares
+the test session's migrated metadata database (and, through ``shared_fernet_key``, its Fernet key).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-# The DAG runs in a subprocess; Variables it writes must decrypt in the test process too.
-FERNET_KEY = "xxeHKmrkr5b6Cg3msdBkr1dMoQqBqiyF-BuIj8i-uFo="
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 
 DAG_FILE = """
 from __future__ import annotations
@@ -76,10 +74,6 @@ with DAG(
 
     wait >> extract
     record(extract.output, commit.output)
-
-if __name__ == "__main__":
-    run = dag.test(logical_date=pendulum.parse(cfg["logical_date"]))
-    print("DAG_RUN_STATE=" + str(run.state))
 """
 
 
@@ -95,18 +89,13 @@ def run_cdc_dag(tmp_path: Path, conn_uri_json: str, **cfg: Any) -> dict[str, Any
     cfg.setdefault("conn_id", "sim")
     cfg.setdefault("interval_minutes", 10)
     cfg["result_path"] = str(result_path)
-    env = os.environ.copy()
-    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags)
-    env["AIRFLOW__CORE__FERNET_KEY"] = FERNET_KEY
-    env["CDC_TEST_CONFIG"] = json.dumps(cfg)
-    env[f"AIRFLOW_CONN_{cfg['conn_id'].upper()}"] = conn_uri_json
-    proc = subprocess.run(
-        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
+    env = {
+        **os.environ,
+        "CDC_TEST_CONFIG": json.dumps(cfg),
+        connection_variable(cfg["conn_id"]): conn_uri_json,
+    }
+    run = run_dag_test(
+        cfg["dag_id"], dags_folder=dags, env=env, logical_date=cfg["logical_date"], cwd=tmp_path
     )
-    output = proc.stdout + proc.stderr
-    state = None
-    for line in proc.stdout.splitlines():
-        if line.startswith("DAG_RUN_STATE="):
-            state = line.split("=", 1)[1]
     recorded = json.loads(result_path.read_text()) if result_path.exists() else None
-    return {"state": state, "recorded": recorded, "output": output, "returncode": proc.returncode}
+    return {"state": run.state, "recorded": recorded, "output": run.output, "returncode": run.returncode}

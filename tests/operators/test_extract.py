@@ -14,6 +14,7 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest
 from airflow_provider_sqlserver_cdc.parquet.window_writer import resolve_filesystem
+from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.window.extraction import extract_window
 from airflow_provider_sqlserver_cdc.window.planning import plan_interval_window
 
@@ -31,63 +32,24 @@ def utc(hh: int, mm: int) -> dt.datetime:
     return (local(hh, mm) - OFFSET).replace(tzinfo=UTC)
 
 
-class Source:
-    """A CDC-enabled database on the simulator whose transactions commit at chosen server-local times."""
-
-    def __init__(self, sim):
-        self.sim = sim
-        sim.clock.set_timezone(ZONE)
-        sim.clock.set(local(9, 0), frozen=True)
-        self.cur = sim.connect().cursor()
-        for sql in (
-            "CREATE DATABASE shop",
-            "USE shop",
-            "EXEC sys.sp_cdc_enable_db",
-            "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, "
-            "note nvarchar(100) NULL)",
-            "CREATE TABLE dbo.heap (x int NULL)",
-            "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL",
-            "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'heap', @role_name = NULL",
-            "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
-        ):
-            self.cur.execute(sql)
-
-    def at(self, when: dt.datetime, *statements: tuple) -> None:
-        """Commit one transaction at server-local time ``when``."""
-        self.sim.clock.set(when, frozen=True)
-        self.cur.execute("BEGIN TRANSACTION")
-        for sql, *params in statements:
-            self.cur.execute(sql, *params)
-        self.cur.execute("COMMIT TRANSACTION")
-
-    def scan(self, until: dt.datetime) -> None:
-        """Let the capture job catch up, then run a quiet scan at ``until`` (the mapped time of the max LSN)."""
-        self.sim.run_capture_scan("shop")
-        self.sim.clock.set(until, frozen=True)
-        self.sim.run_capture_scan("shop")
-
-
 def insert(i: int, note: str = "n") -> tuple:
     return ("INSERT INTO dbo.orders VALUES (?, ?, ?)", i, f"{i}.25", note)
 
 
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_SIM",
-        json.dumps(
-            {
-                "conn_type": "mssql",
-                "host": sqlserver_simulator.host,
-                "port": sqlserver_simulator.port,
-                "login": sqlserver_simulator.user,
-                "password": sqlserver_simulator.password,
-                "schema": "shop",
-                "extra": {"driver": "FreeTDS"},
-            }
-        ),
+    """A CDC-enabled database on the simulator whose transactions commit at chosen server-local times."""
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
+    return ClockedCdcDatabase(
+        sqlserver_simulator,
+        "shop",
+        {
+            "orders": "order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, note nvarchar(100) NULL",
+            "heap": "x int NULL",
+        },
+        time_zone=ZONE,
+        start=local(9, 0),
     )
-    return Source(sqlserver_simulator)
 
 
 @pytest.fixture
@@ -114,12 +76,12 @@ def run_interval(hook, tmp_path, start, end, **kwargs):
 
 
 def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path):
-    source.at(local(10, 1), insert(1))
-    source.at(local(10, 9, 59), insert(2), ("UPDATE dbo.orders SET note = N'x' WHERE order_id = 1",))
-    source.at(local(10, 10), insert(3))  # exactly on a boundary: belongs to the second interval
-    source.at(local(10, 15), ("DELETE FROM dbo.orders WHERE order_id = 2",))
-    source.at(local(10, 25), insert(4))
-    source.scan(until=local(10, 40))
+    source.commit_at(local(10, 1), insert(1))
+    source.commit_at(local(10, 9, 59), insert(2), ("UPDATE dbo.orders SET note = N'x' WHERE order_id = 1",))
+    source.commit_at(local(10, 10), insert(3))  # exactly on a boundary: belongs to the second interval
+    source.commit_at(local(10, 15), ("DELETE FROM dbo.orders WHERE order_id = 2",))
+    source.commit_at(local(10, 25), insert(4))
+    source.capture(until=local(10, 40))
 
     first, r1 = run_interval(hook, tmp_path, utc(10, 0), utc(10, 10))
     second, r2 = run_interval(hook, tmp_path, utc(10, 10), utc(10, 20))
@@ -144,8 +106,8 @@ def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path
 
 def test_rerun_yields_the_same_window_and_replaces_its_files(source, hook, tmp_path):
     for i in range(300):
-        source.at(local(10, 1, i % 60), insert(i, "x" * 80))
-    source.scan(until=local(10, 30))
+        source.commit_at(local(10, 1, i % 60), insert(i, "x" * 80))
+    source.capture(until=local(10, 30))
     window, small = run_interval(hook, tmp_path, utc(10, 0), utc(10, 10), max_file_bytes=2_000, batch_size=50)
     window_dir = tmp_path / "dbo_orders" / window.directory_name
     assert len(small.manifest.files) > 2
@@ -165,8 +127,8 @@ def test_rerun_yields_the_same_window_and_replaces_its_files(source, hook, tmp_p
 
 
 def test_remote_filesystem_uri(source, hook):
-    source.at(local(10, 1), insert(1))
-    source.scan(until=local(10, 30))
+    source.commit_at(local(10, 1), insert(1))
+    source.capture(until=local(10, 30))
     tz = hook.get_server_time_zone()
     instance = hook.get_capture_instance("dbo_orders")
     window = plan_interval_window(hook, instance, utc(10, 0), utc(10, 10), tz)
@@ -177,12 +139,12 @@ def test_remote_filesystem_uri(source, hook):
 
 
 def test_retention_gap_fails_loudly(source, hook, tmp_path):
-    source.at(local(10, 1), insert(1))
-    source.at(local(10, 12), insert(2))
-    source.scan(until=local(10, 30))
+    source.commit_at(local(10, 1), insert(1))
+    source.commit_at(local(10, 12), insert(2))
+    source.capture(until=local(10, 30))
     # Clean up everything before the 10:12 transaction, as the cleanup job would after retention.
     low_water_mark = hook.map_time_to_lsn("smallest greater than or equal", local(10, 12))
-    source.cur.execute(
+    source.cursor.execute(
         "EXEC sys.sp_cdc_cleanup_change_table @capture_instance = N'dbo_orders', @low_water_mark = ?, "
         "@threshold = 5000",
         low_water_mark.value,
@@ -199,14 +161,14 @@ def test_retention_gap_fails_loudly(source, hook, tmp_path):
 
 
 def test_instance_created_inside_the_window_starts_at_its_start_lsn(source, hook, tmp_path):
-    source.at(local(10, 1), ("INSERT INTO dbo.heap VALUES (1)",))
-    source.sim.clock.set(local(10, 3), frozen=True)
-    source.cur.execute("CREATE TABLE dbo.late (id int NOT NULL PRIMARY KEY)")
-    source.cur.execute(
+    source.commit_at(local(10, 1), ("INSERT INTO dbo.heap VALUES (1)",))
+    source.simulator.clock.set(local(10, 3), frozen=True)
+    source.cursor.execute("CREATE TABLE dbo.late (id int NOT NULL PRIMARY KEY)")
+    source.cursor.execute(
         "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'late', @role_name = NULL"
     )
-    source.at(local(10, 5), ("INSERT INTO dbo.late VALUES (7)",))
-    source.scan(until=local(10, 30))
+    source.commit_at(local(10, 5), ("INSERT INTO dbo.late VALUES (7)",))
+    source.capture(until=local(10, 30))
     tz = hook.get_server_time_zone()
     late = hook.get_capture_instance("dbo_late")
     window = plan_interval_window(hook, late, utc(10, 0), utc(10, 10), tz)
@@ -216,8 +178,8 @@ def test_instance_created_inside_the_window_starts_at_its_start_lsn(source, hook
 
 
 def test_operator_returns_a_small_xcom_and_refuses_keyless_tables(source, tmp_path):
-    source.at(local(10, 1), insert(1), ("INSERT INTO dbo.heap VALUES (1)",))
-    source.scan(until=local(10, 30))
+    source.commit_at(local(10, 1), insert(1), ("INSERT INTO dbo.heap VALUES (1)",))
+    source.capture(until=local(10, 30))
     context = {"data_interval_start": utc(10, 0), "data_interval_end": utc(10, 10)}
     op = CdcExtractOperator(
         task_id="extract", capture_instance="dbo_orders", base_path=str(tmp_path), sqlserver_cdc_conn_id="sim"
@@ -252,12 +214,12 @@ def test_operator_returns_a_small_xcom_and_refuses_keyless_tables(source, tmp_pa
 
 def test_dst_server_rerun_in_winter_of_a_summer_interval(source, monkeypatch, tmp_path):
     """A Europe/Berlin server: summer commits (+02:00) re-extracted when the server is at +01:00."""
-    sim = source.sim
+    sim = source.simulator
     sim.clock.set_timezone("Europe/Berlin")
     summer = dt.datetime(2026, 7, 1)
-    source.at(summer.replace(hour=10, minute=5), insert(1))  # 08:05 UTC
-    source.at(summer.replace(hour=11, minute=5), insert(2))  # 09:05 UTC
-    source.scan(until=dt.datetime(2027, 1, 15, 12, 0))  # now it is winter on the server (+01:00)
+    source.commit_at(summer.replace(hour=10, minute=5), insert(1))  # 08:05 UTC
+    source.commit_at(summer.replace(hour=11, minute=5), insert(2))  # 09:05 UTC
+    source.capture(until=dt.datetime(2027, 1, 15, 12, 0))  # now it is winter on the server (+01:00)
     start = dt.datetime(2026, 7, 1, 8, 0, tzinfo=UTC)
     end = dt.datetime(2026, 7, 1, 8, 10, tzinfo=UTC)
 

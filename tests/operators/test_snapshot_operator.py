@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,13 @@ from typing import Any
 import pytest
 
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 
 SNAPSHOT_TESTS = Path(__file__).resolve().parents[1] / "snapshot"
 sys.path.insert(0, str(SNAPSHOT_TESTS))
 
 from snapshot_replay import ReplayTarget  # noqa: E402
 from snapshot_source import SourceDb, fresh_copy  # noqa: E402
-
-# The DAG runs in subprocesses; each must decrypt the Variables (watermarks) the previous one wrote.
-FERNET_KEY = "Q-5UBMbAzhctoK4GJx0dtCug1-_CwK3_laqkZI6l9BY="
 
 DAG_FILE = """
 from __future__ import annotations
@@ -67,32 +64,21 @@ with DAG(cfg["dag_id"], schedule=None, start_date=pendulum.datetime(2020, 1, 1, 
                        "marks": marks}, f)
 
     record(plan.output, snapshot.output, extract.output, commit.output)
-
-if __name__ == "__main__":
-    run = dag.test(run_conf=cfg.get("run_conf"))
-    print("DAG_RUN_STATE=" + str(run.state))
 """
 
 
-def run_dag(tmp_path: Path, db: SourceDb, name: str, **cfg: Any) -> dict[str, Any]:
+def run_dag(
+    tmp_path: Path, db: SourceDb, name: str, run_conf: dict | None = None, **cfg: Any
+) -> dict[str, Any]:
+    """Run the DAG once in its own process (the runs share the Fernet key: each reads the watermarks the last wrote)."""
     dags = tmp_path / "dags"
     dags.mkdir(exist_ok=True)
-    dag_file = dags / "snapshot_test_dag.py"
-    dag_file.write_text(DAG_FILE)
+    (dags / "snapshot_test_dag.py").write_text(DAG_FILE)
     result_path = tmp_path / f"result-{name}.json"
     cfg.update(dag_id=f"snapshot_test_{db.name}", conn_id=db.conn_id, result_path=str(result_path))
-    env = os.environ.copy()
-    env["AIRFLOW__CORE__DAGS_FOLDER"] = str(dags)
-    env["SNAPSHOT_TEST_CONFIG"] = json.dumps(cfg)
-    env["AIRFLOW__CORE__FERNET_KEY"] = FERNET_KEY  # the runs must read the Variables earlier runs wrote
-    proc = subprocess.run(
-        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
-    )
-    state = next(
-        (line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("DAG_RUN_STATE=")),
-        None,
-    )
-    assert state == "success", proc.stdout[-4000:] + proc.stderr[-8000:]
+    env = {**os.environ, "SNAPSHOT_TEST_CONFIG": json.dumps(cfg)}
+    run = run_dag_test(cfg["dag_id"], dags_folder=dags, env=env, run_conf=run_conf, cwd=tmp_path)
+    assert run.state == "success", run.output[-12000:]
     return json.loads(result_path.read_text())
 
 
@@ -107,7 +93,7 @@ def test_operators_validate_arguments_without_io():
 
 
 def test_first_run_snapshots_next_run_extracts_and_one_table_can_be_resnapshotted(
-    sqlserver_simulator, monkeypatch, tmp_path, airflow_db
+    sqlserver_simulator, monkeypatch, tmp_path, airflow_db, shared_fernet_key
 ):
     db = SourceDb(sqlserver_simulator, monkeypatch)
     base = tmp_path / "staging"

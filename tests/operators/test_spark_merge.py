@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import decimal
-import importlib.util
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -21,19 +17,13 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     window_manifest_uris,
 )
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
 SPARK_TESTS = Path(__file__).resolve().parents[1] / "spark"
+sys.path.insert(0, str(SPARK_TESTS))
 
-
-def load(name: str) -> ModuleType:
-    """Import a helper module of tests/spark (the window builder) by path."""
-    spec = importlib.util.spec_from_file_location(f"cdc_spark_tests_{name}", SPARK_TESTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+import window_builder  # noqa: E402
 
 
 def test_arguments_for_the_job() -> None:
@@ -180,7 +170,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import sys
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
@@ -216,11 +205,6 @@ with DAG("sqlserver_cdc_merge_test", schedule=None, start_date=dt.datetime(2026,
         **SPARK,
     )
     extract_first() >> merge >> extract_second() >> merge_plain
-
-if __name__ == "__main__":
-    run = dag.test()
-    print("DAG_RUN_STATE", run.state)
-    sys.exit(0 if run.state == "success" else 1)
 """
 
 
@@ -235,7 +219,6 @@ def current_snapshot_summary(table_dir: Path) -> dict[str, str]:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: Path) -> None:
-    window_builder = load("window_builder")
     log = window_builder.ChangeLog()
     base = tmp_path / "windows"
     first = window_builder.write_window(
@@ -273,12 +256,8 @@ def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: 
             second=second,
         )
     )
-    env = {**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(dags)}
-    completed = subprocess.run(
-        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=600, check=False
-    )
-    output = completed.stdout + completed.stderr
-    assert "DAG_RUN_STATE success" in completed.stdout, output[-5000:]
+    run = run_dag_test("sqlserver_cdc_merge_test", dags_folder=dags)
+    assert run.state == "success", run.output[-5000:]
     summary = current_snapshot_summary(warehouse / "cdc" / "dbo_orders")
     assert summary["sqlserver-cdc.max-applied-lsn.dbo_orders"] == window_builder.lsn_hex(0x300)
     assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == (

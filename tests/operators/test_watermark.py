@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from dag_runner import FERNET_KEY, run_cdc_dag
+from dag_runner import run_cdc_dag
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 
 ZONE = "Asia/Kolkata"  # the simulator runs at UTC+05:30
 OFFSET = dt.timedelta(hours=5, minutes=30)
@@ -35,62 +36,23 @@ def variable(key: str) -> dict | None:
 
 
 @pytest.fixture
-def source(sqlserver_simulator, airflow_db, monkeypatch):
-    from airflow.models.crypto import get_fernet
-
-    monkeypatch.setenv("AIRFLOW__CORE__FERNET_KEY", FERNET_KEY)
-    get_fernet.cache_clear()
-    sim = sqlserver_simulator
-    sim.clock.set_timezone(ZONE)
-    sim.clock.set(local(9, 0), frozen=True)
-    cur = sim.connect().cursor()
-    for sql in (
-        "CREATE DATABASE shop",
-        "USE shop",
-        "EXEC sys.sp_cdc_enable_db",
-        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL)",
-        "CREATE TABLE dbo.items (sku varchar(10) NOT NULL PRIMARY KEY, qty int NULL)",
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL",
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', @role_name = NULL",
-        "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
-    ):
-        cur.execute(sql)
-
-    def commit_at(when, *statements):
-        sim.clock.set(when, frozen=True)
-        cur.execute("BEGIN TRANSACTION")
-        for sql, *params in statements:
-            cur.execute(sql, *params)
-        cur.execute("COMMIT TRANSACTION")
-
-    def scan(until):
-        sim.run_capture_scan("shop")
-        sim.clock.set(until, frozen=True)
-        sim.run_capture_scan("shop")
-
-    sim.commit_at = commit_at
-    sim.scan = scan
+def source(sqlserver_simulator, airflow_db, shared_fernet_key):
+    db = ClockedCdcDatabase(
+        sqlserver_simulator,
+        "shop",
+        {
+            "orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL",
+            "items": "sku varchar(10) NOT NULL PRIMARY KEY, qty int NULL",
+        },
+        time_zone=ZONE,
+        start=local(9, 0),
+    )
     # Keys derive from the connection id, the database and the capture instance.
     from airflow.models.variable import Variable
 
     for ci in CIS:
         Variable.delete(f"sqlserver_cdc__sim__shop__{ci}")
-    yield sim
-    get_fernet.cache_clear()
-
-
-def conn_json(sim) -> str:
-    return json.dumps(
-        {
-            "conn_type": "mssql",
-            "host": sim.host,
-            "port": sim.port,
-            "login": sim.user,
-            "password": sim.password,
-            "schema": "shop",
-            "extra": {"driver": "FreeTDS"},
-        }
-    )
+    return db
 
 
 def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path):
@@ -101,21 +63,27 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
         ("INSERT INTO dbo.items VALUES ('x', 1)",),
     )
     source.commit_at(local(10, 25), ("UPDATE dbo.items SET qty = 2 WHERE sku = 'x'",))
-    source.scan(until=local(10, 40))
+    source.capture(until=local(10, 40))
     common = dict(
         capture_instances=CIS, mode="interval", base_path=str(tmp_path / "lake"), dag_id="cdc_interval"
     )
 
     # Interval 10:10-10:20 server time, through the deferrable sensor (already satisfied here; the
     # trigger's waiting and firing are covered in tests/sensors, its timeout below).
-    run = run_cdc_dag(tmp_path, conn_json(source), logical_date=utc_iso(10, 20), deferrable=True, **common)
+    run = run_cdc_dag(
+        tmp_path,
+        source.simulator.airflow_connection("shop"),
+        logical_date=utc_iso(10, 20),
+        deferrable=True,
+        **common,
+    )
     assert run["state"] == "success", run["output"][-4000:]
-    assert source.password not in run["output"]
+    assert source.simulator.password not in run["output"]
     windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
     assert run["recorded"]["interval"] == [utc_iso(10, 10), utc_iso(10, 20)]
     assert windows["dbo_orders"]["row_count"] == 1 and windows["dbo_items"]["row_count"] == 1
     for ci, w in windows.items():
-        assert source.password not in Path(w["manifest_uri"]).read_text()
+        assert source.simulator.password not in Path(w["manifest_uri"]).read_text()
         manifest = json.loads(Path(w["manifest_uri"]).read_text())
         assert manifest["run_id"] == run["recorded"]["run_id"] and manifest["dag_id"] == "cdc_interval"
         mark = variable(f"sqlserver_cdc__sim__shop__{ci}")
@@ -125,7 +93,11 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
 
     # Next interval 10:20-10:30 with the sensor in reschedule mode: the watermark moves forward.
     run = run_cdc_dag(
-        tmp_path, conn_json(source), logical_date=utc_iso(10, 30), sensor_mode="reschedule", **common
+        tmp_path,
+        source.simulator.airflow_connection("shop"),
+        logical_date=utc_iso(10, 30),
+        sensor_mode="reschedule",
+        **common,
     )
     assert run["state"] == "success", run["output"][-4000:]
     windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
@@ -135,7 +107,9 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
     assert Lsn.from_hex(marks["dbo_items"]) > Lsn.from_hex(first_marks["dbo_items"])
 
     # Backfill of the older interval 10:00-10:10: extracted again, the watermark stays put.
-    run = run_cdc_dag(tmp_path, conn_json(source), logical_date=utc_iso(10, 10), **common)
+    run = run_cdc_dag(
+        tmp_path, source.simulator.airflow_connection("shop"), logical_date=utc_iso(10, 10), **common
+    )
     assert run["state"] == "success", run["output"][-4000:]
     windows = {w["capture_instance"]: w for w in run["recorded"]["windows"]}
     assert windows["dbo_orders"]["row_count"] == 1
@@ -144,10 +118,10 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
 
     # Watermark mode picks up exactly what came after the stored LSNs.
     source.commit_at(local(10, 41), ("INSERT INTO dbo.orders VALUES (3, N'c')",))
-    source.scan(until=local(10, 50))
+    source.capture(until=local(10, 50))
     run = run_cdc_dag(
         tmp_path,
-        conn_json(source),
+        source.simulator.airflow_connection("shop"),
         logical_date=utc_iso(10, 50),
         **{**common, "mode": "watermark", "dag_id": "cdc_wm"},
     )
@@ -160,11 +134,11 @@ def test_runs_extract_commit_and_never_move_the_watermark_back(source, tmp_path)
 @pytest.mark.parametrize("deferrable", [True, False], ids=["deferrable", "poke"])
 def test_sensor_timeout_says_the_capture_job_is_stopped(source, tmp_path, deferrable):
     source.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (1, N'a')",))
-    source.scan(until=local(10, 5))
-    source.clock.set(local(10, 45), frozen=True)  # the job is stopped: the max LSN stays at 10:05
+    source.capture(until=local(10, 5))
+    source.simulator.clock.set(local(10, 45), frozen=True)  # the job is stopped: the max LSN stays at 10:05
     run = run_cdc_dag(
         tmp_path,
-        conn_json(source),
+        source.simulator.airflow_connection("shop"),
         logical_date=utc_iso(10, 20),
         capture_instances=["dbo_orders"],
         mode="interval",

@@ -17,6 +17,7 @@ import pytest
 
 from airflow_provider_sqlserver_cdc.errors import WatermarkMissingError
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
+from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
 
 ZONE = "Asia/Kolkata"
@@ -34,37 +35,18 @@ def utc(hh: int, mm: int) -> dt.datetime:
 
 @pytest.fixture
 def sim(sqlserver_simulator, monkeypatch):
-    s = sqlserver_simulator
-    s.clock.set_timezone(ZONE)
-    s.clock.set(local(10, 0), frozen=True)
-    cur = s.connect().cursor()
-    for sql in (
-        "CREATE DATABASE shop",
-        "USE shop",
-        "EXEC sys.sp_cdc_enable_db",
-        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY)",
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL",
-        "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
-    ):
-        cur.execute(sql)
-    s.clock.set(local(10, 5), frozen=True)
-    cur.execute("INSERT INTO dbo.orders VALUES (1)")
-    s.run_capture_scan("shop")
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_SIM",
-        json.dumps(
-            {
-                "conn_type": "mssql",
-                "host": s.host,
-                "port": s.port,
-                "login": s.user,
-                "password": s.password,
-                "schema": "shop",
-                "extra": {"driver": "FreeTDS"},
-            }
-        ),
+    db = ClockedCdcDatabase(
+        sqlserver_simulator,
+        "shop",
+        {"orders": "order_id int NOT NULL PRIMARY KEY"},
+        time_zone=ZONE,
+        start=local(10, 0),
     )
-    return s
+    sqlserver_simulator.clock.set(local(10, 5), frozen=True)
+    db.cursor.execute("INSERT INTO dbo.orders VALUES (1)")
+    db.capture()
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
+    return sqlserver_simulator
 
 
 def test_poke_waits_until_the_capture_job_reaches_the_interval_end(sim):

@@ -6,7 +6,6 @@ connection for the hook, a concurrent writer, window extraction after a snapshot
 from __future__ import annotations
 
 import itertools
-import json
 import threading
 import time
 from pathlib import Path
@@ -17,21 +16,12 @@ from snapshot_replay import ReplayTarget, read_window
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.workload import SampleDatabase, Workload
 from airflow_provider_sqlserver_cdc.window.extraction import extract_window
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
 
 _names = itertools.count(1)
-
-
-def odbc_parts(connection_string: str) -> dict[str, str]:
-    """``KEY=value`` pairs of an ODBC connection string (upper-case keys)."""
-    parts = {}
-    for item in connection_string.split(";"):
-        if "=" in item:
-            key, _, value = item.partition("=")
-            parts[key.strip().upper()] = value.strip().strip("{}")
-    return parts
 
 
 class SourceDb:
@@ -45,21 +35,7 @@ class SourceDb:
             self.admin, database=self.name, allow_snapshot_isolation=snapshot_isolation
         )
         self.conn_id = f"snapsim{next(_names)}"
-        parts = odbc_parts(simulator.odbc_connection_string())
-        monkeypatch.setenv(
-            f"AIRFLOW_CONN_{self.conn_id.upper()}",
-            json.dumps(
-                {
-                    "conn_type": "mssql",
-                    "host": parts.get("SERVER", "127.0.0.1"),
-                    "port": int(parts["PORT"]),
-                    "login": parts["UID"],
-                    "password": parts["PWD"],
-                    "schema": self.name,
-                    "extra": {"driver": "FreeTDS"},
-                }
-            ),
-        )
+        monkeypatch.setenv(connection_variable(self.conn_id), simulator.airflow_connection(self.name))
 
     def connect(self, *, autocommit: bool = True) -> pyodbc.Connection:
         return pyodbc.connect(

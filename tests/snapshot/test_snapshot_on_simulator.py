@@ -245,10 +245,6 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
 def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_grant(
     source, monkeypatch, tmp_path
 ):
-    import json
-
-    from snapshot_source import odbc_parts
-
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.snapshot.errors import SnapshotPermissionError
 
@@ -257,20 +253,9 @@ def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_gr
     source.execute("CREATE LOGIN snap_reader WITH PASSWORD = 'R3ader!pw'")
     source.execute("CREATE USER snap_reader FOR LOGIN snap_reader")
     source.execute("ALTER ROLE db_owner ADD MEMBER snap_reader")
-    parts = odbc_parts(source.simulator.odbc_connection_string())
     monkeypatch.setenv(
         "AIRFLOW_CONN_SNAP_READER",
-        json.dumps(
-            {
-                "conn_type": "mssql",
-                "host": parts["SERVER"],
-                "port": int(parts["PORT"]),
-                "login": "snap_reader",
-                "password": "R3ader!pw",
-                "schema": source.name,
-                "extra": {"driver": "FreeTDS"},
-            }
-        ),
+        source.simulator.airflow_connection(source.name, login="snap_reader", password="R3ader!pw"),
     )
     with pytest.raises(SnapshotPermissionError, match="GRANT VIEW SERVER STATE"):
         snapshot_capture_instance(

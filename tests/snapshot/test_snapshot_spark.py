@@ -7,10 +7,6 @@ the other tables alone.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from snapshot_source import ConcurrentWriter, seed, windows_after
 
@@ -18,6 +14,7 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     compare_table,
     describe_all,
@@ -30,38 +27,17 @@ CATALOG = "snaplake"
 NAMESPACE = f"{CATALOG}.cdc"
 
 
-def _spark_settings_module():
-    path = Path(__file__).resolve().parents[1] / "spark" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("snapshot_tests_spark_settings", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory):
     """A local Spark session with Iceberg (the one of tests/spark when it already runs) and a catalog of our own."""
     from pyspark.sql import SparkSession
 
-    settings = _spark_settings_module()
     existing = SparkSession.getActiveSession()
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("sqlserver-cdc-snapshot-tests")
-        .config("spark.jars", settings.iceberg_runtime_jar())
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "1g")
-    )
-    conf = settings.iceberg_spark_conf(tmp_path_factory.mktemp("snap-warehouse"), catalog=CATALOG)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    conf = iceberg_spark_conf(tmp_path_factory.mktemp("snap-warehouse"), catalog=CATALOG)
+    session = local_spark_session(conf, app_name="sqlserver-cdc-snapshot-tests")
     for key, value in conf.items():
         if key != "spark.sql.extensions":
             session.conf.set(key, value)
-    session.sparkContext.setLogLevel("ERROR")
     yield session
     if existing is None:
         session.stop()
