@@ -1,5 +1,8 @@
 """What the benchmarks share: the simulator process, its ODBC string, 10-column tables, CPU readings.
 
+The simulator process and the Airflow connection to it come from the provider's test harness
+(``airflow_provider_sqlserver_cdc.testing``), as in the tests and the demo.
+
 Also runs one measured reader in a fresh process (the calling script again, with ``--child``),
 so that its CPU time and peak RSS belong to that reader alone.
 """
@@ -18,6 +21,11 @@ import uuid
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
+    connection_variable,
+    mssql_connection_json,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
 
 PASSWORD = "Bench-Pa55word!"
 COLUMNS = (
@@ -28,31 +36,16 @@ COLUMNS = (
 ROWS_PER_INSERT = 200  # 10 parameters per row, SQL Server allows 2100 per statement
 
 
-def start_simulator(*options: str) -> tuple[subprocess.Popen, str, int]:
+def start_simulator(*options: str) -> SimulatorProcess:
     """
-    Start the simulator in its own process; return it with host and port.
+    Start the simulator in its own process (``with``: stopped at the end of the block).
 
     :param options: further command-line options of the simulator, e.g. ``"--timezone", "Asia/Kolkata"``.
     """
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "airflow_provider_sqlserver_cdc.testing.simulator",
-            "--port",
-            "0",
-            *options,
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},  # not on the command line
-    )
-    line = proc.stdout.readline().strip() if proc.stdout else ""
-    if not line.startswith("READY "):
-        proc.kill()
-        raise SystemExit(f"simulator did not start: {line!r}")
-    host, _, port = line.split(" ", 1)[1].rpartition(":")
-    return proc, host, int(port)
+    try:
+        return SimulatorProcess.start(PASSWORD, *options)
+    except SimulatorStartError as err:
+        raise SystemExit(f"simulator did not start: {err}") from None
 
 
 def odbc(host: str, port: int, database: str | None = None) -> str:
@@ -87,6 +80,14 @@ def insert_rows(cursor: Any, table: str, first: int, end: int) -> None:
         )
 
 
+def count_rows(cursor: Any, batch_size: int) -> int:
+    """Fetch every row of the cursor's result, ``batch_size`` at a time, discarding them; return how many."""
+    rows = 0
+    while batch := cursor.fetchmany(batch_size):
+        rows += len(batch)
+    return rows
+
+
 def process_cpu_seconds(pid: int) -> float:
     """User plus system CPU seconds used so far by process ``pid`` (from ``/proc/<pid>/stat``)."""
     with open(f"/proc/{pid}/stat") as stat:
@@ -99,26 +100,20 @@ def cpu_seconds(before: resource.struct_rusage, after: resource.struct_rusage) -
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_child(script: str, args: list[str], *, host: str, port: int, database: str, label: str) -> dict:
+def run_child(script: str, *, host: str, port: int, database: str, label: str, **options: object) -> dict:
     """
-    Run ``script`` again in a fresh process with ``args``; return the JSON its last output line holds.
+    Run ``script --child ...`` in a fresh process; return the JSON its last output line holds.
 
     The process gets the Airflow connection ``bench`` (type ``mssql``) to the simulator's ``database``.
 
     :param label: what is measured, for the error message when the process fails.
+    :param options: the child's command-line options: ``batch_size=5`` becomes ``--batch-size 5``;
+        ``host`` and ``port`` are passed too.
     """
+    options = {**options, "host": host, "port": port}
+    args = [item for name, value in options.items() for item in (f"--{name.replace('_', '-')}", str(value))]
     env = os.environ.copy()
-    env["AIRFLOW_CONN_BENCH"] = json.dumps(
-        {
-            "conn_type": "mssql",
-            "host": host,
-            "port": port,
-            "login": "sa",
-            "password": PASSWORD,
-            "schema": database,
-            "extra": {"driver": "FreeTDS"},
-        }
-    )
+    env[connection_variable("bench")] = mssql_connection_json(host, port, "sa", PASSWORD, database)
     env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
     proc = subprocess.run(
         [sys.executable, script, *args], env=env, capture_output=True, text=True, check=False

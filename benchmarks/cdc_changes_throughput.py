@@ -22,7 +22,7 @@ import sys
 import time
 
 import pyodbc
-from bench_source import odbc, process_cpu_seconds, start_simulator
+from bench_source import count_rows, odbc, process_cpu_seconds, start_simulator
 
 TABLE = """CREATE TABLE dbo.bench (
     id bigint NOT NULL PRIMARY KEY,
@@ -85,12 +85,7 @@ def stream(
     client_before = time.process_time()
     started = time.perf_counter()
     cursor.execute(sql, *params)
-    count = 0
-    while True:
-        batch = cursor.fetchmany(10_000)
-        if not batch:
-            break
-        count += len(batch)
+    count = count_rows(cursor, 10_000)
     seconds = time.perf_counter() - started
     client_cpu = time.process_time() - client_before
     cpu_after = None if pid is None else process_cpu_seconds(pid)
@@ -107,13 +102,13 @@ def main() -> int:
     parser.add_argument("--odbc", help="run against this ODBC connection string instead of a fresh simulator")
     args = parser.parse_args()
 
-    proc = None
+    simulator = None
     if args.odbc:
         connection_string, pid = args.odbc, None
     else:
-        proc, host, port = start_simulator()
-        connection_string = odbc(host, port)
-        pid = proc.pid
+        simulator = start_simulator()
+        connection_string = odbc(simulator.host, simulator.port)
+        pid = simulator.pid
     try:
         conn = pyodbc.connect(connection_string, autocommit=True)
         load_s = load(conn, args.rows)
@@ -167,9 +162,8 @@ def main() -> int:
         print(f"target >= 100,000 rows/s: {'met' if target else 'NOT met'}", flush=True)
         conn.close()
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=10)
+        if simulator is not None:
+            simulator.stop()
     return 0
 
 

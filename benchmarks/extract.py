@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_source import COLUMNS, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+from bench_source import COLUMNS, count_rows, cpu_seconds, insert_rows, odbc, run_child, start_simulator
 
 DATABASE = "cdc_bench"
 CAPTURE_INSTANCE = "dbo_bench"
@@ -103,11 +103,7 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
         conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
         cur = conn.cursor()
         cur.execute(tsql.bare_changes_query(CAPTURE_INSTANCE), *params)
-        while True:
-            got = cur.fetchmany(batch_size)
-            if not got:
-                break
-            rows += len(got)
+        rows = count_rows(cur, batch_size)
         conn.close()
     elif kind == "pandas":
         conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
@@ -143,23 +139,18 @@ def measure(
     kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: str, batch_size: int
 ) -> dict:
     """Run one reader in a fresh process (``--child``) and return what it reported."""
-    args = [
-        "--child",
-        kind,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--from-lsn",
-        from_lsn,
-        "--to-lsn",
-        to_lsn,
-        "--out",
-        out_dir,
-        "--batch-size",
-        str(batch_size),
-    ]
-    return run_child(__file__, args, host=host, port=port, database=DATABASE, label=kind)
+    return run_child(
+        __file__,
+        host=host,
+        port=port,
+        database=DATABASE,
+        label=kind,
+        child=kind,
+        from_lsn=from_lsn,
+        to_lsn=to_lsn,
+        out=out_dir,
+        batch_size=batch_size,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -186,36 +177,33 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
 
-    with tempfile.TemporaryDirectory(prefix="cdc-bench-") as work:
-        proc, host, port = start_simulator("--timezone", args.timezone)
-        try:
+    with (
+        tempfile.TemporaryDirectory(prefix="cdc-bench-") as work,
+        start_simulator("--timezone", args.timezone) as simulator,
+    ):
+        host, port = simulator.host, simulator.port
+        print(f"simulator {host}:{port} ({args.timezone}); loading ~{args.rows:,} changes ...", flush=True)
+        bounds = load(host, port, args.rows)
+        out = Path(work)
+        results = {}
+        for kind in ("bare", "extract", "pandas"):
+            results[kind] = measure(
+                kind, host, port, bounds["from"], bounds["to"], str(out / kind), args.batch_size
+            )
+            r = results[kind]
             print(
-                f"simulator {host}:{port} ({args.timezone}); loading ~{args.rows:,} changes ...", flush=True
+                f"  {kind:8s} {r['rows']:>9,} rows  cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB",
+                flush=True,
             )
-            bounds = load(host, port, args.rows)
-            out = Path(work)
-            results = {}
-            for kind in ("bare", "extract", "pandas"):
-                results[kind] = measure(
-                    kind, host, port, bounds["from"], bounds["to"], str(out / kind), args.batch_size
-                )
-                r = results[kind]
-                print(
-                    f"  {kind:8s} {r['rows']:>9,} rows  cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB",
-                    flush=True,
-                )
-            quarter = measure(
-                "extract",
-                host,
-                port,
-                bounds["from"],
-                bounds["quarter_to"],
-                str(out / "quarter"),
-                args.batch_size,
-            )
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+        quarter = measure(
+            "extract",
+            host,
+            port,
+            bounds["from"],
+            bounds["quarter_to"],
+            str(out / "quarter"),
+            args.batch_size,
+        )
 
     def per_million(r: dict) -> float:
         return r["cpu_s"] / max(r["rows"], 1) * 1e6

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
-import subprocess
 import time
 
 import pyodbc
-from bench_source import odbc, process_cpu_seconds, start_simulator
+from bench_source import count_rows, odbc, process_cpu_seconds, start_simulator
 
 COLUMNS = "id bigint NOT NULL PRIMARY KEY, a int NOT NULL, b nvarchar(20) NULL, c decimal(12,2) NULL, d datetime2(7) NULL, e float NULL, f varchar(20) NULL, g bit NULL"
 
@@ -31,9 +29,8 @@ def main() -> None:
     parser.add_argument("--fetch", type=int, default=10_000, help="rows per fetchmany")
     args = parser.parse_args()
 
-    proc, host, port = start_simulator()
-    try:
-        conn = pyodbc.connect(odbc(host, port), autocommit=True)
+    with start_simulator() as simulator:
+        conn = pyodbc.connect(odbc(simulator.host, simulator.port), autocommit=True)
         cur = conn.cursor()
         t0 = time.perf_counter()
         cur.execute("CREATE DATABASE bench")
@@ -53,18 +50,13 @@ def main() -> None:
         load_s = time.perf_counter() - t0
         total = cur.execute("SELECT COUNT(*) FROM dbo.wide").fetchone()[0]
 
-        cpu0 = process_cpu_seconds(proc.pid)
+        cpu0 = process_cpu_seconds(simulator.pid)
         client0 = time.process_time()
         t1 = time.perf_counter()
         cur.execute("SELECT id, a, b, c, d, e, f, g FROM dbo.wide")
-        rows = 0
-        while True:
-            batch = cur.fetchmany(args.fetch)
-            if not batch:
-                break
-            rows += len(batch)
+        rows = count_rows(cur, args.fetch)
         elapsed = time.perf_counter() - t1
-        server_cpu = process_cpu_seconds(proc.pid) - cpu0
+        server_cpu = process_cpu_seconds(simulator.pid) - cpu0
         client_cpu = time.process_time() - client0
         conn.close()
         assert rows == total, (rows, total)
@@ -79,12 +71,6 @@ def main() -> None:
         print(f"client CPU seconds:   {client_cpu:.2f}  (pyodbc + FreeTDS)")
         print(f"load ({total:,} rows via INSERT ... SELECT): {load_s:.1f} s")
         print(f"machine load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from bench_source import COLUMNS, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+from bench_source import COLUMNS, count_rows, cpu_seconds, insert_rows, odbc, run_child, start_simulator
 
 DATABASE = "snap_bench"
 
@@ -68,12 +68,7 @@ def child(
         conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
         cur = conn.cursor()
         cur.execute(f"SELECT * FROM dbo.{table}")
-        rows = 0
-        while True:
-            got = cur.fetchmany(batch_size)
-            if not got:
-                break
-            rows += len(got)
+        rows = count_rows(cur, batch_size)
         conn.close()
     else:
         hook = SqlServerCdcHook("bench")
@@ -105,23 +100,18 @@ def measure(
     kind: str, table: str, host: str, port: int, out_dir: str, batch_size: int, chunk_rows: int
 ) -> dict:
     """Run one reader in a fresh process (``--child``) and return what it reported."""
-    args = [
-        "--child",
-        kind,
-        "--table",
-        table,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--out",
-        out_dir,
-        "--batch-size",
-        str(batch_size),
-        "--chunk-rows",
-        str(chunk_rows),
-    ]
-    return run_child(__file__, args, host=host, port=port, database=DATABASE, label=f"{kind} of {table}")
+    return run_child(
+        __file__,
+        host=host,
+        port=port,
+        database=DATABASE,
+        label=f"{kind} of {table}",
+        child=kind,
+        table=table,
+        out=out_dir,
+        batch_size=batch_size,
+        chunk_rows=chunk_rows,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,31 +134,28 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
 
-    with tempfile.TemporaryDirectory(prefix="snap-bench-") as work:
-        proc, host, port = start_simulator("--data", os.path.join(work, "data"))
-        try:
-            print(f"simulator at {host}:{port}; loading {args.rows} + {args.rows // 4} rows", flush=True)
-            load(host, port, {"big": args.rows, "small": args.rows // 4})
-            results = [
-                measure(
-                    "bare", "big", host, port, os.path.join(work, "bare"), args.batch_size, args.chunk_rows
-                ),
-                measure(
-                    "snapshot", "big", host, port, os.path.join(work, "s1"), args.batch_size, args.chunk_rows
-                ),
-                measure(
-                    "snapshot",
-                    "small",
-                    host,
-                    port,
-                    os.path.join(work, "s2"),
-                    args.batch_size,
-                    args.chunk_rows,
-                ),
-            ]
-        finally:
-            proc.terminate()
-            proc.wait(30)
+    with (
+        tempfile.TemporaryDirectory(prefix="snap-bench-") as work,
+        start_simulator("--data", os.path.join(work, "data")) as simulator,
+    ):
+        host, port = simulator.host, simulator.port
+        print(f"simulator at {host}:{port}; loading {args.rows} + {args.rows // 4} rows", flush=True)
+        load(host, port, {"big": args.rows, "small": args.rows // 4})
+        results = [
+            measure("bare", "big", host, port, os.path.join(work, "bare"), args.batch_size, args.chunk_rows),
+            measure(
+                "snapshot", "big", host, port, os.path.join(work, "s1"), args.batch_size, args.chunk_rows
+            ),
+            measure(
+                "snapshot",
+                "small",
+                host,
+                port,
+                os.path.join(work, "s2"),
+                args.batch_size,
+                args.chunk_rows,
+            ),
+        ]
     print()
     print(
         f"{'reader':<22}{'rows':>10}{'wall s':>9}{'rows/s':>10}{'CPU s/1M rows':>15}{'peak RSS MB':>13}{'lock ms':>9}"

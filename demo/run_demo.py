@@ -33,6 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks import odbc_connection
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
+    LOCAL_SPARK_CONNECTION,
+    connection_variable,
+    mssql_connection_json,
+)
+from airflow_provider_sqlserver_cdc.testing.dag_runs import (
+    airflow_home_environment,
+    interpreter_environment,
+    migrate_metadata_db,
+    run_dag_test,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
 
 REPO = Path(__file__).resolve().parent.parent
 DAGS_FOLDER = REPO / "dags"
@@ -60,26 +72,11 @@ def iceberg_runtime_jar() -> str:
 
 def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
     """The environment of Airflow, the DAG and Spark for the demo (everything under .demo/)."""
-    bin_dir = str(Path(sys.executable).parent)
-    connection = {
-        "conn_type": "mssql",
-        "host": host,
-        "port": port,
-        "login": "sa",
-        "password": password,
-        "schema": DATABASE,
-        "extra": {"driver": "FreeTDS"},
-    }
     return {
-        "AIRFLOW_HOME": str(DEMO_DIR / "airflow"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{DEMO_DIR / 'airflow' / 'airflow.db'}",
+        **airflow_home_environment(DEMO_DIR / "airflow", dags_folder=DAGS_FOLDER),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps(connection),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
-            {"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}
-        ),
+        connection_variable(CONN_ID): mssql_connection_json(host, port, "sa", password, DATABASE),
+        connection_variable("spark_default"): LOCAL_SPARK_CONNECTION,
         "SQLSERVER_CDC_CONN_ID": CONN_ID,
         "SQLSERVER_CDC_SCHEDULE": "* * * * *",
         "SQLSERVER_CDC_STAGING": str(DEMO_DIR / "staging"),
@@ -90,8 +87,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
         "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "180",
         "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "5",
         "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
-        "PYSPARK_PYTHON": sys.executable,
-        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+        **interpreter_environment(),
     }
 
 
@@ -125,36 +121,14 @@ class Processes:
 
 def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
     """Start the simulator on a free port; return (host, port) from its ``READY host:port`` line."""
-    stderr = open(DEMO_DIR / "logs" / "simulator.log", "w")  # noqa: SIM115 - lives as long as the process
-    process = processes.add(
-        "simulator",
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "airflow_provider_sqlserver_cdc.testing.simulator",
-                "--port",
-                "0",
-                "--timezone",
-                SERVER_TIME_ZONE,
-            ],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            # A throwaway password made up for this run, given through the environment, not argv.
-            env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": password},
-        ),
-    )
-    assert process.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line.startswith("READY "):
-            host, _, port = line.split()[1].rpartition(":")
-            return host, int(port)
-        if not line and process.poll() is not None:
-            break
-    raise SystemExit(f"the simulator did not print READY; see {DEMO_DIR / 'logs' / 'simulator.log'}")
+    try:
+        simulator = SimulatorProcess.start(
+            password, "--timezone", SERVER_TIME_ZONE, stderr=DEMO_DIR / "logs" / "simulator.log"
+        )
+    except SimulatorStartError as err:
+        raise SystemExit(str(err)) from None
+    processes.add("simulator", simulator.process)
+    return simulator.host, simulator.port
 
 
 def run_workload_command(env: dict[str, str], *args: str, log_name: str, wait: bool = True) -> Any:
@@ -184,36 +158,18 @@ def allow_snapshot_isolation(connection_string: str) -> None:
 def run_interval(env: dict[str, str], interval_end: dt.datetime, number: int) -> tuple[str, float]:
     """Run the DAG for the minute ending at ``interval_end`` in its own process; return (state, seconds)."""
     started = time.monotonic()
-    log_path = DEMO_DIR / "logs" / f"run-{number:02d}-{interval_end:%H%M}.log"
-    with open(log_path, "w") as output:
-        completed = subprocess.run(
-            [sys.executable, __file__, "run-dag", DAG_ID, interval_end.isoformat()],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            timeout=480,
-            check=False,
-        )
-    state = "unknown"
-    for line in log_path.read_text().splitlines():
-        if line.startswith("DAG_RUN_STATE="):
-            state = line.split("=", 1)[1]
-    if completed.returncode != 0 and state == "unknown":
-        state = f"crashed (exit {completed.returncode})"
+    run = run_dag_test(
+        DAG_ID,
+        dags_folder=DAGS_FOLDER,
+        env=env,
+        logical_date=interval_end,
+        log_path=DEMO_DIR / "logs" / f"run-{number:02d}-{interval_end:%H%M}.log",
+        timeout=480,
+    )
+    state = run.state or "unknown"
+    if run.returncode != 0 and run.state is None:
+        state = f"crashed (exit {run.returncode})"
     return state, time.monotonic() - started
-
-
-def run_dag_command(dag_id: str, logical_date: str) -> int:
-    """The child process of :func:`run_interval`: one ``dag.test()`` run; prints its state."""
-    from airflow.dag_processing.dagbag import BundleDagBag
-
-    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
-    if bag.import_errors:
-        print(f"import errors: {bag.import_errors}", flush=True)
-        return 2
-    run = bag.dags[dag_id].test(logical_date=dt.datetime.fromisoformat(logical_date))
-    print(f"DAG_RUN_STATE={run.state}", flush=True)
-    return 0 if run.state == "success" else 1
 
 
 def windows_summary(staging: Path, capture_instance: str) -> dict[str, int]:
@@ -336,13 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         source_env = {**env, "SQLSERVER_CDC_ODBC": odbc_connection_string(host, port, password)}
 
         log("migrating the demo's Airflow metadata database (.demo/airflow)")
-        subprocess.run(
-            [sys.executable, "-m", "airflow", "db", "migrate"],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        migrate_metadata_db(env)
         log(f"creating database {DATABASE} with CDC on 4 tables, {args.initial_rows} rows each")
         run_workload_command(
             source_env,
@@ -409,6 +359,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(DAGS_FOLDER))
-    if len(sys.argv) > 1 and sys.argv[1] == "run-dag":
-        sys.exit(run_dag_command(sys.argv[2], sys.argv[3]))
     sys.exit(main())

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.testing.dag_runs import airflow_home_environment
+
 HERE = Path(__file__).resolve().parent
 CREATE_SCHEDULED_RUN = HERE / "create_scheduled_run.py"
 FINISHED_RUN_STATES = ("success", "failed")
@@ -78,11 +80,9 @@ class AirflowDeployment:
         self.home.mkdir(parents=True, exist_ok=True)
         self.env = {
             **self.base_env,
-            "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.db_path}",
+            **airflow_home_environment(self.home),
             # A deployment, not the unit-test configuration the rest of the suite runs under.
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
@@ -109,16 +109,38 @@ class AirflowDeployment:
 
     # ----------------------------------------------------------------- life cycle
 
-    def airflow(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """Run one ``airflow`` CLI command in the deployment's environment."""
+    def python(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run this interpreter with ``args`` in the deployment's environment; capture its output."""
         return subprocess.run(
-            [sys.executable, "-m", "airflow", *args],
+            [sys.executable, *args],
             env=self.env,
             cwd=self.home,
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
+        )
+
+    def airflow(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run one ``airflow`` CLI command in the deployment's environment."""
+        return self.python("-m", "airflow", *args, timeout=timeout)
+
+    def create_backfill(
+        self, dag_id: str, from_date: dt.datetime, to_date: dt.datetime, *options: str
+    ) -> subprocess.CompletedProcess[str]:
+        """``airflow backfill create`` of ``dag_id`` from ``from_date`` to ``to_date``, re-running completed runs."""
+        return self.airflow(
+            "backfill",
+            "create",
+            "--dag-id",
+            dag_id,
+            "--from-date",
+            from_date.isoformat(),
+            "--to-date",
+            to_date.isoformat(),
+            "--reprocess-behavior",
+            "completed",
+            *options,
         )
 
     def start(self) -> None:
@@ -228,15 +250,7 @@ class AirflowDeployment:
 
     def create_scheduled_runs(self, dag_id: str, interval_starts: list[dt.datetime]) -> list[str]:
         """Create the scheduled runs of the intervals starting at ``interval_starts``; return their run ids."""
-        completed = subprocess.run(
-            [sys.executable, str(CREATE_SCHEDULED_RUN), dag_id, *(s.isoformat() for s in interval_starts)],
-            env=self.env,
-            cwd=self.home,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        completed = self.python(str(CREATE_SCHEDULED_RUN), dag_id, *(s.isoformat() for s in interval_starts))
         run_ids = [
             line.split("=", 1)[1] for line in completed.stdout.splitlines() if line.startswith("RUN_ID=")
         ]

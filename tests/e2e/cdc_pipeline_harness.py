@@ -2,7 +2,7 @@
 
 The simulator runs in the test process (the ``sqlserver_simulator`` fixture), so the test moves
 the server clock, runs capture scans and starts/stops the capture job. Each DAG run is a real
-``dag.test()`` in its own process (tests/e2e/run_dag_process.py), like a worker: it reaches the
+``dag.test()`` in its own process (testing/dag_runs.py through tests/e2e/run_dag_process.py), like a worker: it reaches the
 simulator over TDS with pyodbc + FreeTDS, and runs spark-submit for the merge. Nothing of the
 pipeline is mocked.
 """
@@ -12,33 +12,26 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.state import Watermark
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
+from airflow_provider_sqlserver_cdc.testing.dag_runs import DagTestRun, run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
 REPO = Path(__file__).resolve().parents[2]
+DAGS_FOLDER = REPO / "dags"
 RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"
 INTERVAL_DAG = "sqlserver_cdc_to_iceberg"
 WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
 CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
 NAMESPACE = "lake.cdc"
 SERVER_TIME_ZONE = "Asia/Kolkata"  # +05:30: windows must be converted from server local time
-
-
-@dataclass
-class DagRunResult:
-    """What one DAG run process reported."""
-
-    state: str | None
-    data_interval: str | None
-    output: str
-    returncode: int
+MINUTE = dt.timedelta(minutes=1)
 
 
 @dataclass
@@ -50,27 +43,21 @@ class PipelineHarness:
     :param root: a fresh directory for staging, warehouse and logs.
     :param conn_id: a connection id unique to the test (watermark Variables are keyed by it).
     :param database: the sample database.
+    :param first_interval: the start of interval 0 (see :meth:`start_intervals`).
     """
 
     simulator: Any
     root: Path
     conn_id: str
     database: str = "cdc_sample"
+    first_interval: dt.datetime | None = None
     env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        connection = {
-            "conn_type": "mssql",
-            "host": self.simulator.host,
-            "port": self.simulator.port,
-            "login": self.simulator.user,
-            "password": self.simulator.password,
-            "schema": self.database,
-            "extra": {"driver": "FreeTDS"},
-        }
+        connection = connection_variable(self.conn_id)
         self.env = {
             **os.environ,
-            f"AIRFLOW_CONN_{self.conn_id.upper()}": json.dumps(connection),
+            connection: self.simulator.airflow_connection(self.database),
             "SQLSERVER_CDC_CONN_ID": self.conn_id,
             "SQLSERVER_CDC_SCHEDULE": "* * * * *",
             "SQLSERVER_CDC_STAGING": str(self.staging),
@@ -83,7 +70,7 @@ class PipelineHarness:
             "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "1",
         }
         # The hook of the comparison (in this process) finds the connection the same way.
-        os.environ[f"AIRFLOW_CONN_{self.conn_id.upper()}"] = self.env[f"AIRFLOW_CONN_{self.conn_id.upper()}"]
+        os.environ[connection] = self.env[connection]
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
 
     @property
@@ -130,28 +117,48 @@ class PipelineHarness:
         """Move the server clock to ``utc`` (it keeps running from there)."""
         self.simulator.clock.set(utc)
 
+    # ----------------------------------------------------------------- minutely intervals in the past
+
+    def start_intervals(self, hours_ago: float) -> None:
+        """Put the server in SERVER_TIME_ZONE; interval 0 starts on the whole minute ``hours_ago`` back."""
+        self.simulator.clock.set_timezone(SERVER_TIME_ZONE)
+        now = dt.datetime.now(dt.UTC)
+        self.first_interval = (now - dt.timedelta(hours=hours_ago)).replace(second=0, microsecond=0)
+
+    def interval_start(self, k: int) -> dt.datetime:
+        """The start of interval ``k`` (UTC); interval ``k`` ends where ``k + 1`` starts."""
+        assert self.first_interval is not None, "call start_intervals() first"
+        return self.first_interval + k * MINUTE
+
+    def write_interval(self, k: int, workload: Any, conn: Any, transactions: int) -> None:
+        """Run ``transactions`` random transactions one second into interval ``k`` (some key updates or deletes)."""
+        self.set_server_time(self.interval_start(k) + dt.timedelta(seconds=1))
+        stats = workload.run(conn, transactions)
+        assert stats.transactions > 0 and stats.key_updates + stats.deletes > 0, stats
+
+    def close_interval(self, k: int, *, capture: bool = True) -> None:
+        """Move the clock one second past interval ``k``; with ``capture``, the capture job reads it."""
+        self.set_server_time(self.interval_start(k + 1) + dt.timedelta(seconds=1))
+        if capture:
+            self.capture()
+
     # ----------------------------------------------------------------- the pipeline
 
     def run(
         self, logical_date: dt.datetime, *, dag_id: str = INTERVAL_DAG, kill_extract_of: str | None = None
-    ) -> DagRunResult:
+    ) -> DagTestRun:
         """Run a DAG once for ``logical_date`` (minutely: the interval ending then) in its own process."""
-        command = [sys.executable, str(RUNNER), dag_id, logical_date.isoformat()]
-        if kill_extract_of:
-            command += ["--kill-extract-of", kill_extract_of]
-        completed = subprocess.run(
-            command, env=self.env, capture_output=True, text=True, timeout=600, cwd=self.root, check=False
-        )
-        output = completed.stdout + completed.stderr
-        log_name = f"{dag_id}-{logical_date:%H%M}-{len(list((self.root / 'logs').iterdir())):02d}.log"
-        (self.root / "logs" / log_name).write_text(output)
-        values = dict(
-            line.split("=", 1)
-            for line in completed.stdout.splitlines()
-            if line.startswith(("DAG_RUN_STATE=", "DATA_INTERVAL="))
-        )
-        return DagRunResult(
-            values.get("DAG_RUN_STATE"), values.get("DATA_INTERVAL"), output, completed.returncode
+        logs = self.root / "logs"
+        log_name = f"{dag_id}-{logical_date:%H%M}-{len(list(logs.iterdir())):02d}.log"
+        return run_dag_test(
+            dag_id,
+            dags_folder=DAGS_FOLDER,
+            env=self.env,
+            logical_date=logical_date,
+            log_path=logs / log_name,
+            cwd=self.root,
+            runner=(sys.executable, str(RUNNER)),
+            runner_args=("--kill-extract-of", kill_extract_of) if kill_extract_of else (),
         )
 
     def watermarks(self) -> dict[str, str | None]:

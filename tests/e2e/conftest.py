@@ -1,16 +1,20 @@
-"""Fixtures of the end-to-end tests: a Spark session that reads the Iceberg targets."""
+"""Fixtures of the end-to-end tests: a replication set-up on the simulator, a Spark session that reads its targets."""
 
 from __future__ import annotations
 
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cdc_pipeline_harness import PipelineHarness
 
 
 @pytest.fixture(scope="module")
@@ -29,3 +33,11 @@ def spark_reader(target_warehouse: Path) -> Iterator[object]:
     )
     yield session
     session.stop()
+
+
+@pytest.fixture
+def pipeline_harness(
+    sqlserver_simulator: Any, shared_fernet_key: str, target_warehouse: Path
+) -> PipelineHarness:
+    """The test's replication set-up: its own connection id (watermark Variables are keyed by it), one Fernet key."""
+    return PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"e2e_{uuid.uuid4().hex[:8]}")

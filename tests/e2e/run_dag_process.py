@@ -1,21 +1,20 @@
 """Run one example DAG with ``dag.test()`` in its own process (as a worker would), optionally killed mid-write.
 
-Usage: ``python run_dag_process.py DAG_ID LOGICAL_DATE [--kill-extract-of CAPTURE_INSTANCE]``.
-Prints ``DAG_RUN_STATE=<state>``. With ``--kill-extract-of`` the process sends itself SIGKILL
-right after the extract task of that capture instance has written its first Parquet batch: the
-part file is left without its footer and the window has no manifest, as when a worker dies.
+Usage: ``python run_dag_process.py DAGS_FOLDER DAG_ID [--logical-date ISO] [--kill-extract-of CAPTURE_INSTANCE]``:
+the child of :func:`~airflow_provider_sqlserver_cdc.testing.dag_runs.run_dag_test` plus one fault. With
+``--kill-extract-of`` the process sends itself SIGKILL right after the extract task of that capture
+instance has written its first Parquet batch: the part file is left without its footer and the
+window has no manifest, as when a worker dies.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import signal
 import sys
-from pathlib import Path
 
-DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
+from airflow_provider_sqlserver_cdc.testing import dag_runs
 
 
 def kill_after_first_batch(capture_instance: str) -> None:
@@ -35,26 +34,12 @@ def kill_after_first_batch(capture_instance: str) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("dag_id")
-    parser.add_argument("logical_date")
+    parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--kill-extract-of")
-    args = parser.parse_args()
-    sys.path.insert(0, str(DAGS_FOLDER))
+    args, dag_run_args = parser.parse_known_args()
     if args.kill_extract_of:
         kill_after_first_batch(args.kill_extract_of)
-    from airflow.dag_processing.dagbag import BundleDagBag
-
-    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
-    if bag.import_errors:
-        print(f"IMPORT_ERRORS={bag.import_errors}", flush=True)
-        return 2
-    run = bag.dags[args.dag_id].test(logical_date=dt.datetime.fromisoformat(args.logical_date))
-    print(
-        f"DATA_INTERVAL={run.data_interval_start.isoformat()}/{run.data_interval_end.isoformat()}", flush=True
-    )
-    print(f"DAG_RUN_STATE={run.state}", flush=True)
-    return 0 if run.state == "success" else 1
+    return dag_runs.main(dag_run_args)
 
 
 if __name__ == "__main__":

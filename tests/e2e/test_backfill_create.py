@@ -26,7 +26,6 @@ import datetime as dt
 import json
 import os
 import sqlite3
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from airflow_deployment import AirflowDeployment, db_time
-from cdc_pipeline_harness import (
-    INTERVAL_DAG,
-    SERVER_TIME_ZONE,
-    PipelineHarness,
-    create_sample_source,
-)
+from cdc_pipeline_harness import INTERVAL_DAG, MINUTE, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
@@ -50,7 +44,6 @@ pytestmark = pytest.mark.slow
 SEED = 20261123
 INITIAL_ROWS = 30
 TRANSACTIONS_PER_INTERVAL = 40
-MINUTE = dt.timedelta(minutes=1)
 BACKFILLED = (1, 2)
 # Two of the sample tables keep the test near three minutes (each table is its own Iceberg MERGE);
 # the type zoo has every mapped SQL Server type, so "identical Parquet" covers all of them.
@@ -99,27 +92,20 @@ def record(deployment: AirflowDeployment, harness: PipelineHarness, run_ids: lis
 
 @pytest.mark.spark
 def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
-    sqlserver_simulator, shared_fernet_key: str, target_warehouse: Path
+    pipeline_harness: PipelineHarness, shared_fernet_key: str
 ) -> None:
-    harness = PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"bf_{uuid.uuid4().hex[:8]}")
-    sqlserver_simulator.clock.set_timezone(SERVER_TIME_ZONE)
-    t0 = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=6)).replace(second=0, microsecond=0)
-
-    def start(k: int) -> dt.datetime:
-        return t0 + k * MINUTE
+    harness = pipeline_harness
+    harness.start_intervals(hours_ago=6)
+    start = harness.interval_start
 
     def write_interval(k: int) -> None:
-        harness.set_server_time(start(k) + dt.timedelta(seconds=1))
-        stats = workload.run(conn, TRANSACTIONS_PER_INTERVAL)
-        assert stats.transactions > 0 and stats.key_updates + stats.deletes > 0, stats
+        harness.write_interval(k, workload, conn, TRANSACTIONS_PER_INTERVAL)
 
-    def close_interval(k: int) -> None:
-        harness.set_server_time(start(k + 1) + dt.timedelta(seconds=1))
-        harness.capture()
+    close_interval = harness.close_interval
 
     # The DAG's table list, for this deployment only: the Variable <dag_id>__tables from the environment.
     tables = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(REPLICATED)}
-    deployment = AirflowDeployment(target_warehouse / "airflow", {**harness.env, **tables})
+    deployment = AirflowDeployment(harness.root / "airflow", {**harness.env, **tables})
     workload = Workload(seed=SEED)
 
     def run_scheduled(intervals: tuple[int, ...], what: str) -> list[str]:
@@ -163,21 +149,10 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
         assert not unchanged, f"the scheduled runs were meant to merge changes into {unchanged}"
         assert all(before["watermarks"].values()), before["watermarks"]
 
-        # The backfill, as an operator types it.
+        # The backfill, as an operator types it (airflow backfill create ... --reprocess-behavior completed).
         backfill_started = dt.datetime.now(dt.UTC)
-        created = deployment.airflow(
-            "backfill",
-            "create",
-            "--dag-id",
-            INTERVAL_DAG,
-            "--from-date",
-            start(BACKFILLED[0]).isoformat(),
-            "--to-date",
-            start(BACKFILLED[-1]).isoformat(),
-            "--reprocess-behavior",
-            "completed",
-            "--max-active-runs",
-            "1",
+        created = deployment.create_backfill(
+            INTERVAL_DAG, start(BACKFILLED[0]), start(BACKFILLED[-1]), "--max-active-runs", "1"
         )
         assert created.returncode == 0, created.stdout + created.stderr
         backfills = deployment.query("SELECT id FROM backfill WHERE dag_id = ?", INTERVAL_DAG)
@@ -259,18 +234,7 @@ def test_backfill_takes_over_a_manual_run_by_logical_date_and_keeps_its_interval
     with db:
         db.execute("UPDATE dag_run SET state = 'success' WHERE id = ?", (manual["id"],))
     db.close()
-    created = deployment.airflow(
-        "backfill",
-        "create",
-        "--dag-id",
-        INTERVAL_DAG,
-        "--from-date",
-        logical_date.isoformat(),
-        "--to-date",
-        logical_date.isoformat(),
-        "--reprocess-behavior",
-        "completed",
-    )
+    created = deployment.create_backfill(INTERVAL_DAG, logical_date, logical_date)
     assert created.returncode == 0, created.stdout + created.stderr
     (member,) = deployment.query("SELECT dag_run_id, exception_reason FROM backfill_dag_run")
     assert (member["dag_run_id"], member["exception_reason"]) == (manual["id"], None)

@@ -20,16 +20,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import threading
-import uuid
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import (
-    CAPTURE_INSTANCES,
-    SERVER_TIME_ZONE,
-    PipelineHarness,
-    create_sample_source,
-)
+from cdc_pipeline_harness import CAPTURE_INSTANCES, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
@@ -40,7 +34,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SEED = 20261122
 INITIAL_ROWS = 40
 TRANSACTIONS_PER_INTERVAL = 60
-MINUTE = dt.timedelta(minutes=1)
 
 
 def assert_success(result, what: str) -> None:
@@ -48,33 +41,21 @@ def assert_success(result, what: str) -> None:
 
 
 def test_target_equals_source_through_the_example_dag(
-    sqlserver_simulator,
-    airflow_db: Path,
-    shared_fernet_key: str,
-    target_warehouse: Path,
-    request: pytest.FixtureRequest,
+    pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
-    harness = PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"e2e_{uuid.uuid4().hex[:8]}")
-    sqlserver_simulator.clock.set_timezone(SERVER_TIME_ZONE)
+    harness = pipeline_harness
     # Minutely intervals three hours in the past (Airflow runs them like any past interval).
-    t0 = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=3)).replace(second=0, microsecond=0)
-
-    def start(k: int) -> dt.datetime:
-        return t0 + k * MINUTE
+    harness.start_intervals(hours_ago=3)
+    start = harness.interval_start
 
     harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     workload = Workload(seed=SEED)
     conn = create_sample_source(harness, workload, INITIAL_ROWS)
 
     def write_interval(k: int) -> None:
-        harness.set_server_time(start(k) + dt.timedelta(seconds=1))
-        stats = workload.run(conn, TRANSACTIONS_PER_INTERVAL)
-        assert stats.transactions > 0 and stats.key_updates + stats.deletes > 0, stats
+        harness.write_interval(k, workload, conn, TRANSACTIONS_PER_INTERVAL)
 
-    def close_interval(k: int, *, capture: bool = True) -> None:
-        harness.set_server_time(start(k + 1) + dt.timedelta(seconds=1))
-        if capture:
-            harness.capture()
+    close_interval = harness.close_interval
 
     # Interval 0: the first run snapshots every table (no watermark yet).
     write_interval(0)
@@ -95,7 +76,7 @@ def test_target_equals_source_through_the_example_dag(
         lagging.cursor().execute("SELECT sys.fn_cdc_map_lsn_to_time(sys.fn_cdc_get_max_lsn())").fetchval()
     )
     lagging.close()
-    local_end = start(2).astimezone(sqlserver_simulator.clock.zone).replace(tzinfo=None)
+    local_end = start(2).astimezone(harness.simulator.clock.zone).replace(tzinfo=None)
     assert max_time < local_end, "the capture job was meant to be behind the interval's end"
     agent_back = threading.Timer(5, harness.set_capture_job, kwargs={"running": True})
     agent_back.start()

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import uuid
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import (
-    CAPTURE_INSTANCES,
-    WATERMARK_DAG,
-    PipelineHarness,
-    create_sample_source,
-)
+from cdc_pipeline_harness import CAPTURE_INSTANCES, WATERMARK_DAG, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
@@ -26,13 +20,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_watermark_dag_snapshots_then_follows_the_watermark(
-    sqlserver_simulator,
-    airflow_db: Path,
-    shared_fernet_key: str,
-    target_warehouse: Path,
-    request: pytest.FixtureRequest,
+    pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
-    harness = PipelineHarness(sqlserver_simulator, target_warehouse, conn_id=f"wm_{uuid.uuid4().hex[:8]}")
+    harness = pipeline_harness
     workload = Workload(seed=99)
     conn = create_sample_source(harness, workload, initial_rows=25)
     # The window does not depend on the run's data interval: any logical date will do.
