@@ -9,6 +9,7 @@ so that its CPU time and peak RSS belong to that reader alone.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import json
@@ -17,7 +18,9 @@ import resource
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
@@ -100,20 +103,37 @@ def cpu_seconds(before: resource.struct_rusage, after: resource.struct_rusage) -
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run_child(script: str, *, host: str, port: int, database: str, label: str, **options: object) -> dict:
+@contextlib.contextmanager
+def measured() -> Iterator[dict[str, float]]:
+    """Measure the ``with`` block: the dict it yields gets ``cpu_s``, ``wall_s`` and ``peak_rss_mb`` at its end."""
+    reading: dict[str, float] = {}
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.monotonic()
+    yield reading
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    reading.update(
+        cpu_s=cpu_seconds(before, after),
+        wall_s=time.monotonic() - started,
+        peak_rss_mb=after.ru_maxrss / 1024,
+    )
+
+
+def run_child(script: str, simulator: SimulatorProcess, database: str, label: str, **options: object) -> dict:
     """
-    Run ``script --child ...`` in a fresh process; return the JSON its last output line holds.
+    Run ``script`` again in a fresh process with ``options``; return the JSON its last output line holds.
 
     The process gets the Airflow connection ``bench`` (type ``mssql``) to the simulator's ``database``.
 
     :param label: what is measured, for the error message when the process fails.
     :param options: the child's command-line options: ``batch_size=5`` becomes ``--batch-size 5``;
-        ``host`` and ``port`` are passed too.
+        ``--host`` and ``--port`` of the simulator are added.
     """
-    options = {**options, "host": host, "port": port}
+    options = {**options, "host": simulator.host, "port": simulator.port}
     args = [item for name, value in options.items() for item in (f"--{name.replace('_', '-')}", str(value))]
     env = os.environ.copy()
-    env[connection_variable("bench")] = mssql_connection_json(host, port, "sa", PASSWORD, database)
+    env[connection_variable("bench")] = mssql_connection_json(
+        simulator.host, simulator.port, "sa", PASSWORD, database
+    )
     env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
     proc = subprocess.run(
         [sys.executable, script, *args], env=env, capture_output=True, text=True, check=False

@@ -21,13 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_source import COLUMNS, count_rows, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+from bench_source import COLUMNS, count_rows, insert_rows, measured, odbc, run_child, start_simulator
 
 DATABASE = "cdc_bench"
 CAPTURE_INSTANCE = "dbo_bench"
@@ -96,61 +95,35 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
 
     params = [bytes.fromhex(from_lsn[2:]), bytes.fromhex(to_lsn[2:]), "all update old"]
     # Imports above are not measured; everything below (connect, metadata, read, write) is.
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.monotonic()
-    rows = 0
-    if kind == "bare":
-        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
-        cur = conn.cursor()
-        cur.execute(tsql.bare_changes_query(CAPTURE_INSTANCE), *params)
-        rows = count_rows(cur, batch_size)
-        conn.close()
-    elif kind == "pandas":
-        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            frame = pd.read_sql(tsql.bare_changes_query(CAPTURE_INSTANCE), conn, params=params)
-        frame["c_guid"] = frame["c_guid"].astype(str)
-        os.makedirs(out_dir, exist_ok=True)
-        frame.to_parquet(os.path.join(out_dir, "naive.parquet"), compression="zstd")
-        rows = len(frame)
-        conn.close()
-    else:
-        hook = SqlServerCdcHook("bench")
-        tz = hook.get_server_time_zone()
-        instance = hook.get_capture_instance(CAPTURE_INSTANCE)
-        window = LsnWindow(CAPTURE_INSTANCE, Lsn.from_hex(from_lsn), Lsn.from_hex(to_lsn), "watermark")
-        result = extract_window(
-            hook, instance, window, base_uri=out_dir, tz=tz, database=DATABASE, batch_size=batch_size
-        )
-        rows = result.manifest.row_count
-        hook.close()
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "kind": kind,
-        "rows": rows,
-        "cpu_s": cpu_seconds(before, after),
-        "wall_s": time.monotonic() - t0,
-        "peak_rss_mb": after.ru_maxrss / 1024,
-    }
-
-
-def measure(
-    kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: str, batch_size: int
-) -> dict:
-    """Run one reader in a fresh process (``--child``) and return what it reported."""
-    return run_child(
-        __file__,
-        host=host,
-        port=port,
-        database=DATABASE,
-        label=kind,
-        child=kind,
-        from_lsn=from_lsn,
-        to_lsn=to_lsn,
-        out=out_dir,
-        batch_size=batch_size,
-    )
+    with measured() as reading:
+        rows = 0
+        if kind == "bare":
+            conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+            cur = conn.cursor()
+            cur.execute(tsql.bare_changes_query(CAPTURE_INSTANCE), *params)
+            rows = count_rows(cur, batch_size)
+            conn.close()
+        elif kind == "pandas":
+            conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                frame = pd.read_sql(tsql.bare_changes_query(CAPTURE_INSTANCE), conn, params=params)
+            frame["c_guid"] = frame["c_guid"].astype(str)
+            os.makedirs(out_dir, exist_ok=True)
+            frame.to_parquet(os.path.join(out_dir, "naive.parquet"), compression="zstd")
+            rows = len(frame)
+            conn.close()
+        else:
+            hook = SqlServerCdcHook("bench")
+            tz = hook.get_server_time_zone()
+            instance = hook.get_capture_instance(CAPTURE_INSTANCE)
+            window = LsnWindow(CAPTURE_INSTANCE, Lsn.from_hex(from_lsn), Lsn.from_hex(to_lsn), "watermark")
+            result = extract_window(
+                hook, instance, window, base_uri=out_dir, tz=tz, database=DATABASE, batch_size=batch_size
+            )
+            rows = result.manifest.row_count
+            hook.close()
+    return {"kind": kind, "rows": rows, **reading}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,26 +157,23 @@ def main(argv: list[str] | None = None) -> int:
         host, port = simulator.host, simulator.port
         print(f"simulator {host}:{port} ({args.timezone}); loading ~{args.rows:,} changes ...", flush=True)
         bounds = load(host, port, args.rows)
-        out = Path(work)
+
+        def measure(kind: str, to_lsn: str, out: str) -> dict:
+            """Run one reader in a fresh process (``--child``) and return what it reported."""
+            options = {"from_lsn": bounds["from"], "to_lsn": to_lsn, "out": str(Path(work) / out)}
+            return run_child(
+                __file__, simulator, DATABASE, kind, child=kind, batch_size=args.batch_size, **options
+            )
+
         results = {}
         for kind in ("bare", "extract", "pandas"):
-            results[kind] = measure(
-                kind, host, port, bounds["from"], bounds["to"], str(out / kind), args.batch_size
-            )
+            results[kind] = measure(kind, bounds["to"], kind)
             r = results[kind]
             print(
                 f"  {kind:8s} {r['rows']:>9,} rows  cpu {r['cpu_s']:7.2f} s  wall {r['wall_s']:7.2f} s  peak RSS {r['peak_rss_mb']:6.0f} MB",
                 flush=True,
             )
-        quarter = measure(
-            "extract",
-            host,
-            port,
-            bounds["from"],
-            bounds["quarter_to"],
-            str(out / "quarter"),
-            args.batch_size,
-        )
+        quarter = measure("extract", bounds["quarter_to"], "quarter")
 
     def per_million(r: dict) -> float:
         return r["cpu_s"] / max(r["rows"], 1) * 1e6

@@ -21,12 +21,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
 
-from bench_source import COLUMNS, count_rows, cpu_seconds, insert_rows, odbc, run_child, start_simulator
+from bench_source import COLUMNS, count_rows, insert_rows, measured, odbc, run_child, start_simulator
 
 DATABASE = "snap_bench"
 
@@ -61,57 +60,29 @@ def child(
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    t0 = time.monotonic()
-    lock_ms = None
-    if kind == "bare":
-        conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
-        cur = conn.cursor()
-        cur.execute(f"SELECT * FROM dbo.{table}")
-        rows = count_rows(cur, batch_size)
-        conn.close()
-    else:
-        hook = SqlServerCdcHook("bench")
-        instance = hook.get_capture_instance(f"dbo_{table}")
-        result = snapshot_capture_instance(
-            hook,
-            instance,
-            base_uri=out_dir,
-            database=DATABASE,
-            batch_size=batch_size,
-            chunk_rows=chunk_rows,
-        )
-        rows = result.manifest.row_count
-        lock_ms = None if result.lock_held_s is None else result.lock_held_s * 1000
-        hook.close()
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "kind": kind,
-        "table": table,
-        "rows": rows,
-        "cpu_s": cpu_seconds(before, after),
-        "wall_s": time.monotonic() - t0,
-        "peak_rss_mb": after.ru_maxrss / 1024,
-        "lock_ms": lock_ms,
-    }
-
-
-def measure(
-    kind: str, table: str, host: str, port: int, out_dir: str, batch_size: int, chunk_rows: int
-) -> dict:
-    """Run one reader in a fresh process (``--child``) and return what it reported."""
-    return run_child(
-        __file__,
-        host=host,
-        port=port,
-        database=DATABASE,
-        label=f"{kind} of {table}",
-        child=kind,
-        table=table,
-        out=out_dir,
-        batch_size=batch_size,
-        chunk_rows=chunk_rows,
-    )
+    with measured() as reading:
+        lock_ms = None
+        if kind == "bare":
+            conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
+            cur = conn.cursor()
+            cur.execute(f"SELECT * FROM dbo.{table}")
+            rows = count_rows(cur, batch_size)
+            conn.close()
+        else:
+            hook = SqlServerCdcHook("bench")
+            instance = hook.get_capture_instance(f"dbo_{table}")
+            result = snapshot_capture_instance(
+                hook,
+                instance,
+                base_uri=out_dir,
+                database=DATABASE,
+                batch_size=batch_size,
+                chunk_rows=chunk_rows,
+            )
+            rows = result.manifest.row_count
+            lock_ms = None if result.lock_held_s is None else result.lock_held_s * 1000
+            hook.close()
+    return {"kind": kind, "table": table, "rows": rows, **reading, "lock_ms": lock_ms}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,20 +112,19 @@ def main(argv: list[str] | None = None) -> int:
         host, port = simulator.host, simulator.port
         print(f"simulator at {host}:{port}; loading {args.rows} + {args.rows // 4} rows", flush=True)
         load(host, port, {"big": args.rows, "small": args.rows // 4})
+
+        def measure(kind: str, table: str, out: str) -> dict:
+            """Run one reader in a fresh process (``--child``) and return what it reported."""
+            options = {"table": table, "out": os.path.join(work, out), "chunk_rows": args.chunk_rows}
+            label = f"{kind} of {table}"
+            return run_child(
+                __file__, simulator, DATABASE, label, child=kind, batch_size=args.batch_size, **options
+            )
+
         results = [
-            measure("bare", "big", host, port, os.path.join(work, "bare"), args.batch_size, args.chunk_rows),
-            measure(
-                "snapshot", "big", host, port, os.path.join(work, "s1"), args.batch_size, args.chunk_rows
-            ),
-            measure(
-                "snapshot",
-                "small",
-                host,
-                port,
-                os.path.join(work, "s2"),
-                args.batch_size,
-                args.chunk_rows,
-            ),
+            measure("bare", "big", "bare"),
+            measure("snapshot", "big", "s1"),
+            measure("snapshot", "small", "s2"),
         ]
     print()
     print(
