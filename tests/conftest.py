@@ -4,30 +4,35 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
+    LOCAL_SPARK_CONNECTION,
+    connection_variable,
+)
+from airflow_provider_sqlserver_cdc.testing.dag_runs import (
+    airflow_home_environment,
+    interpreter_environment,
+    migrate_metadata_db,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 AIRFLOW_HOME = REPO_ROOT / ".airflow-test-home"
 
 # Airflow reads its configuration at import time: set it before anything imports airflow.
-os.environ.setdefault("AIRFLOW_HOME", str(AIRFLOW_HOME))
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(REPO_ROOT / "dags"))
-os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
-os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}")
-os.environ.setdefault(
-    "AIRFLOW_CONN_SPARK_DEFAULT",
-    '{"conn_type": "spark", "host": "local[2]", "extra": {"deploy-mode": "client"}}',
-)
+_settings = {
+    **airflow_home_environment(AIRFLOW_HOME, dags_folder=REPO_ROOT / "dags"),
+    "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+    connection_variable("spark_default"): LOCAL_SPARK_CONNECTION,
+}
+for _name, _value in _settings.items():
+    os.environ.setdefault(_name, _value)
 # spark-submit from the pyspark wheel runs the first python3 on PATH: make it this interpreter.
-_bin = str(Path(sys.executable).parent)
-if not os.environ.get("PATH", "").startswith(_bin):
-    os.environ["PATH"] = _bin + os.pathsep + os.environ.get("PATH", "")
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+_interpreter = interpreter_environment()
+os.environ["PATH"] = _interpreter["PATH"]
+os.environ.setdefault("PYSPARK_PYTHON", _interpreter["PYSPARK_PYTHON"])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -48,10 +53,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def airflow_db() -> Path:
     """Migrate the isolated Airflow metadata database once per test session."""
     AIRFLOW_HOME.mkdir(exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        check=True,
-        env=os.environ.copy(),
-        stdout=subprocess.DEVNULL,
-    )
+    migrate_metadata_db(os.environ)
     return AIRFLOW_HOME

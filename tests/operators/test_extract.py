@@ -22,6 +22,10 @@ ZONE = "Asia/Kolkata"
 OFFSET = dt.timedelta(hours=5, minutes=30)
 UTC = dt.UTC
 DAY = dt.datetime(2026, 3, 2)  # server-local date of the test transactions
+TABLES = {
+    "orders": "order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, note nvarchar(100) NULL",
+    "heap": "x int NULL",  # no primary key
+}
 
 
 def local(hh: int, mm: int, ss: int = 0) -> dt.datetime:
@@ -40,16 +44,7 @@ def insert(i: int, note: str = "n") -> tuple:
 def source(sqlserver_simulator, monkeypatch):
     """A CDC-enabled database on the simulator whose transactions commit at chosen server-local times."""
     monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
-    return ClockedCdcDatabase(
-        sqlserver_simulator,
-        "shop",
-        {
-            "orders": "order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, note nvarchar(100) NULL",
-            "heap": "x int NULL",
-        },
-        time_zone=ZONE,
-        start=local(9, 0),
-    )
+    return ClockedCdcDatabase(sqlserver_simulator, "shop", TABLES, time_zone=ZONE, start=local(9, 0))
 
 
 @pytest.fixture

@@ -16,6 +16,10 @@ ZONE = "Asia/Kolkata"  # the simulator runs at UTC+05:30
 OFFSET = dt.timedelta(hours=5, minutes=30)
 DAY = dt.datetime(2026, 3, 2)
 CIS = ["dbo_orders", "dbo_items"]
+TABLES = {
+    "orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL",
+    "items": "sku varchar(10) NOT NULL PRIMARY KEY, qty int NULL",
+}
 
 pytestmark = pytest.mark.slow
 
@@ -37,16 +41,7 @@ def variable(key: str) -> dict | None:
 
 @pytest.fixture
 def source(sqlserver_simulator, airflow_db, shared_fernet_key):
-    db = ClockedCdcDatabase(
-        sqlserver_simulator,
-        "shop",
-        {
-            "orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL",
-            "items": "sku varchar(10) NOT NULL PRIMARY KEY, qty int NULL",
-        },
-        time_zone=ZONE,
-        start=local(9, 0),
-    )
+    db = ClockedCdcDatabase(sqlserver_simulator, "shop", TABLES, time_zone=ZONE, start=local(9, 0))
     # Keys derive from the connection id, the database and the capture instance.
     from airflow.models.variable import Variable
 

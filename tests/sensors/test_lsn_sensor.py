@@ -35,13 +35,8 @@ def utc(hh: int, mm: int) -> dt.datetime:
 
 @pytest.fixture
 def sim(sqlserver_simulator, monkeypatch):
-    db = ClockedCdcDatabase(
-        sqlserver_simulator,
-        "shop",
-        {"orders": "order_id int NOT NULL PRIMARY KEY"},
-        time_zone=ZONE,
-        start=local(10, 0),
-    )
+    orders = {"orders": "order_id int NOT NULL PRIMARY KEY"}
+    db = ClockedCdcDatabase(sqlserver_simulator, "shop", orders, time_zone=ZONE, start=local(10, 0))
     sqlserver_simulator.clock.set(local(10, 5), frozen=True)
     db.cursor.execute("INSERT INTO dbo.orders VALUES (1)")
     db.capture()

@@ -48,44 +48,58 @@ def _driver_error(number: int, message: str) -> pyodbc.Error:
     )
 
 
-def test_lock_timeout_error_names_table_and_remedy(snapshot):
-    err = snapshot.translate_error(
-        _driver_error(1222, "Lock request time out period exceeded."), "locking the table"
-    )
-    assert isinstance(err, SnapshotLockTimeoutError)
-    text = str(err)
-    assert "dbo.orders" in text and "dbo_orders" in text and "2.5 s" in text and "lock_timeout" in text
-
-
-def test_snapshot_not_allowed_error_gives_both_ways_out(snapshot):
-    err = snapshot.translate_error(
-        _driver_error(3952, "Snapshot isolation transaction failed accessing database 'shop'"),
-        "fixing the snapshot",
-    )
-    assert isinstance(err, SnapshotIsolationNotAllowedError)
-    assert "ALTER DATABASE [shop] SET ALLOW_SNAPSHOT_ISOLATION ON" in str(err)
-    assert "allow_table_lock_fallback=True" in str(err)
-
-
-def test_missing_view_server_state_is_a_permission_error(snapshot):
-    err = snapshot.translate_error(
-        _driver_error(300, "VIEW SERVER STATE permission was denied on object 'server', database 'master'."),
-        "reading the snapshot LSN",
-    )
-    assert isinstance(err, SnapshotPermissionError)
-    assert "GRANT VIEW SERVER STATE" in str(err)
-
-
-def test_a_dropped_captured_column_points_to_a_new_capture_instance(snapshot):
-    err = snapshot.translate_error(_driver_error(207, "Invalid column name 'x'."), "reading chunk 1")
-    assert type(err) is SnapshotError
-    assert "Invalid column name 'x'." in str(err) and "@capture_instance" in str(err)
-
-
-def test_other_errors_keep_the_server_text_without_secrets(snapshot):
-    err = snapshot.translate_error(_driver_error(8115, "Arithmetic overflow error."), "reading chunk 3")
-    assert type(err) is SnapshotError
-    assert "Arithmetic overflow error." in str(err) and "reading chunk 3" in str(err)
+@pytest.mark.parametrize(
+    ("number", "message", "doing", "error_type", "phrases"),
+    [
+        pytest.param(
+            1222,
+            "Lock request time out period exceeded.",
+            "locking the table",
+            SnapshotLockTimeoutError,
+            ["dbo.orders", "dbo_orders", "2.5 s", "lock_timeout"],
+            id="lock timeout names table and remedy",
+        ),
+        pytest.param(
+            3952,
+            "Snapshot isolation transaction failed accessing database 'shop'",
+            "fixing the snapshot",
+            SnapshotIsolationNotAllowedError,
+            ["ALTER DATABASE [shop] SET ALLOW_SNAPSHOT_ISOLATION ON", "allow_table_lock_fallback=True"],
+            id="snapshot not allowed gives both ways out",
+        ),
+        pytest.param(
+            300,
+            "VIEW SERVER STATE permission was denied on object 'server', database 'master'.",
+            "reading the snapshot LSN",
+            SnapshotPermissionError,
+            ["GRANT VIEW SERVER STATE"],
+            id="missing VIEW SERVER STATE is a permission error",
+        ),
+        pytest.param(
+            207,
+            "Invalid column name 'x'.",
+            "reading chunk 1",
+            SnapshotError,
+            ["Invalid column name 'x'.", "@capture_instance"],
+            id="a dropped captured column points to a new capture instance",
+        ),
+        pytest.param(
+            8115,
+            "Arithmetic overflow error.",
+            "reading chunk 3",
+            SnapshotError,
+            ["Arithmetic overflow error.", "reading chunk 3"],
+            id="other errors keep the server text",
+        ),
+    ],
+)
+def test_driver_errors_become_snapshot_errors_without_secrets(
+    snapshot, number, message, doing, error_type, phrases
+):
+    err = snapshot.translate_error(_driver_error(number, message), doing)
+    assert type(err) is error_type
+    for phrase in phrases:
+        assert phrase in str(err)
     assert "S3cr3t-pw" not in str(err)
 
 
