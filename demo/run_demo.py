@@ -205,7 +205,7 @@ def summarize(settings: Any) -> bool:
 
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.state import Watermark
-    from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
+    from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
     from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
     hook = SqlServerCdcHook(CONN_ID)
@@ -220,9 +220,11 @@ def summarize(settings: Any) -> bool:
     print(f"capture job: {status.describe()}")
     print("=" * 100)
     with spark_session(settings) as spark:
-        for name in settings.tables:
-            instance = hook.get_capture_instance(name)
-            table = target_table_name(instance, merge.namespace, merge.table_name_template)
+        names = settings.tables
+        comparisons = compare_replicated_tables(
+            spark, hook, names, merge.namespace, merge.table_name_template
+        )
+        for name, comparison in zip(names, comparisons, strict=True):
             counts = windows_summary(staging, name)
             key = watermark_key(CONN_ID, hook.database, name)
             raw = Variable.get(key, default_var=None)  # from the metadata DB (outside any task)
@@ -232,13 +234,8 @@ def summarize(settings: Any) -> bool:
                 lag = f"target holds changes up to {mark.commit_time} ({behind.total_seconds():.0f} s behind the source)"
             else:
                 lag = f"watermark {mark.lsn if mark else 'none'}"
-            conn = hook.new_connection()
-            try:
-                comparison = compare_table(spark, conn, instance, table)
-            finally:
-                conn.close()
             all_match = all_match and comparison.matches
-            print(f"\n{instance.source}  (capture instance {name} -> {table})")
+            print(f"\n{comparison.source_table}  (capture instance {name} -> {comparison.target_table})")
             print(
                 f"  captured: snapshot {counts['snapshot_rows']} rows, then {counts['windows']} change windows with "
                 f"{counts['insert']} inserts, {counts['update_after']} updates, {counts['delete']} deletes"

@@ -1,3 +1,3 @@
-"""Test support shipped with the provider: the SQL Server CDC simulator and its pytest plugin."""
+"""Test support shipped with the provider: the SQL Server CDC simulator, its pytest plugin and the harness around it (docs/testing.md)."""
 
 from __future__ import annotations

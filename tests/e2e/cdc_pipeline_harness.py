@@ -188,24 +188,13 @@ class PipelineHarness:
     def compare(self, spark: Any) -> list[Any]:
         """Compare every source table with its target (the same check ``make demo`` prints)."""
         from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-        from airflow_provider_sqlserver_cdc.testing.table_comparison import compare_table, target_table_name
+        from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 
         hook = SqlServerCdcHook(self.conn_id)
-        results = []
         try:
-            for name in CAPTURE_INSTANCES:
-                instance = hook.get_capture_instance(name)
-                table = target_table_name(instance, NAMESPACE)
-                if spark.catalog.tableExists(table):
-                    spark.catalog.refreshTable(table)  # other processes committed to it
-                conn = hook.new_connection()
-                try:
-                    results.append(compare_table(spark, conn, instance, table))
-                finally:
-                    conn.close()
+            return compare_replicated_tables(spark, hook, CAPTURE_INSTANCES, NAMESPACE)
         finally:
             hook.close()
-        return results
 
     def window_dirs(self, capture_instance: str) -> list[Path]:
         """The window directories written for one capture instance."""
