@@ -33,17 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks import odbc_connection
-from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
-    LOCAL_SPARK_CONNECTION,
-    connection_variable,
-    mssql_connection_json,
-)
-from airflow_provider_sqlserver_cdc.testing.dag_runs import (
-    airflow_home_environment,
-    interpreter_environment,
-    migrate_metadata_db,
-    run_dag_test,
-)
+from airflow_provider_sqlserver_cdc.testing import airflow_connections, dag_runs
 from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,10 +63,12 @@ def iceberg_runtime_jar() -> str:
 def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
     """The environment of Airflow, the DAG and Spark for the demo (everything under .demo/)."""
     return {
-        **airflow_home_environment(DEMO_DIR / "airflow", dags_folder=DAGS_FOLDER),
+        **dag_runs.airflow_home_environment(DEMO_DIR / "airflow", dags_folder=DAGS_FOLDER),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        connection_variable(CONN_ID): mssql_connection_json(host, port, "sa", password, DATABASE),
-        connection_variable("spark_default"): LOCAL_SPARK_CONNECTION,
+        airflow_connections.connection_variable(CONN_ID): airflow_connections.mssql_connection_json(
+            host, port, "sa", password, DATABASE
+        ),
+        airflow_connections.connection_variable("spark_default"): airflow_connections.LOCAL_SPARK_CONNECTION,
         "SQLSERVER_CDC_CONN_ID": CONN_ID,
         "SQLSERVER_CDC_SCHEDULE": "* * * * *",
         "SQLSERVER_CDC_STAGING": str(DEMO_DIR / "staging"),
@@ -87,7 +79,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
         "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "180",
         "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "5",
         "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
-        **interpreter_environment(),
+        **dag_runs.interpreter_environment(),
     }
 
 
@@ -158,7 +150,7 @@ def allow_snapshot_isolation(connection_string: str) -> None:
 def run_interval(env: dict[str, str], interval_end: dt.datetime, number: int) -> tuple[str, float]:
     """Run the DAG for the minute ending at ``interval_end`` in its own process; return (state, seconds)."""
     started = time.monotonic()
-    run = run_dag_test(
+    run = dag_runs.run_dag_test(
         DAG_ID,
         dags_folder=DAGS_FOLDER,
         env=env,
@@ -289,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         source_env = {**env, "SQLSERVER_CDC_ODBC": odbc_connection_string(host, port, password)}
 
         log("migrating the demo's Airflow metadata database (.demo/airflow)")
-        migrate_metadata_db(env)
+        dag_runs.migrate_metadata_db(env)
         log(f"creating database {DATABASE} with CDC on 4 tables, {args.initial_rows} rows each")
         run_workload_command(
             source_env,
