@@ -13,8 +13,9 @@ process, and lets a test kill a run midway. Airflow 3 only runs DAGs found in
     assert run.state == "success", run.output[-4000:]
 
 The child is ``python -m airflow_provider_sqlserver_cdc.testing.dag_runs DAGS_FOLDER DAG_ID
-[--logical-date ISO] [--run-conf JSON]``; it prints ``DATA_INTERVAL=<start>/<end>`` and
-``DAG_RUN_STATE=<state>``, and exits 0 only when the run succeeded.
+[--logical-date ISO] [--run-conf JSON]``; it prints ``TASK_STATE=<task id>[<map index>]=<state>``
+per task instance, ``DATA_INTERVAL=<start>/<end>`` and ``DAG_RUN_STATE=<state>``, and exits 0 only
+when the run succeeded.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 STATE_PREFIX = "DAG_RUN_STATE="
 INTERVAL_PREFIX = "DATA_INTERVAL="
+TASK_STATE_PREFIX = "TASK_STATE="
 
 
 def airflow_home_environment(home: Path, *, dags_folder: Path | None = None) -> dict[str, str]:
@@ -92,12 +94,14 @@ class DagTestRun:
     :param data_interval: ``<start>/<end>`` in ISO 8601, None when not reported.
     :param output: everything the process wrote (stdout and stderr).
     :param returncode: the process's exit status.
+    :param task_states: the final state of each task instance, by task id (``task[i]`` for map index ``i``).
     """
 
     state: str | None
     data_interval: str | None
     output: str
     returncode: int
+    task_states: dict[str, str] = field(default_factory=dict)
 
 
 def run_dag_test(
@@ -153,13 +157,19 @@ def run_dag_test(
                 check=False,
             )
         output = reported = log_path.read_text(errors="replace")
-    values = dict(
-        line.split("=", 1)
-        for line in reported.splitlines()
-        if line.startswith((STATE_PREFIX, INTERVAL_PREFIX))
+    lines = reported.splitlines()
+    values = dict(line.split("=", 1) for line in lines if line.startswith((STATE_PREFIX, INTERVAL_PREFIX)))
+    task_states = dict(
+        line.removeprefix(TASK_STATE_PREFIX).rsplit("=", 1)
+        for line in lines
+        if line.startswith(TASK_STATE_PREFIX)
     )
     return DagTestRun(
-        values.get(STATE_PREFIX[:-1]), values.get(INTERVAL_PREFIX[:-1]), output, completed.returncode
+        values.get(STATE_PREFIX[:-1]),
+        values.get(INTERVAL_PREFIX[:-1]),
+        output,
+        completed.returncode,
+        task_states,
     )
 
 
@@ -189,6 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.run_conf is not None:
         options["run_conf"] = args.run_conf
     run = bag.dags[args.dag_id].test(**options)
+    for ti in run.get_task_instances():
+        task = ti.task_id if ti.map_index < 0 else f"{ti.task_id}[{ti.map_index}]"
+        print(f"{TASK_STATE_PREFIX}{task}={ti.state}", flush=True)
     if run.data_interval_start is not None and run.data_interval_end is not None:
         interval = f"{run.data_interval_start.isoformat()}/{run.data_interval_end.isoformat()}"
         print(INTERVAL_PREFIX + interval, flush=True)

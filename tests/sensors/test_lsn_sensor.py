@@ -10,14 +10,13 @@ import asyncio
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from airflow_provider_sqlserver_cdc.errors import WatermarkMissingError
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
 
 ZONE = "Asia/Kolkata"
@@ -213,32 +212,19 @@ with DAG(
         poke_interval=0.5,
         timeout=cfg["timeout"],
         soft_fail=cfg["soft_fail"],
-    )
-
-if __name__ == "__main__":
-    run = dag.test(logical_date=pendulum.parse(cfg["logical_date"]))
-    ti = run.get_task_instance("wait")
-    print(f"TASK_STATE={ti.state}")
-    print(f"DAG_RUN_STATE={run.state}")
-"""
+    )"""
 
 
 def run_sensor_dag(tmp_path, **cfg) -> tuple[str | None, str]:
     """Run the one-sensor DAG with ``dag.test()`` in a subprocess; return the sensor's state and the output."""
     dags = tmp_path / "dags"
     dags.mkdir()
-    dag_file = dags / "lsn_sensor_dag.py"
-    dag_file.write_text(SENSOR_DAG)
-    env = {
-        **os.environ,
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "CDC_TEST_CONFIG": json.dumps({"logical_date": utc(10, 10).isoformat(), **cfg}),
-    }
-    proc = subprocess.run(
-        [sys.executable, str(dag_file)], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    (dags / "lsn_sensor_dag.py").write_text(SENSOR_DAG)
+    env = {**os.environ, "CDC_TEST_CONFIG": json.dumps(cfg)}
+    run = run_dag_test(
+        "lsn_sensor", dags_folder=dags, env=env, logical_date=utc(10, 10), cwd=tmp_path, timeout=300
     )
-    states = [line.split("=", 1)[1] for line in proc.stdout.splitlines() if line.startswith("TASK_STATE=")]
-    return (states[0] if states else None), proc.stdout + proc.stderr
+    return run.task_states.get("wait"), run.output
 
 
 @pytest.fixture
