@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskMixin
-from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
     EXTRACT,
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcSnapshotOperator(WindowTaskMixin, BaseOperator):
+class CdcSnapshotOperator(WindowTaskOperator):
     """
     Copy captured tables consistently, each with the LSN its copy is consistent at.
 
@@ -36,21 +35,16 @@ class CdcSnapshotOperator(WindowTaskMixin, BaseOperator):
     CdcSparkMergeOperator and WatermarkCommitOperator take either. Works with
     ``.partial(...).expand(capture_instance=[...])``.
 
-    :param capture_instance: a capture instance name (or ``schema.table``), or a list of them.
-    :param base_path: local directory or filesystem URI of the windows (as for CdcExtractOperator).
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
+    Takes the arguments of :class:`WindowTaskOperator` (capture instance, base path, source
+    connection, database, batch size, file size, key check, server time zone) and:
+
     :param chunk_rows: rows per key-range chunk; a failed snapshot resumes after the last whole chunk.
-    :param batch_size: rows per Arrow batch; bounds memory.
-    :param max_file_bytes: roll to a new Parquet file at this size.
     :param method: ``snapshot_isolation`` (default; needs ALLOW_SNAPSHOT_ISOLATION ON) or
         ``table_lock`` (writers of the table wait for the whole copy).
     :param allow_table_lock_fallback: use ``table_lock`` when snapshot isolation is not allowed
         instead of failing.
     :param lock_timeout: seconds to wait for the shared table lock that fixes the snapshot point.
     :param resume: continue an unfinished snapshot when still valid (see docs/snapshot.md).
-    :param require_key_columns: fail when an instance has no key columns (the merge needs them).
-    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
     """
 
     template_fields: Sequence[str] = ("capture_instance", "base_path", "sqlserver_cdc_conn_id", "database")
@@ -59,39 +53,23 @@ class CdcSnapshotOperator(WindowTaskMixin, BaseOperator):
     def __init__(
         self,
         *,
-        capture_instance: str | list[str],
-        base_path: str,
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         method: str = SNAPSHOT_ISOLATION,
         allow_table_lock_fallback: bool = False,
         lock_timeout: float = 30.0,
         resume: bool = True,
-        require_key_columns: bool = True,
-        server_time_zone: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if method not in METHODS:
             raise ValueError(f"{self.task_id}: method must be one of {METHODS}, got {method!r}")
-        if chunk_rows <= 0 or batch_size <= 0:
-            raise ValueError(f"{self.task_id}: chunk_rows and batch_size must be positive")
-        self.capture_instance = capture_instance
-        self.base_path = base_path
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
+        if chunk_rows <= 0:
+            raise ValueError(f"{self.task_id}: chunk_rows must be positive, got {chunk_rows}")
         self.chunk_rows = chunk_rows
-        self.batch_size = batch_size
-        self.max_file_bytes = max_file_bytes
         self.method = method
         self.allow_table_lock_fallback = allow_table_lock_fallback
         self.lock_timeout = lock_timeout
         self.resume = resume
-        self.require_key_columns = require_key_columns
-        self.server_time_zone = server_time_zone
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(

@@ -1,12 +1,16 @@
-"""WindowTaskMixin: the run glue of CdcExtractOperator and CdcSnapshotOperator (windows in, XCom out)."""
+"""WindowTaskOperator: the arguments and run glue CdcExtractOperator and CdcSnapshotOperator share."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import BaseOperator
+
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -14,17 +18,47 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 
-class WindowTaskMixin(SourceHookMixin):
+class WindowTaskOperator(SourceHookMixin, BaseOperator):
     """
-    Run a library function that writes one window per capture instance; return its XCom.
+    Write one window per capture instance with a library function; return the windows' XCom.
 
-    The operator using it sets ``capture_instance``, ``base_path`` and ``require_key_columns``
-    besides the source-connection arguments of :class:`SourceHookMixin`.
+    The base of CdcExtractOperator and CdcSnapshotOperator: the arguments below are theirs too.
+
+    :param capture_instance: a capture instance name (or ``schema.table``), or a list of them.
+    :param base_path: local directory or filesystem URI (``s3://…``, ``gs://…``, any fsspec URI)
+        of the windows.
+    :param sqlserver_cdc_conn_id: Airflow connection of the source.
+    :param database: source database; defaults to the connection's schema.
+    :param batch_size: rows per Arrow batch; bounds memory.
+    :param max_file_bytes: roll to a new Parquet file at this size.
+    :param require_key_columns: fail when an instance has no key columns (the merge needs them).
+    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
     """
 
-    capture_instance: str | list[str]
-    base_path: str
-    require_key_columns: bool
+    def __init__(
+        self,
+        *,
+        capture_instance: str | list[str],
+        base_path: str,
+        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
+        database: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        require_key_columns: bool = True,
+        server_time_zone: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if batch_size <= 0:
+            raise ValueError(f"{self.task_id}: batch_size must be positive, got {batch_size}")
+        self.capture_instance = capture_instance
+        self.base_path = base_path
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.batch_size = batch_size
+        self.max_file_bytes = max_file_bytes
+        self.require_key_columns = require_key_columns
+        self.server_time_zone = server_time_zone
 
     def write_windows(
         self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any

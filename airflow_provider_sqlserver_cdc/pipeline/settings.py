@@ -45,10 +45,16 @@ def operator_default(operator: type, parameter: str) -> Any:
     """
     Return the default of ``parameter`` in ``operator``'s constructor (the one place it is stated).
 
+    An argument an operator takes from its base class has the base class's default.
+
     :param operator: the operator class.
     :param parameter: the constructor parameter.
     """
-    return inspect.signature(operator.__init__).parameters[parameter].default
+    for cls in operator.__mro__:
+        declared = inspect.signature(cls.__init__).parameters.get(parameter)
+        if declared is not None and "__init__" in vars(cls):
+            return declared.default
+    raise TypeError(f"{operator.__name__} takes no argument {parameter!r}")
 
 
 class _Section:
