@@ -17,6 +17,14 @@ class SqlServerLoginError(SqlServerCdcError):
     """The server refused the login (wrong user or password, or the database is not accessible)."""
 
 
+class LoginRefusedError(SqlServerLoginError):
+    """The server answered and refused the login: wrong login or password, or a database it may not open."""
+
+
+class DriverNotAllowedError(SqlServerCdcError):
+    """A connection names its ODBC driver in its extra, which the Airflow configuration does not allow."""
+
+
 class CdcNotEnabledError(SqlServerCdcError):
     """Change data capture is not enabled on the database, or not on the table."""
 

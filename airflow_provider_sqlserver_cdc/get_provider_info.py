@@ -8,6 +8,43 @@ from airflow_provider_sqlserver_cdc import __version__
 
 PACKAGE_NAME = "airflow-provider-sqlserver-cdc"
 
+# The form of a ``sqlserver_cdc`` connection: extras, stored under these names in Connection.extra.
+CONNECTION_FIELDS: dict[str, Any] = {
+    "encrypt": {
+        "label": "Encrypt",
+        "description": "Encrypt the connection (Microsoft's ODBC driver).",
+        "schema": {"type": ["boolean", "null"], "default": True},
+    },
+    "trust_server_certificate": {
+        "label": "Trust server certificate",
+        "description": "Accept the server's certificate without validating it (test servers only).",
+        "schema": {"type": ["boolean", "null"], "default": False},
+    },
+    "application_intent": {
+        "label": "Application intent",
+        "description": "ReadOnly to read from a readable secondary of an availability group.",
+        "schema": {"type": ["string", "null"], "enum": ["ReadWrite", "ReadOnly", None]},
+    },
+    "driver": {
+        "label": "ODBC driver",
+        "description": (
+            "Used only when [sqlserver_cdc] allow_driver_in_extra = True; otherwise refused. Default: "
+            "[sqlserver_cdc] default_driver, else ODBC Driver 18 for SQL Server when installed, else FreeTDS."
+        ),
+        "schema": {"type": ["string", "null"]},
+    },
+    "tds_version": {
+        "label": "TDS version (FreeTDS)",
+        "description": "The TDS protocol version FreeTDS speaks; default 7.4.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "server_time_zone": {
+        "label": "Server time zone",
+        "description": "IANA zone of the server (e.g. Europe/Berlin), for servers with daylight-saving time.",
+        "schema": {"type": ["string", "null"]},
+    },
+}
+
 
 def get_provider_info() -> dict[str, Any]:
     """Return the provider description Airflow registers (hooks, operators, sensors, triggers)."""
@@ -55,5 +92,44 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_provider_sqlserver_cdc.triggers.lsn"],
             }
         ],
-        "connection-types": [],
+        "connection-types": [
+            {
+                "hook-class-name": "airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc.SqlServerCdcHook",
+                "hook-name": "Microsoft SQL Server CDC",
+                "connection-type": "sqlserver_cdc",
+                "ui-field-behaviour": {
+                    "relabeling": {"schema": "Database"},
+                    "placeholders": {"host": "sql.example.com", "port": "1433", "schema": "shop"},
+                },
+                "conn-fields": CONNECTION_FIELDS,
+            }
+        ],
+        "config": {
+            "sqlserver_cdc": {
+                "description": "Which ODBC driver the SQL Server CDC hook loads.",
+                "options": {
+                    "default_driver": {
+                        "description": (
+                            "ODBC driver of connections whose hook is given none: a name registered in "
+                            "odbcinst.ini. When not set: ODBC Driver 18 for SQL Server if installed, else FreeTDS."
+                        ),
+                        "version_added": None,
+                        "type": "string",
+                        "example": "ODBC Driver 18 for SQL Server",
+                        "default": None,
+                    },
+                    "allow_driver_in_extra": {
+                        "description": (
+                            "Let a connection name its ODBC driver in its 'driver' extra. The driver is a "
+                            "shared library the worker loads, so this lets whoever may edit connections run "
+                            "code on workers; like [providers.odbc] allow_driver_in_extra, it is off."
+                        ),
+                        "version_added": None,
+                        "type": "boolean",
+                        "example": "True",
+                        "default": "False",
+                    },
+                },
+            }
+        },
     }

@@ -26,6 +26,8 @@ _settings = {
     **airflow_home_environment(AIRFLOW_HOME, dags_folder=REPO_ROOT / "dags"),
     "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
     connection_variable("spark_default"): LOCAL_SPARK_CONNECTION,
+    # The suite's connections name their ODBC driver (FreeTDS) in the extra: allow it, as a deployment would.
+    "AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA": "True",
 }
 for _name, _value in _settings.items():
     os.environ.setdefault(_name, _value)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from airflow_provider_sqlserver_cdc.errors import (
     CdcNotEnabledError,
     ChangeDataPermissionError,
+    LoginRefusedError,
     LsnRangeError,
     SqlServerCdcError,
     SqlServerLoginError,
@@ -93,14 +94,14 @@ def translate_driver_error(
     ci = f" for capture instance {capture_instance!r}" if capture_instance else ""
     conn_id = context.conn_id
     if number in LOGIN_FAILED or (doing == "connecting" and "Login failed" in text):
-        return SqlServerLoginError(
+        return LoginRefusedError(
             f"SQL Server refused the login of {context.login!r} ({where}): {text}. Check the login, "
             f"password and database of Airflow connection {conn_id!r}."
         )
     if doing == "connecting":
         return SqlServerLoginError(
             f"Cannot connect to SQL Server ({where}) with ODBC driver {context.driver!r}: {text}. Check host, "
-            f"port and the driver/encrypt extras of Airflow connection {conn_id!r}."
+            f"port, the ODBC driver and the encrypt settings of Airflow connection {conn_id!r}."
         )
     if number in PERMISSION_DENIED:
         return ChangeDataPermissionError(

@@ -3,14 +3,22 @@ ODBC connection strings for SQL Server: the one place that builds them.
 
 :func:`odbc_connection_string` turns explicit parts (host, port, database, user, password,
 driver, options) into a connection string; :func:`airflow_odbc_connection_string` does the same
-for an Airflow connection of type ``mssql`` and its extras. Values are quoted with braces as ODBC
-requires. A connection string holds the password: log :func:`redact` of it, never the string.
+for an Airflow connection of type ``sqlserver_cdc`` (or ``mssql``) and its extras. Values are quoted
+with braces as ODBC requires. A connection string holds the password: log :func:`redact` of it,
+never the string.
+
+The ODBC driver is a shared library the worker loads, so who may name it matters (as in Airflow's
+``OdbcHook``): DAG code (the hook's ``driver`` argument) and the Airflow configuration
+(``[sqlserver_cdc] default_driver``) may; a connection's ``driver`` extra only when
+``[sqlserver_cdc] allow_driver_in_extra`` is true.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from airflow_provider_sqlserver_cdc.errors import DriverNotAllowedError
 
 MS_ODBC_DRIVER = "ODBC Driver 18 for SQL Server"
 FREETDS_DRIVER = "FreeTDS"
@@ -19,6 +27,10 @@ DEFAULT_TDS_VERSION = "7.4"
 REDACTED = "***"
 _SECRET_KEYS = frozenset({"PWD", "PASSWORD"})
 _TRUE_WORDS = ("1", "true", "yes", "mandatory", "strict")
+CONFIG_SECTION = "sqlserver_cdc"
+ALLOW_DRIVER_IN_EXTRA = "allow_driver_in_extra"
+DEFAULT_DRIVER = "default_driver"
+APPLICATION_INTENTS = ("ReadWrite", "ReadOnly")
 
 
 def odbc_value(value: str) -> str:
@@ -106,36 +118,99 @@ def odbc_connection_string(
     return ";".join(f"{key}={value}" for key, value in parts.items()) + ";"
 
 
-def airflow_odbc_driver(extras: Mapping[str, Any]) -> str:
+def driver_in_extra_allowed() -> bool:
+    """Whether ``[sqlserver_cdc] allow_driver_in_extra`` lets connections name their ODBC driver."""
+    from airflow.sdk import conf
+
+    return conf.getboolean(CONFIG_SECTION, ALLOW_DRIVER_IN_EXTRA, fallback=False)
+
+
+def configured_default_driver() -> str | None:
+    """Return ``[sqlserver_cdc] default_driver``, or None when it is not set."""
+    from airflow.sdk import conf
+
+    return conf.get(CONFIG_SECTION, DEFAULT_DRIVER, fallback=None) or None
+
+
+def _extra(extras: Mapping[str, Any], name: str) -> Any:
+    """The extra ``name`` whatever its case (``Driver`` is still the driver)."""
+    return next((value for key, value in extras.items() if key.lower() == name), None)
+
+
+def airflow_odbc_driver(
+    extras: Mapping[str, Any], *, driver: str | None = None, conn_id: str | None = None
+) -> str:
     """
-    Return the ODBC driver of an Airflow connection: its ``driver`` extra, else the installed default.
+    Return the ODBC driver for an Airflow connection, refusing a ``driver`` extra unless allowed.
+
+    In order: ``driver`` (DAG code), the connection's ``driver`` extra when
+    ``[sqlserver_cdc] allow_driver_in_extra`` is true, ``[sqlserver_cdc] default_driver``, then
+    Microsoft's ODBC Driver 18 when installed, else FreeTDS.
 
     :param extras: the connection's extras.
+    :param driver: the driver the hook was given, if any.
+    :param conn_id: the connection id, for the error message.
+    :raises DriverNotAllowedError: the extras name a driver and the configuration does not allow it.
     """
-    configured = extras.get("driver")
-    return str(configured).strip("{}") if configured else installed_default_driver()
+    extra_driver = _extra(extras, "driver")
+    if extra_driver and not driver_in_extra_allowed():
+        raise DriverNotAllowedError(
+            f"Airflow connection {conn_id!r} names ODBC driver {str(extra_driver)!r} in its extra, which is "
+            "refused: remove 'driver' from the extra (the driver then comes from the hook's driver argument, "
+            f"option {DEFAULT_DRIVER} in section {CONFIG_SECTION} of the Airflow config, or the installed "
+            f"default), or allow it with option {ALLOW_DRIVER_IN_EXTRA} = True in section {CONFIG_SECTION} "
+            f"(AIRFLOW__{CONFIG_SECTION.upper()}__{ALLOW_DRIVER_IN_EXTRA.upper()}=True)."
+        )
+    chosen = driver or extra_driver or configured_default_driver() or installed_default_driver()
+    return str(chosen).strip().strip("{}").strip()
 
 
-def airflow_odbc_connection_string(connection: Any, *, database: str | None = None) -> str:
+def _given(value: Any, default: Any) -> Any:
+    """``value``, or ``default`` when the extra is missing or left empty in the connection form."""
+    return default if value in (None, "") else value
+
+
+def application_intent(value: Any) -> str | None:
     """
-    Build the ODBC connection string of an Airflow ``mssql`` connection. It contains the password: never log it.
+    Spell the ``application_intent`` extra as ODBC's ``ReadOnly`` or ``ReadWrite`` (None when not set).
 
-    Host, port, login, password and schema (the database) come from the connection; the extras
-    ``driver``, ``tds_version`` (FreeTDS, default 7.4), ``encrypt`` (default yes) and
-    ``trust_server_certificate`` (default no; both for Microsoft's driver) from its extras.
+    :param value: ``ReadOnly`` or ``ReadWrite`` in any case, or empty.
+    """
+    if value in (None, ""):
+        return None
+    for intent in APPLICATION_INTENTS:
+        if str(value).strip().lower() == intent.lower():
+            return intent
+    raise ValueError(f"application_intent must be one of {', '.join(APPLICATION_INTENTS)}, not {value!r}")
 
-    :param connection: the Airflow connection.
+
+def airflow_odbc_connection_string(
+    connection: Any, *, database: str | None = None, driver: str | None = None
+) -> str:
+    """
+    Build the ODBC connection string of an Airflow connection. It contains the password: never log it.
+
+    Host, port, login, password and schema (the database) come from the connection; from its extras
+    ``tds_version`` (FreeTDS, default 7.4), ``encrypt`` (default yes) and ``trust_server_certificate``
+    (default no; both for Microsoft's driver), ``application_intent`` (``ReadOnly`` for a readable
+    secondary) and ``driver`` only as :func:`airflow_odbc_driver` allows.
+
+    :param connection: the Airflow connection (type ``sqlserver_cdc`` or ``mssql``).
     :param database: the database to use instead of the connection's schema.
+    :param driver: the ODBC driver the hook was given (DAG code), if any.
     """
     extras = dict(connection.extra_dejson or {})
-    driver = airflow_odbc_driver(extras)
+    driver = airflow_odbc_driver(extras, driver=driver, conn_id=connection.conn_id)
     if is_freetds(driver):
-        options = {"TDS_Version": str(extras.get("tds_version", DEFAULT_TDS_VERSION))}
+        options = {"TDS_Version": str(extras.get("tds_version") or DEFAULT_TDS_VERSION)}
     else:
         options = {
-            "Encrypt": yes_no(extras.get("encrypt", True)),
-            "TrustServerCertificate": yes_no(extras.get("trust_server_certificate", False)),
+            "Encrypt": yes_no(_given(extras.get("encrypt"), True)),
+            "TrustServerCertificate": yes_no(_given(extras.get("trust_server_certificate"), False)),
         }
+    intent = application_intent(extras.get("application_intent"))
+    if intent:
+        options["ApplicationIntent"] = intent
     return odbc_connection_string(
         host=connection.host or "localhost",
         port=connection.port,

@@ -12,7 +12,7 @@ from airflow.sdk import BaseHook
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-from airflow_provider_sqlserver_cdc.errors import CdcNotEnabledError, SqlServerCdcError
+from airflow_provider_sqlserver_cdc.errors import CdcNotEnabledError, LoginRefusedError, SqlServerCdcError
 from airflow_provider_sqlserver_cdc.hooks.capture_instance_names import find_capture_instance
 from airflow_provider_sqlserver_cdc.hooks.capture_job import CaptureJobStatus, read_capture_job
 from airflow_provider_sqlserver_cdc.hooks.change_reader import (
@@ -43,20 +43,23 @@ class SqlServerCdcHook(BaseHook):
     """
     Talk to a CDC-enabled SQL Server database through pyodbc.
 
-    Uses Airflow connections of type ``mssql``: host, port, login, password, and schema as the
-    database (as the Microsoft SQL Server provider does). Extras: ``driver`` (ODBC driver name;
-    default ``ODBC Driver 18 for SQL Server`` when installed, else ``FreeTDS``), ``encrypt``
-    and ``trust_server_certificate`` (Microsoft driver), ``tds_version`` (FreeTDS, default 7.4),
-    ``server_time_zone`` (IANA zone of the server, for servers with daylight-saving time).
+    Uses Airflow connections of type ``sqlserver_cdc`` (or ``mssql``, as the Microsoft SQL Server
+    provider writes them): host, port, login, password, and schema as the database. Extras (form
+    fields of the ``sqlserver_cdc`` type): ``encrypt`` and ``trust_server_certificate`` (Microsoft
+    driver), ``application_intent``, ``tds_version`` (FreeTDS, default 7.4), ``server_time_zone``
+    (IANA zone of the server, for servers with daylight-saving time), and ``driver`` only when
+    ``[sqlserver_cdc] allow_driver_in_extra`` is true (see :func:`.odbc_connection.airflow_odbc_driver`).
 
     :param sqlserver_cdc_conn_id: the Airflow connection id.
     :param database: database to use instead of the connection's schema.
     :param server_time_zone: IANA zone of the server; overrides the connection extra.
+    :param driver: ODBC driver name; default ``[sqlserver_cdc] default_driver``, else
+        ``ODBC Driver 18 for SQL Server`` when installed, else ``FreeTDS``.
     """
 
     conn_name_attr = "sqlserver_cdc_conn_id"
     default_conn_name = "mssql_default"
-    conn_type = "mssql"
+    conn_type = "sqlserver_cdc"
     hook_name = "Microsoft SQL Server CDC"
 
     def __init__(
@@ -65,12 +68,14 @@ class SqlServerCdcHook(BaseHook):
         *,
         database: str | None = None,
         server_time_zone: str | None = None,
+        driver: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
         self._database = database
         self._server_time_zone = server_time_zone
+        self._driver = driver
         self._conn: pyodbc.Connection | None = None
 
     # --- connection ----------------------------------------------------------------------
@@ -97,12 +102,12 @@ class SqlServerCdcHook(BaseHook):
 
     @property
     def odbc_driver(self) -> str:
-        """The ODBC driver name: the ``driver`` extra, else Microsoft's driver 18 when installed, else FreeTDS."""
-        return airflow_odbc_driver(self.extras)
+        """The ODBC driver name (see :func:`.odbc_connection.airflow_odbc_driver`)."""
+        return airflow_odbc_driver(self.extras, driver=self._driver, conn_id=self.sqlserver_cdc_conn_id)
 
     def odbc_connection_string(self) -> str:
         """Build the ODBC connection string (see :mod:`.odbc_connection`). It contains the password: never log it."""
-        return airflow_odbc_connection_string(self.connection, database=self.database)
+        return airflow_odbc_connection_string(self.connection, database=self.database, driver=self._driver)
 
     def get_conn(self) -> pyodbc.Connection:
         """Return the hook's pyodbc connection (autocommit, converters registered), opening it once."""
@@ -120,6 +125,49 @@ class SqlServerCdcHook(BaseHook):
             raise self._translate(err, "connecting") from None
         register_output_converters(conn)
         return conn
+
+    def test_connection(self) -> tuple[bool, str]:
+        """Log in and read the database's name and CDC state; return whether that worked and a one-line message."""
+        try:
+            database = self.get_database_name()
+            cdc = "CDC enabled" if self.is_cdc_enabled() else "CDC not enabled: run EXEC sys.sp_cdc_enable_db"
+            driver = self.odbc_driver
+        except LoginRefusedError as err:
+            return False, self._explain_refused_login(err)
+        except Exception as err:
+            return False, " ".join(str(err).split())
+        finally:
+            self.close()
+        return (
+            True,
+            f"Connected to SQL Server {self.server}, database {database!r} ({cdc}), ODBC driver {driver!r}.",
+        )
+
+    def _explain_refused_login(self, err: LoginRefusedError) -> str:
+        """Tell a database that is missing (or that the login may not open) from a wrong login or password."""
+        refused = " ".join(str(err).split())
+        if not self.database or self.database.lower() == "master":
+            return refused
+        probe = SqlServerCdcHook(self.sqlserver_cdc_conn_id, database="master", driver=self._driver)
+        try:
+            exists = (
+                probe._scalar(tsql.DATABASE_ID, self.database, doing="looking up the database") is not None
+            )
+        except SqlServerCdcError:
+            return refused  # the login itself is refused
+        finally:
+            probe.close()
+        conn_id = self.sqlserver_cdc_conn_id
+        if exists:
+            return (
+                f"Login {self.connection.login!r} may not open database {self.database!r} on SQL Server "
+                f"{self.server}: add a user for it there (CREATE USER ... FOR LOGIN ...), or set the Database "
+                f"(schema) of Airflow connection {conn_id!r} to one it may use."
+            )
+        return (
+            f"There is no database {self.database!r} on SQL Server {self.server}: set the Database (schema) "
+            f"of Airflow connection {conn_id!r} to an existing database."
+        )
 
     def close(self) -> None:
         """Close the hook's connection."""
