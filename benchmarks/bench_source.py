@@ -134,6 +134,8 @@ def run_child(script: str, simulator: SimulatorProcess, database: str, label: st
     env[connection_variable("bench")] = mssql_connection_json(
         simulator.host, simulator.port, "sa", PASSWORD, database
     )
+    # The simulator connection names its driver (FreeTDS: the simulator speaks no TLS) in the extra.
+    env["AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA"] = "True"
     env.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
     proc = subprocess.run(
         [sys.executable, script, *args], env=env, capture_output=True, text=True, check=False

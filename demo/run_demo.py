@@ -65,6 +65,8 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
     return {
         **dag_runs.airflow_home_environment(DEMO_DIR / "airflow", dags_folder=DAGS_FOLDER),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        # The simulator connection names its driver (FreeTDS: the simulator speaks no TLS) in the extra.
+        "AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA": "True",
         airflow_connections.connection_variable(CONN_ID): airflow_connections.mssql_connection_json(
             host, port, "sa", password, DATABASE
         ),

@@ -47,3 +47,25 @@ def test_every_declared_class_imports():
     for dotted in class_names:
         module, _, name = dotted.rpartition(".")
         assert hasattr(import_module(module), name), dotted
+
+
+def test_connection_type_sqlserver_cdc_is_the_hooks():
+    from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+    (connection_type,) = get_provider_info()["connection-types"]
+    assert connection_type["connection-type"] == SqlServerCdcHook.conn_type == "sqlserver_cdc"
+    assert connection_type["hook-name"] == SqlServerCdcHook.hook_name
+    assert connection_type["hook-class-name"].endswith(".SqlServerCdcHook")
+    for name, field in connection_type["conn-fields"].items():
+        assert field["label"] and field["schema"]["type"], name
+
+
+def test_config_section_documents_the_driver_options():
+    from airflow.sdk import conf
+
+    options = get_provider_info()["config"]["sqlserver_cdc"]["options"]
+    assert set(options) == {"allow_driver_in_extra", "default_driver"}
+    assert options["allow_driver_in_extra"]["default"] == "False"
+    for option in options.values():
+        assert option["description"] and option["type"]
+    assert conf.has_option("sqlserver_cdc", "allow_driver_in_extra")

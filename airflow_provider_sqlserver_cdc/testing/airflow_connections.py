@@ -30,6 +30,10 @@ def mssql_connection_json(host: str, port: int, login: str, password: str, datab
     """
     Return the JSON form of an ``mssql`` connection that the CDC hook opens with pyodbc + FreeTDS.
 
+    The driver is named in the connection's extra (the simulator speaks no TLS, which Microsoft's
+    driver 18 wants): set ``AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA=True`` where it is used,
+    as the test suite, the demo and the benchmarks do.
+
     :param host: the server's address.
     :param port: its TCP port.
     :param login: the SQL login.
