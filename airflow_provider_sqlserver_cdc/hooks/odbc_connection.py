@@ -11,14 +11,15 @@ The ODBC driver is a shared library the worker loads, so who may name it matters
 ``OdbcHook``): DAG code (the hook's ``driver`` argument) and the Airflow configuration
 (``[sqlserver_cdc] default_driver``) may; a connection's ``driver`` extra only when
 ``[sqlserver_cdc] allow_driver_in_extra`` is true.
+
+Airflow is imported only inside the functions that read its configuration: the simulator's pytest
+plugin imports this module before a test suite's conftest has configured Airflow.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-from airflow_provider_sqlserver_cdc.errors import DriverNotAllowedError
 
 MS_ODBC_DRIVER = "ODBC Driver 18 for SQL Server"
 FREETDS_DRIVER = "FreeTDS"
@@ -154,6 +155,8 @@ def airflow_odbc_driver(
     """
     extra_driver = _extra(extras, "driver")
     if extra_driver and not driver_in_extra_allowed():
+        from airflow_provider_sqlserver_cdc.errors import DriverNotAllowedError
+
         raise DriverNotAllowedError(
             f"Airflow connection {conn_id!r} names ODBC driver {str(extra_driver)!r} in its extra, which is "
             "refused: remove 'driver' from the extra (the driver then comes from the hook's driver argument, "

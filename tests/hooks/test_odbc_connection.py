@@ -115,3 +115,15 @@ def test_redact_hides_the_password_only(secret):
     assert secret not in redacted and "s3cr" not in redacted
     assert "PWD=***" in redacted and "UID=u;" in redacted and "SERVER=db;" in redacted
     assert redact("DRIVER=FreeTDS;Password=x;") == "DRIVER=FreeTDS;PASSWORD=***;"
+
+
+def test_importing_it_does_not_configure_airflow():
+    """The simulator's pytest plugin imports it before a suite's conftest has set AIRFLOW_HOME."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, airflow_provider_sqlserver_cdc.hooks.odbc_connection; "
+        "assert 'airflow.configuration' not in sys.modules, 'airflow configured at import'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
