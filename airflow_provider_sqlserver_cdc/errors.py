@@ -14,11 +14,16 @@ class InvalidIdentifierError(SqlServerCdcError, ValueError):
 
 
 class SqlServerLoginError(SqlServerCdcError):
-    """The server refused the login (wrong user or password, or the database is not accessible)."""
+    """
+    The server refused the login (wrong user or password, or the database is not accessible), or is unreachable.
 
+    :param message: what happened and what to check.
+    :param refused: the server answered and refused the login (not a network or driver failure).
+    """
 
-class LoginRefusedError(SqlServerLoginError):
-    """The server answered and refused the login: wrong login or password, or a database it may not open."""
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class DriverNotAllowedError(SqlServerCdcError):

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from airflow_provider_sqlserver_cdc.errors import (
     CdcNotEnabledError,
     ChangeDataPermissionError,
-    LoginRefusedError,
     LsnRangeError,
     SqlServerCdcError,
     SqlServerLoginError,
@@ -94,9 +93,10 @@ def translate_driver_error(
     ci = f" for capture instance {capture_instance!r}" if capture_instance else ""
     conn_id = context.conn_id
     if number in LOGIN_FAILED or (doing == "connecting" and "Login failed" in text):
-        return LoginRefusedError(
+        return SqlServerLoginError(
             f"SQL Server refused the login of {context.login!r} ({where}): {text}. Check the login, "
-            f"password and database of Airflow connection {conn_id!r}."
+            f"password and database of Airflow connection {conn_id!r}.",
+            refused=True,
         )
     if doing == "connecting":
         return SqlServerLoginError(

@@ -12,7 +12,7 @@ from airflow.sdk import BaseHook
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-from airflow_provider_sqlserver_cdc.errors import CdcNotEnabledError, LoginRefusedError, SqlServerCdcError
+from airflow_provider_sqlserver_cdc.errors import CdcNotEnabledError, SqlServerCdcError, SqlServerLoginError
 from airflow_provider_sqlserver_cdc.hooks.capture_instance_names import find_capture_instance
 from airflow_provider_sqlserver_cdc.hooks.capture_job import CaptureJobStatus, read_capture_job
 from airflow_provider_sqlserver_cdc.hooks.change_reader import (
@@ -132,7 +132,7 @@ class SqlServerCdcHook(BaseHook):
             database = self.get_database_name()
             cdc = "CDC enabled" if self.is_cdc_enabled() else "CDC not enabled: run EXEC sys.sp_cdc_enable_db"
             driver = self.odbc_driver
-        except LoginRefusedError as err:
+        except SqlServerLoginError as err:
             return False, self._explain_refused_login(err)
         except Exception as err:
             return False, " ".join(str(err).split())
@@ -143,10 +143,10 @@ class SqlServerCdcHook(BaseHook):
             f"Connected to SQL Server {self.server}, database {database!r} ({cdc}), ODBC driver {driver!r}.",
         )
 
-    def _explain_refused_login(self, err: LoginRefusedError) -> str:
+    def _explain_refused_login(self, err: SqlServerLoginError) -> str:
         """Tell a database that is missing (or that the login may not open) from a wrong login or password."""
         refused = " ".join(str(err).split())
-        if not self.database or self.database.lower() == "master":
+        if not err.refused or not self.database or self.database.lower() == "master":
             return refused
         probe = SqlServerCdcHook(self.sqlserver_cdc_conn_id, database="master", driver=self._driver)
         try:

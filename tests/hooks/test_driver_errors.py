@@ -101,3 +101,14 @@ def test_a_password_the_driver_echoes_is_hidden():
     translated = translate_driver_error(err, "connecting", CONTEXT)
     assert SECRET not in str(translated) and "PWD=***" in str(translated)
     assert SECRET not in repr(CONTEXT)
+
+
+def test_only_a_login_the_server_answered_is_marked_refused():
+    refused = pyodbc.InterfaceError(
+        "28000", "[28000] [FreeTDS][SQL Server]Login failed for user 'x'. (18456) (SQLDriverConnect)"
+    )
+    unreachable = pyodbc.OperationalError(
+        "08001", "[08001] [FreeTDS][SQL Server]Unable to connect to data source (0) (SQLDriverConnect)"
+    )
+    assert translate_driver_error(refused, "connecting", CONTEXT).refused is True
+    assert translate_driver_error(unreachable, "connecting", CONTEXT).refused is False
