@@ -34,6 +34,7 @@ from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks import odbc_connection
 from airflow_provider_sqlserver_cdc.testing import airflow_connections, dag_runs
+from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
 from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,18 +51,19 @@ def log(message: str) -> None:
     print(f"[{dt.datetime.now():%H:%M:%S}] {message}", flush=True)
 
 
-def iceberg_runtime_jar() -> str:
-    """The Iceberg Spark runtime jar of the dev extra, or exit with what to install."""
-    from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar as runtime_jar
-
-    try:
-        return runtime_jar()
-    except FileNotFoundError as err:
-        raise SystemExit(str(err)) from None
-
-
 def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
     """The environment of Airflow, the DAG and Spark for the demo (everything under .demo/)."""
+    try:
+        example_dag = example_dag_environment(
+            conn_id=CONN_ID,
+            staging=DEMO_DIR / "staging",
+            warehouse=DEMO_DIR / "warehouse",
+            poke_interval_seconds=2,
+            sensor_timeout_seconds=180,
+            retry_delay_seconds=5,
+        )
+    except FileNotFoundError as err:  # no Iceberg runtime jar: the message says what to install
+        raise SystemExit(str(err)) from None
     return {
         **dag_runs.airflow_home_environment(DEMO_DIR / "airflow", dags_folder=DAGS_FOLDER),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
@@ -71,16 +73,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
             host, port, "sa", password, DATABASE
         ),
         airflow_connections.connection_variable("spark_default"): airflow_connections.LOCAL_SPARK_CONNECTION,
-        "SQLSERVER_CDC_CONN_ID": CONN_ID,
-        "SQLSERVER_CDC_SCHEDULE": "* * * * *",
-        "SQLSERVER_CDC_STAGING": str(DEMO_DIR / "staging"),
-        "SQLSERVER_CDC_WAREHOUSE": str(DEMO_DIR / "warehouse"),
-        "SQLSERVER_CDC_SPARK_JARS": iceberg_runtime_jar(),
-        "SQLSERVER_CDC_SENSOR_MODE": "poke",
-        "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "2",
-        "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "180",
-        "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "5",
-        "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
+        **example_dag,
         **dag_runs.interpreter_environment(),
     }
 

@@ -20,7 +20,7 @@ from typing import Any
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.dag_runs import DagTestRun, run_dag_test
-from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
+from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,16 +58,14 @@ class PipelineHarness:
         self.env = {
             **os.environ,
             connection: self.simulator.airflow_connection(self.database),
-            "SQLSERVER_CDC_CONN_ID": self.conn_id,
-            "SQLSERVER_CDC_SCHEDULE": "* * * * *",
-            "SQLSERVER_CDC_STAGING": str(self.staging),
-            "SQLSERVER_CDC_WAREHOUSE": str(self.warehouse),
-            "SQLSERVER_CDC_SPARK_JARS": iceberg_runtime_jar(),
-            "SQLSERVER_CDC_SENSOR_MODE": "poke",
-            "SQLSERVER_CDC_POKE_INTERVAL_SECONDS": "1",
-            "SQLSERVER_CDC_SENSOR_TIMEOUT_SECONDS": "90",
-            "SQLSERVER_CDC_SHUFFLE_PARTITIONS": "2",
-            "SQLSERVER_CDC_RETRY_DELAY_SECONDS": "1",
+            **example_dag_environment(
+                conn_id=self.conn_id,
+                staging=self.staging,
+                warehouse=self.warehouse,
+                poke_interval_seconds=1,
+                sensor_timeout_seconds=90,
+                retry_delay_seconds=1,
+            ),
         }
         # The hook of the comparison (in this process) finds the connection the same way.
         os.environ[connection] = self.env[connection]

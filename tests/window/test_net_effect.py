@@ -27,19 +27,60 @@ def state(result: dict) -> dict:
     return {key[0]: (c.deletes, dict(c.values)) for key, c in result.items()}
 
 
-def test_insert_update_delete_in_sequence_ends_deleted() -> None:
-    changes = [
-        change(1, 1, INSERT, id=1, v="a"),
-        change(2, 1, UPDATE_BEFORE, id=1, v="a"),
-        change(2, 1, UPDATE_AFTER, id=1, v="b"),
-        change(3, 1, DELETE, id=1, v="b"),
-    ]
-    assert state(net_effect(changes, ["id"])) == {1: (True, {"id": 1, "v": "b"})}
+#: Changes of one window, and the net effect per key: (deleted, values).
+SCENARIOS = [
+    pytest.param(
+        [
+            change(1, 1, INSERT, id=1, v="a"),
+            change(2, 1, UPDATE_BEFORE, id=1, v="a"),
+            change(2, 1, UPDATE_AFTER, id=1, v="b"),
+            change(3, 1, DELETE, id=1, v="b"),
+        ],
+        {1: (True, {"id": 1, "v": "b"})},
+        id="insert_update_delete_ends_deleted",
+    ),
+    pytest.param(
+        [change(1, 1, DELETE, id=1, v="old"), change(2, 1, INSERT, id=1, v="new")],
+        {1: (False, {"id": 1, "v": "new"})},
+        id="delete_then_reinsert_ends_present_with_new_values",
+    ),
+    # before-image and after-image share (start_lsn, seqval); the after-image sorts last and wins.
+    pytest.param(
+        [change(5, 7, UPDATE_AFTER, id=1, v="after"), change(5, 7, UPDATE_BEFORE, id=1, v="before")],
+        {1: (False, {"id": 1, "v": "after"})},
+        id="update_before_image_values_are_never_used",
+    ),
+    pytest.param(
+        [
+            change(1, 1, INSERT, id=1, v="a"),
+            change(2, 1, UPDATE_BEFORE, id=1, v="a"),
+            change(2, 1, UPDATE_AFTER, id=10, v="a"),
+        ],
+        {1: (True, {"id": 1, "v": "a"}), 10: (False, {"id": 10, "v": "a"})},
+        id="primary_key_update_as_before_and_after_image_deletes_old_key",
+    ),
+    pytest.param(
+        [change(2, 1, DELETE, id=1, v="a"), change(2, 2, INSERT, id=10, v="a")],
+        {1: (True, {"id": 1, "v": "a"}), 10: (False, {"id": 10, "v": "a"})},
+        id="primary_key_update_as_delete_and_insert_deletes_old_key",
+    ),
+    # UPDATE t SET id = 3 - id WHERE id IN (1, 2): each key is both an old and a new key.
+    pytest.param(
+        [
+            change(4, 1, UPDATE_BEFORE, id=1, v="one"),
+            change(4, 1, UPDATE_AFTER, id=2, v="one"),
+            change(4, 2, UPDATE_BEFORE, id=2, v="two"),
+            change(4, 2, UPDATE_AFTER, id=1, v="two"),
+        ],
+        {1: (False, {"id": 1, "v": "two"}), 2: (True, {"id": 2, "v": "two"})},
+        id="key_swap_inside_one_statement",
+    ),
+]
 
 
-def test_delete_then_reinsert_ends_present_with_new_values() -> None:
-    changes = [change(1, 1, DELETE, id=1, v="old"), change(2, 1, INSERT, id=1, v="new")]
-    assert state(net_effect(changes, ["id"])) == {1: (False, {"id": 1, "v": "new"})}
+@pytest.mark.parametrize(("changes", "expected"), SCENARIOS)
+def test_net_effect_per_key(changes: list[Change], expected: dict) -> None:
+    assert state(net_effect(changes, ["id"])) == expected
 
 
 @pytest.mark.parametrize("order", list(itertools.permutations(range(4))))
@@ -54,49 +95,6 @@ def test_result_does_not_depend_on_input_order(order: tuple[int, ...]) -> None:
     assert state(net_effect(shuffled, ["id"])) == {
         1: (False, {"id": 1, "v": "b"}),
         2: (False, {"id": 2, "v": "x"}),
-    }
-
-
-def test_update_before_image_values_are_never_used() -> None:
-    # before-image and after-image share (start_lsn, seqval); the after-image sorts last and wins.
-    changes = [change(5, 7, UPDATE_AFTER, id=1, v="after"), change(5, 7, UPDATE_BEFORE, id=1, v="before")]
-    assert state(net_effect(changes, ["id"])) == {1: (False, {"id": 1, "v": "after"})}
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        pytest.param(
-            [
-                change(1, 1, INSERT, id=1, v="a"),
-                change(2, 1, UPDATE_BEFORE, id=1, v="a"),
-                change(2, 1, UPDATE_AFTER, id=10, v="a"),
-            ],
-            id="as_before_and_after_image",
-        ),
-        pytest.param(
-            [change(2, 1, DELETE, id=1, v="a"), change(2, 2, INSERT, id=10, v="a")], id="as_delete_and_insert"
-        ),
-    ],
-)
-def test_primary_key_update_deletes_old_key(changes: list[Change]) -> None:
-    assert state(net_effect(changes, ["id"])) == {
-        1: (True, {"id": 1, "v": "a"}),
-        10: (False, {"id": 10, "v": "a"}),
-    }
-
-
-def test_key_swap_inside_one_statement() -> None:
-    # UPDATE t SET id = 3 - id WHERE id IN (1, 2): each key is both an old and a new key.
-    changes = [
-        change(4, 1, UPDATE_BEFORE, id=1, v="one"),
-        change(4, 1, UPDATE_AFTER, id=2, v="one"),
-        change(4, 2, UPDATE_BEFORE, id=2, v="two"),
-        change(4, 2, UPDATE_AFTER, id=1, v="two"),
-    ]
-    assert state(net_effect(changes, ["id"])) == {
-        1: (False, {"id": 1, "v": "two"}),
-        2: (True, {"id": 2, "v": "two"}),
     }
 
 

@@ -21,6 +21,13 @@ def _number(exc: BaseException) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _refused(cur: Any, sql: str) -> tuple[int | None, str]:
+    """Run ``sql``, which must fail; return the error's number and text."""
+    with pytest.raises(DRIVER_ERRORS) as err:
+        cur.execute(sql)
+    return _number(err.value), str(err.value)
+
+
 def _rows(cur: Any, sql: str) -> list[tuple[Any, ...]]:
     cur.execute(sql)
     return [tuple(r) for r in cur.fetchall()]
@@ -202,10 +209,9 @@ def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
         "CREATE ROLE data_reader",
         "ALTER ROLE data_reader ADD MEMBER alice",
     )
-    with pytest.raises(DRIVER_ERRORS) as err:
-        cur.execute("DROP ROLE data_reader")
-    assert _number(err.value) == 15144
-    assert "The role has members. It must be empty before it can be dropped." in str(err.value)
+    number, message = _refused(cur, "DROP ROLE data_reader")
+    assert number == 15144
+    assert "The role has members. It must be empty before it can be dropped." in message
     assert _rows(cur, _ROLE_MEMBERS.format(role="data_reader")) == [("data_reader", "alice")]
     cur.execute("ALTER ROLE data_reader DROP MEMBER alice")
     cur.execute("DROP ROLE data_reader")
@@ -222,9 +228,7 @@ def test_drop_user_leaves_its_roles_so_they_can_be_dropped(cursor_after: Any) ->
     cur.execute("CREATE USER bob WITHOUT LOGIN")
     assert _rows(cur, _ROLE_MEMBERS.format(role="auditors")) == []
     cur.execute("DROP ROLE auditors")
-    with pytest.raises(DRIVER_ERRORS) as err:
-        cur.execute("DROP ROLE bob")
-    assert _number(err.value) == 15151
+    assert _refused(cur, "DROP ROLE bob")[0] == 15151
 
 
 @pytest.mark.parametrize(
@@ -232,10 +236,9 @@ def test_drop_user_leaves_its_roles_so_they_can_be_dropped(cursor_after: Any) ->
 )
 def test_fixed_principals_cannot_be_dropped(connect: Any, sql: str, message: str) -> None:
     cur = connect().cursor()
-    with pytest.raises(DRIVER_ERRORS) as err:
-        cur.execute(sql)
-    assert _number(err.value) == 15150
-    assert f"Cannot drop the {message}." in str(err.value)
+    number, error = _refused(cur, sql)
+    assert number == 15150
+    assert f"Cannot drop the {message}." in error
     assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('db_owner', 'dbo')") == [
         (2,)
     ]
@@ -249,9 +252,7 @@ def test_alter_table_add_and_drop_column(shop: Any) -> None:
         shop, "SELECT name FROM sys.columns WHERE object_id = OBJECT_ID('sales.orders') ORDER BY column_id"
     )
     assert [c[0] for c in cols] == ["order_id", "line_no", "customer_id", "amount", "status", "qty"]
-    with pytest.raises(DRIVER_ERRORS) as err:
-        shop.execute("SELECT note FROM sales.orders")
-    assert _number(err.value) == 207
+    assert _refused(shop, "SELECT note FROM sales.orders")[0] == 207
 
 
 def test_declare_set_and_variables_in_queries(shop: Any) -> None:
@@ -368,21 +369,19 @@ def test_temporary_tables_are_private_to_the_connection(connect: Any) -> None:
     assert _rows(cur, "SELECT id, v FROM #work ORDER BY id") == [(1, "a"), (2, "z")]
     assert _rows(cur, "SELECT CASE WHEN OBJECT_ID('tempdb..#work') IS NULL THEN 0 ELSE 1 END") == [(1,)]
     other = connect().cursor()
-    with pytest.raises(DRIVER_ERRORS) as err:
-        other.execute("SELECT * FROM #work")
-    assert _number(err.value) == 208
+    assert _refused(other, "SELECT * FROM #work")[0] == 208
     cur.execute("DROP TABLE #work")
     first.close()
 
 
 def test_raiserror_and_throw_report_their_numbers_and_messages(connect: Any) -> None:
     cur = connect().cursor()
-    with pytest.raises(DRIVER_ERRORS) as err:
-        cur.execute("RAISERROR('bad %s value %d', 16, 1, 'x', 5)")
-    assert _number(err.value) == 50000 and "bad x value 5" in str(err.value)
-    with pytest.raises(DRIVER_ERRORS) as err:
-        cur.execute("THROW 51000, 'custom failure', 1")
-    assert _number(err.value) == 51000 and "custom failure" in str(err.value)
+    number, message = _refused(cur, "RAISERROR('bad %s value %d', 16, 1, 'x', 5)")
+    assert number == 50000
+    assert "bad x value 5" in message
+    number, message = _refused(cur, "THROW 51000, 'custom failure', 1")
+    assert number == 51000
+    assert "custom failure" in message
     assert _rows(cur, "SELECT 1") == [(1,)]
 
 
