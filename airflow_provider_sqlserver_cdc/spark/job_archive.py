@@ -57,15 +57,31 @@ def merge_job_py_files(directory: str | os.PathLike[str] | None = None) -> str:
         Path(directory or tempfile.gettempdir())
         / f"sqlserver-cdc-merge-{__version__}-{digest.hexdigest()[:16]}.zip"
     )
-    if target.is_file():
+    if _holds(target, contents):
         return str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    # mkstemp: a fresh file of this user's, never one (or a link) that someone else left there.
+    handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with (
+        os.fdopen(handle, "wb") as raw,
+        zipfile.ZipFile(raw, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+    ):
         for name, data in contents:
             info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, data)
+    os.chmod(partial, 0o644)
     os.replace(partial, target)
     return str(target)
+
+
+def _holds(target: Path, contents: list[tuple[str, bytes]]) -> bool:
+    """Whether ``target`` is a zip of exactly ``contents`` (a file left in a shared temp dir is checked)."""
+    if target.is_symlink() or not target.is_file():
+        return False
+    try:
+        with zipfile.ZipFile(target) as archive:
+            return [(i.filename, archive.read(i)) for i in archive.infolist()] == contents
+    except (OSError, zipfile.BadZipFile):
+        return False

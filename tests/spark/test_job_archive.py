@@ -65,6 +65,21 @@ def test_zip_is_deterministic_and_reused(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "a").iterdir()] == [Path(first).name]  # no temporary left
 
 
+def test_a_zip_someone_else_left_under_the_name_is_replaced(tmp_path: Path) -> None:
+    """The temp dir is shared: a file under the cached name is reused only when it holds the job's modules."""
+    path = Path(merge_job_py_files(tmp_path))
+    genuine = path.read_bytes()
+    with zipfile.ZipFile(path, "w") as forged:
+        forged.writestr("airflow_provider_sqlserver_cdc/spark/merge/job.py", "raise SystemExit('forged')")
+    assert merge_job_py_files(tmp_path) == str(path)
+    assert path.read_bytes() == genuine
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.zip")
+    merge_job_py_files(tmp_path)
+    assert not path.is_symlink() and path.read_bytes() == genuine
+    assert not (tmp_path / "elsewhere.zip").exists()
+
+
 def test_entry_file_runs_from_the_zip_alone(tmp_path: Path) -> None:
     """With only the zip on the path (no installed provider), the entry file parses its arguments."""
     archive = merge_job_py_files(tmp_path)
