@@ -78,3 +78,7 @@ class WatermarkMissingError(SqlServerCdcError):
 
 class WindowNotReadyError(SqlServerCdcError):
     """The capture job has not yet processed every transaction the window needs."""
+
+
+class LocalPathError(SqlServerCdcError, ValueError):
+    """A local staging or warehouse path, with an executor whose workers do not share the filesystem."""

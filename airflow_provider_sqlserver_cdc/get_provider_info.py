@@ -106,7 +106,9 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "config": {
             "sqlserver_cdc": {
-                "description": "Which ODBC driver the SQL Server CDC hook loads.",
+                "description": (
+                    "Which ODBC driver the SQL Server CDC hook loads; which local paths every worker shares."
+                ),
                 "options": {
                     "default_driver": {
                         "description": (
@@ -128,6 +130,18 @@ def get_provider_info() -> dict[str, Any]:
                         "type": "boolean",
                         "example": "True",
                         "default": "False",
+                    },
+                    "shared_local_paths": {
+                        "description": (
+                            "Comma-separated local directories mounted at the same place on every worker and "
+                            "the Spark cluster (NFS, a shared volume). With a distributed executor (Celery, "
+                            "Kubernetes...) a local staging_path or Iceberg warehouse is refused unless it is "
+                            "under one of them; with LocalExecutor every local path is accepted."
+                        ),
+                        "version_added": None,
+                        "type": "string",
+                        "example": "/mnt/lake,/shared/staging",
+                        "default": "",
                     },
                 },
             }

@@ -60,11 +60,11 @@ def test_connection_type_sqlserver_cdc_is_the_hooks():
         assert field["label"] and field["schema"]["type"], name
 
 
-def test_config_section_documents_the_driver_options():
+def test_config_section_documents_the_driver_and_shared_path_options():
     from airflow.sdk import conf
 
     options = get_provider_info()["config"]["sqlserver_cdc"]["options"]
-    assert set(options) == {"allow_driver_in_extra", "default_driver"}
+    assert set(options) == {"allow_driver_in_extra", "default_driver", "shared_local_paths"}
     assert options["allow_driver_in_extra"]["default"] == "False"
     for option in options.values():
         assert option["description"] and option["type"]

@@ -11,6 +11,7 @@ from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_nam
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
+from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -26,7 +27,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
 
     :param capture_instance: a capture instance name (or ``schema.table``), or a list of them.
     :param base_path: local directory or filesystem URI (``s3://…``, ``gs://…``, any fsspec URI)
-        of the windows.
+        of the windows; a local directory only with LocalExecutor or under
+        ``[sqlserver_cdc] shared_local_paths`` (checked when the task runs).
     :param sqlserver_cdc_conn_id: Airflow connection of the source.
     :param database: source database; defaults to the connection's schema.
     :param batch_size: rows per Arrow batch; bounds memory.
@@ -71,7 +73,9 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         :param options: the operator's own arguments of ``write``.
         :return: ``ChangeWindow.to_xcom()`` of the window, or the list of them when
             ``capture_instance`` is a list.
+        :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
+        check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
         with self.source_hook() as hook:
             windows = write(
                 hook,

@@ -67,6 +67,7 @@ from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOp
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
+from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
 from airflow_provider_sqlserver_cdc.window.planning import MODES
 
 
@@ -149,6 +150,8 @@ def add_replication_tasks(
     :param settings: the pipeline's settings.
     :param window_mode: ``interval`` or ``watermark``.
     :param tables_variable: the Variable whose JSON list replaces ``settings.tables`` at run time.
+    :raises LocalPathError: the staging path or a catalog warehouse is a local path and the tasks'
+        executor is distributed (see ``shared_storage``).
     """
     _check_window_mode(window_mode)
 
@@ -223,6 +226,11 @@ def add_replication_tasks(
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
     )
     [snapshot, extract] >> merge >> commit
+    check_shared_paths(
+        {"staging_path": settings.staging_path}
+        | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},
+        [t.executor for t in (snapshot, extract, merge)],
+    )
     return {
         "plan": plan,
         "snapshot": snapshot,

@@ -198,3 +198,49 @@ def test_the_readme_example_builds_the_dag() -> None:
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["dag"].dag_id == "shop_to_iceberg"
     assert set(namespace["dag"].task_dict) == TASK_IDS
+
+
+WAREHOUSE = {"spark.sql.catalog.lake.type": "hadoop", "spark.sql.catalog.lake.warehouse": "/data/warehouse"}
+
+
+def test_local_paths_with_a_distributed_executor_are_refused_when_the_dag_is_parsed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from airflow.sdk import DAG
+
+    from airflow_provider_sqlserver_cdc.errors import LocalPathError
+
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
+    with pytest.raises(
+        LocalPathError, match=r"^staging_path is the local path '/tmp/staging' .*CeleryExecutor"
+    ):
+        cdc_replication_dag(settings(), dag_id="cdc_celery")
+    with pytest.raises(
+        LocalPathError, match=r"^spark\.conf\.spark\.sql\.catalog\.lake\.warehouse .*'/data/w"
+    ):
+        cdc_replication_dag(
+            settings(staging_path="s3://bucket/staging", spark={"conf": WAREHOUSE}), dag_id="cdc_celery"
+        )
+    with DAG("users_dag", schedule=None), pytest.raises(LocalPathError, match="staging_path"):
+        cdc_replication_task_group(settings())
+
+
+def test_shared_uris_are_accepted_with_a_distributed_executor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "KubernetesExecutor")
+    conf = {**WAREHOUSE, "spark.sql.catalog.lake.warehouse": "s3a://bucket/warehouse"}
+    dag = cdc_replication_dag(
+        settings(staging_path="s3://bucket/staging", spark={"conf": conf}), dag_id="k8s"
+    )
+    assert dag.task_dict["extract"].partial_kwargs["base_path"] == "s3://bucket/staging"
+
+
+def test_local_paths_under_a_declared_shared_mount_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "CeleryExecutor")
+    monkeypatch.setenv("AIRFLOW__SQLSERVER_CDC__SHARED_LOCAL_PATHS", "/mnt/lake")
+    conf = {**WAREHOUSE, "spark.sql.catalog.lake.warehouse": "/mnt/lake/warehouse"}
+    cdc_replication_dag(settings(staging_path="/mnt/lake/staging", spark={"conf": conf}), dag_id="nfs")
+
+
+def test_local_paths_are_accepted_with_the_local_executor(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
+    cdc_replication_dag(settings(spark={"conf": WAREHOUSE}), dag_id="local")
