@@ -12,11 +12,14 @@ A volume mounted at the same place on every worker and on the Spark cluster is d
 ``[sqlserver_cdc] shared_local_paths`` (comma-separated directories): paths under them are accepted.
 
 The executor of a task is its ``executor`` argument, else the default: the first entry of
-``[core] executor`` (``alias:module.path.Class`` entries and ``team=...`` sections included).
+``[core] executor`` (``alias:module.path.Class`` entries and ``team=...`` sections included);
+a KubernetesExecutor worker pod (``AIRFLOW_IS_K8S_EXECUTOR_POD``) counts as distributed whatever
+its own configuration says.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
@@ -26,6 +29,7 @@ from airflow_provider_sqlserver_cdc.errors import LocalPathError
 CONFIG_SECTION = "sqlserver_cdc"
 SHARED_LOCAL_PATHS = "shared_local_paths"
 LOCAL_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
+K8S_EXECUTOR_POD = "AIRFLOW_IS_K8S_EXECUTOR_POD"  # set by KubernetesExecutor in its worker pods
 _CATALOG_PREFIX = "spark.sql.catalog."
 _WAREHOUSE_SUFFIX = ".warehouse"
 
@@ -147,7 +151,11 @@ def check_task_paths(paths: Mapping[str, str], executor: str | None) -> None:
     :param executor: the task's ``executor`` argument (None: the default executor).
     :raises LocalPathError: a local path outside ``[sqlserver_cdc] shared_local_paths``.
     """
-    if not runs_in_process():
+    if runs_in_process():
+        return
+    if os.environ.get(K8S_EXECUTOR_POD):  # its pod template may configure another executor
+        check_shared_paths(paths, [None], config="KubernetesExecutor")
+    else:
         check_shared_paths(paths, [executor])
 
 

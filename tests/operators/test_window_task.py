@@ -61,3 +61,12 @@ def test_shared_paths_and_the_local_executor_go_on_to_the_source(
     for operator in OPERATORS:
         with pytest.raises(SourceOpened):
             operator(task_id="copy", capture_instance="a", base_path=base_path).execute({})
+
+
+def test_a_kubernetes_executor_pod_is_refused_whatever_its_configured_executor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
+    monkeypatch.setenv("AIRFLOW_IS_K8S_EXECUTOR_POD", "True")
+    with pytest.raises(LocalPathError, match="KubernetesExecutor"):
+        CdcExtractOperator(task_id="copy", capture_instance="a", base_path="/data").execute({})
