@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
@@ -15,10 +16,17 @@ from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     parse_table_properties,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
+    COMMITTED,
+    FAILED,
+    parse_result_line,
+    tables_with_status,
+)
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
 if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk import Context
 
 
@@ -96,9 +104,34 @@ def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     return [argument for item in items for argument in ("--table-property", item)]
 
 
+def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None:
+    """Return the task's error naming the tables the job's result line reports failed, or None if none did.
+
+    :param task_id: the merge task, for the message.
+    :param result: the job's summary, target table -> entry (see ``spark.merge.result_line``).
+    """
+    failed = tables_with_status(dict(result), FAILED)
+    if not failed:
+        return None
+    committed = tables_with_status(dict(result), COMMITTED)
+    return "\n".join(
+        [
+            f"{task_id}: the merge failed for target table(s) {', '.join(failed)}; "
+            f"committed: {', '.join(committed) if committed else 'none'}",
+            *(f"- {table}: {result[table].get('error', 'see the job log')}" for table in failed),
+            "Fix the cause and retry the task: the committed tables skip the windows they hold, "
+            "only the failed tables' windows are merged again",
+        ]
+    )
+
+
 class CdcSparkMergeOperator(SparkSubmitOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
+
+    Each target table commits on its own: when some fail, the others commit and the task fails
+    naming the failed tables (read from the job's result line in spark-submit's output, which
+    carries the driver's output in client deploy mode); a retry merges only what is not applied yet.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
     the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
@@ -163,6 +196,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
         self.ship_job_modules = ship_job_modules
+        self.merge_result: dict[str, Any] | None = None
 
     def _window_value(self, context: Context) -> Any:
         if self.windows is not None:
@@ -193,5 +227,30 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
             self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
-        super().execute(context)
+        self.merge_result = None
+        try:
+            super().execute(context)
+        except AirflowException as err:
+            message = failed_tables_message(self.task_id, self.merge_result or {})
+            if message is None:
+                raise
+            raise AirflowException(message) from err
         return manifests
+
+    def _get_hook(self) -> SparkSubmitHook:
+        """Return the spark-submit hook, reading the job's result line from the output it logs."""
+        hook = super()._get_hook()
+        log_output = hook._process_spark_submit_log
+
+        def log_and_read_result(lines: Iterator[Any]) -> None:
+            log_output(self._read_result_line(lines))
+
+        hook._process_spark_submit_log = log_and_read_result  # type: ignore[method-assign]
+        return hook
+
+    def _read_result_line(self, lines: Iterator[Any]) -> Iterator[Any]:
+        for line in lines:
+            result = parse_result_line(str(line).strip())
+            if result is not None:
+                self.merge_result = result
+            yield line

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MergeJobError(Exception):
     """A problem the user has to fix; the message says what, where and what to do."""
@@ -9,3 +11,21 @@ class MergeJobError(Exception):
 
 class SchemaEvolutionError(MergeJobError):
     """A window's schema cannot be applied to the target table."""
+
+
+class TableMergeError(MergeJobError):
+    """Some target tables of the run failed; the others committed.
+
+    :param result: the run's summary, table -> entry with ``status`` ``committed`` or ``failed``.
+    :param failures: failed table -> the error that stopped it.
+    """
+
+    def __init__(self, message: str, result: dict[str, Any], failures: dict[str, BaseException]) -> None:
+        super().__init__(message)
+        self.result = result
+        self.failures = failures
+
+    @property
+    def failed_tables(self) -> list[str]:
+        """The failed target tables, in run order."""
+        return list(self.failures)

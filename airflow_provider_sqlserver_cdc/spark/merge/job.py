@@ -1,8 +1,7 @@
-"""The merge run: read and check every window, then merge them target table by target table."""
+"""The merge run: read and check every window, then merge them target table by target table, each on its own."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -11,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings, parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import COMMIT_TIME, POSITION_COLUMNS
-from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError, TableMergeError
+from airflow_provider_sqlserver_cdc.spark.merge.result_line import COMMITTED, FAILED, result_line
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import (
     AppliedRanges,
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
-RESULT_MARKER = "SQLSERVER_CDC_MERGE_RESULT"
 
 
 def configure_session(spark: SparkSession) -> None:
@@ -105,8 +104,92 @@ def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
     return pending
 
 
+def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:
+    """Find the table's windows not applied yet, check them and plan the schema; change nothing.
+
+    :param plan: the table's plan with all its windows; left with the pending ones.
+    """
+    plan.exists = target.exists(plan.table)
+    plan.applied = target.applied_ranges(plan.table) if plan.exists else {}
+    plan.windows = _pending(plan, hard)
+    for window in plan.windows:
+        check_files(spark, window)
+        if window.manifest.row_count > 0:
+            read_window(spark, window, plan.table, check_count=True)
+    if plan.windows:
+        plan_schema(
+            plan,
+            target.table_schema(plan.table) if plan.exists else None,
+            target.identifier_fields(plan.table) if plan.exists else None,
+        )
+
+
+def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:
+    """Create or evolve the table, then merge its snapshots (each a commit) and its change windows (one commit)."""
+    if not plan.windows:
+        return
+    if not plan.exists:
+        target.create_table(plan)
+    else:
+        target.evolve_table(plan)
+    snapshots = sorted(
+        (w for w in plan.windows if w.manifest.kind == "snapshot"),
+        key=lambda w: w.manifest.lsn_range[1],
+    )
+    changes = [w for w in plan.windows if w.manifest.kind == "changes"]
+    for batch in [*([s] for s in snapshots), *([changes] if changes else [])]:
+        plan.applied = merge_batch(spark, target, plan, batch, plan.applied, hard)
+        plan.merged.extend(batch)
+
+
+def failure_reason(err: BaseException) -> str:
+    """Return what to tell about a table's failure: the job's own messages whole, others' first line.
+
+    :param err: the error that stopped the table.
+    """
+    if isinstance(err, (MergeJobError, ManifestError)):
+        return str(err)
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"[:1000]
+
+
+def _table_entry(plan: TargetPlan, error: BaseException | None) -> dict[str, Any]:
+    """Return the summary of one table: committed or failed, its windows and its applied LSNs."""
+    entry: dict[str, Any] = {
+        "status": COMMITTED if error is None else FAILED,
+        "applied": [w.label for w in (plan.windows if error is None else plan.merged)],
+        "skipped": [w.label for w in plan.skipped],
+        "max_applied_lsn": {
+            ci: Lsn.from_int(max(hi for _, hi in ranges)).hex for ci, ranges in plan.applied.items() if ranges
+        },
+    }
+    if error is not None:
+        entry["failed_windows"] = [w.label for w in plan.windows if w not in plan.merged]
+        entry["error"] = failure_reason(error)
+    return entry
+
+
+def _failure_message(plans: dict[str, TargetPlan], failures: dict[str, BaseException]) -> str:
+    """Return the job's error when tables failed: each failed table, its windows and reason; what to do."""
+    committed = [table for table in plans if table not in failures]
+    lines = [
+        f"the merge failed for {len(failures)} of {len(plans)} target table(s): {', '.join(failures)}",
+        *(
+            f"- {table} (windows {', '.join(w.label for w in plans[table].windows if w not in plans[table].merged)}): "
+            f"{failure_reason(err)}"
+            for table, err in failures.items()
+        ),
+        f"Committed: {', '.join(committed) if committed else 'none'}. Fix the cause and re-run the task: each "
+        "table skips the windows it already holds, so only the failed tables' windows are merged again",
+    ]
+    return "\n".join(lines)
+
+
 def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None = None) -> dict[str, Any]:
     """Validate every window, then merge them target by target; return a summary of what was done.
+
+    A table that fails (a window that does not check out, a schema it cannot take, a failed MERGE)
+    does not stop the others: every table is attempted, then ``TableMergeError`` names the failed ones.
 
     :param settings: the job's settings.
     :param target: the kind of target table; default the Iceberg target with the settings' write mode.
@@ -118,56 +201,40 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     if not settings.manifests:
         raise MergeJobError("no window manifests given: pass --manifest (the extract task's manifest URI)")
     windows = [read_manifest(spark, uri) for uri in settings.manifests]
-    for window in windows:
-        check_files(spark, window)
     hard = settings.delete_mode == "hard"
     plans: dict[str, TargetPlan] = {}
     for window in windows:
         table = settings.target_for(window)
         plans.setdefault(table, TargetPlan(table)).windows.append(window)
-    for plan in plans.values():
-        plan.exists = target.exists(plan.table)
-        plan.applied = target.applied_ranges(plan.table) if plan.exists else {}
-        plan.windows = _pending(plan, hard)
-    for plan in plans.values():
-        for window in plan.windows:
-            if window.manifest.row_count > 0:
-                read_window(spark, window, plan.table, check_count=True)
-        if plan.windows:
-            plan_schema(
-                plan,
-                target.table_schema(plan.table) if plan.exists else None,
-                target.identifier_fields(plan.table) if plan.exists else None,
-            )
-    result: dict[str, Any] = {}
-    for plan in plans.values():
-        applied = plan.applied
-        if plan.windows:
-            if not plan.exists:
-                target.create_table(plan)
-            else:
-                target.evolve_table(plan)
-            snapshots = sorted(
-                (w for w in plan.windows if w.manifest.kind == "snapshot"),
-                key=lambda w: w.manifest.lsn_range[1],
-            )
-            for snapshot in snapshots:
-                applied = merge_batch(spark, target, plan, [snapshot], applied, hard)
-            changes = [w for w in plan.windows if w.manifest.kind == "changes"]
-            if changes:
-                applied = merge_batch(spark, target, plan, changes, applied, hard)
-        result[plan.table] = {
-            "applied": [w.label for w in plan.windows],
-            "skipped": [w.label for w in plan.skipped],
-            "max_applied_lsn": {
-                ci: Lsn.from_int(max(hi for _, hi in ranges)).hex for ci, ranges in applied.items() if ranges
-            },
-        }
+    failures: dict[str, BaseException] = {}
+    for step in (_prepare, _commit):
+        for plan in plans.values():
+            if plan.table in failures:
+                continue
+            try:
+                step(spark, target, plan, hard)
+            except Exception as err:
+                failures[plan.table] = err
+                LOG.error(
+                    "target table %s failed, windows %s; the other tables go on: %s",
+                    plan.table,
+                    ", ".join(w.label for w in plan.windows if w not in plan.merged),
+                    failure_reason(err),
+                    exc_info=not isinstance(err, (MergeJobError, ManifestError)),
+                )
+    result = {plan.table: _table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
+    if failures:
+        raise TableMergeError(_failure_message(plans, failures), result, failures) from next(
+            iter(failures.values())
+        )
     return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the job as spark-submit does: parse the arguments, merge, print the result line.
+
+    The result line is printed when tables failed too (their entries say ``failed``); the exit code
+    is then 2, as for any error the user has to fix.
 
     :param argv: the arguments; default ``sys.argv[1:]``.
     """
@@ -179,10 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = run(spark, settings)
     except (MergeJobError, ManifestError) as err:
+        if isinstance(err, TableMergeError):
+            print(result_line(err.result))
         LOG.error("%s", err)
         print(f"ERROR: {err}", file=sys.stderr)
         return 2
     finally:
         spark.stop()
-    print(f"{RESULT_MARKER} {json.dumps(result, sort_keys=True)}")
+    print(result_line(result))
     return 0

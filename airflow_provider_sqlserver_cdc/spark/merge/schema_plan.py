@@ -27,6 +27,7 @@ class TargetPlan:
     table: str
     windows: list[Window] = field(default_factory=list)
     skipped: list[Window] = field(default_factory=list)
+    merged: list[Window] = field(default_factory=list)  # the windows committed by this run
     exists: bool = False
     applied: dict[str, list[LsnRange]] = field(default_factory=dict)  # capture instance -> LSN ranges
     add_columns: list[tuple[str, str, str]] = field(default_factory=list)  # name, type, comment
