@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from airflow.exceptions import AirflowException
 
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     CdcSparkMergeOperator,
@@ -17,6 +18,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     window_manifest_uris,
 )
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark.merge.result_line import result_line
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
@@ -163,6 +165,54 @@ def test_execute_keeps_user_py_files_and_can_leave_the_job_modules_out(
     )
     installed.execute({"ti": ti})
     assert installed.py_files is None
+
+
+def _submit_printing(lines: list[str], returncode: int) -> Any:
+    """A SparkSubmitHook.submit that logs ``lines`` as spark-submit's output, then fails as the hook does."""
+
+    def submit(hook: Any, application: str = "", **kwargs: Any) -> None:
+        hook._process_spark_submit_log(iter(lines))
+        if returncode:
+            raise AirflowException(
+                f"Cannot execute: spark-submit {application}. Error code is: {returncode}."
+            )
+
+    return submit
+
+
+def test_failed_tables_of_the_job_fail_the_task_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://local")
+    result = {
+        "lake.cdc.dbo_good": {"status": "committed", "applied": ["dbo_good 0x1_0x2"], "skipped": []},
+        "lake.cdc.dbo_bad": {
+            "status": "failed",
+            "error": "target table lake.cdc.dbo_bad: column name is string in the table but int in the window",
+        },
+    }
+    hook_submit = "airflow.providers.apache.spark.hooks.spark_submit.SparkSubmitHook.submit"
+    monkeypatch.setattr(
+        hook_submit, _submit_printing(["INFO starting", result_line(result), "ERROR: ..."], 2)
+    )
+    operator = CdcSparkMergeOperator(task_id="merge", windows="/w/a", namespace="lake.cdc")
+    with pytest.raises(AirflowException) as raised:
+        operator.execute({"ti": _FakeTaskInstance(None)})
+    message = str(raised.value)
+    assert message.splitlines()[0] == (
+        "merge: the merge failed for target table(s) lake.cdc.dbo_bad; committed: lake.cdc.dbo_good"
+    )
+    assert "- lake.cdc.dbo_bad: target table lake.cdc.dbo_bad: column name is string in the table" in message
+    assert operator.merge_result == result
+
+    # No result line (the job failed before merging, or runs in cluster mode): spark-submit's own error.
+    monkeypatch.setattr(hook_submit, _submit_printing(["ERROR: no window manifests given"], 2))
+    with pytest.raises(AirflowException, match="Error code is: 2"):
+        operator.execute({"ti": _FakeTaskInstance(None)})
+    assert operator.merge_result is None
+
+    committed = {"lake.cdc.dbo_good": result["lake.cdc.dbo_good"]}
+    monkeypatch.setattr(hook_submit, _submit_printing([result_line(committed)], 0))
+    assert operator.execute({"ti": _FakeTaskInstance(None)}) == ["/w/a/_manifest.json"]
+    assert operator.merge_result == committed
 
 
 DAG_FILE = """

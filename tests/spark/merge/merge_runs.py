@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import decimal
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from window_builder import ChangeLog, WindowSpec, flatten, write_window
 
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.errors import TableMergeError
 from airflow_provider_sqlserver_cdc.spark.merge.job import run as run_job
 
 
 def run(spark: Any, namespace: str, *manifests: str, **options: Any) -> dict[str, Any]:
     return run_job(spark, MergeSettings(manifests=tuple(manifests), namespace=namespace, **options))
+
+
+@contextmanager
+def merge_fails(table: str, error: type[BaseException], match: str) -> Iterator[pytest.ExceptionInfo]:
+    """Expect the run to fail for ``table`` only, with ``error`` whose message matches ``match``."""
+    with pytest.raises(TableMergeError) as raised:
+        yield raised
+    assert raised.value.failed_tables == [table]
+    assert isinstance(raised.value.failures[table], error), raised.value.failures[table]
+    assert re.search(match, str(raised.value.failures[table])), str(raised.value.failures[table])
+    assert re.search(match, str(raised.value))  # the job's error carries the table's reason
+    assert raised.value.result[table]["status"] == "failed"
 
 
 def contents(spark: Any, table: str) -> dict[Any, tuple]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from merge_runs import EXPECTED_AFTER_TWO, contents, run, snapshot_count, two_windows
+from merge_runs import EXPECTED_AFTER_TWO, contents, merge_fails, run, snapshot_count, two_windows
 from window_builder import (
     INT_KEY,
     NAME,
@@ -24,7 +24,11 @@ from window_builder import (
     write_window,
 )
 
-from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError, SchemaEvolutionError
+from airflow_provider_sqlserver_cdc.spark.merge.errors import (
+    MergeJobError,
+    SchemaEvolutionError,
+    TableMergeError,
+)
 from airflow_provider_sqlserver_cdc.window.manifest import ManifestError
 
 pytestmark = pytest.mark.spark
@@ -119,6 +123,82 @@ def test_several_capture_instances_and_manifests_in_one_run(spark: Any, base: Pa
     assert snapshot_count(spark, f"{namespace}.dbo_orders") == 1  # both windows in one MERGE commit
 
 
+def test_a_failed_table_leaves_the_others_committed_and_a_rerun_merges_only_it(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    w1, w2 = two_windows(base)
+    log = ChangeLog(start=0x1000)
+    c1 = write_window(
+        base, WindowSpec("sales_customers", 0x1000, 0x10FF, log.insert(id=7, name="x", amount=None))
+    )
+    name_as_int = Column("name", "int", pa.int32())
+    conflicting = WindowSpec(
+        "sales_customers",
+        0x1100,
+        0x11FF,
+        ChangeLog(0x1100).insert(id=8, name=5),
+        columns=(INT_KEY, name_as_int),
+    )
+    c2 = write_window(base, conflicting)
+    notes = WindowSpec("sales_notes", 0x2000, 0x20FF, ChangeLog(0x2000).insert(id=1, name="n", amount=None))
+    n1 = write_window(base, notes)
+    doc = json.loads(Path(n1).read_text())
+    doc["files"][0]["rows"] += 1
+    doc["row_count"] += 1
+    doc["operation_counts"]["insert"] += 1
+    Path(n1).write_text(json.dumps(doc))  # a corrupt window: its files hold fewer rows than it says
+    customers, notes_table = f"{namespace}.sales_customers", f"{namespace}.sales_notes"
+
+    with pytest.raises(TableMergeError) as raised:
+        run(spark, namespace, w1, c1, c2, n1, w2)
+    error = raised.value
+    assert error.failed_tables == [customers, notes_table]
+    assert isinstance(error.failures[customers], SchemaEvolutionError)
+    assert isinstance(error.failures[notes_table], ManifestError)
+    first_line, *reasons, advice = str(error).splitlines()
+    assert first_line == f"the merge failed for 2 of 3 target table(s): {customers}, {notes_table}"
+    assert (
+        reasons[0].startswith(f"- {customers} (windows sales_customers ") and "column name is" in reasons[0]
+    )
+    assert (
+        reasons[1].startswith(f"- {notes_table} (windows sales_notes ")
+        and "the Parquet files hold 1" in reasons[1]
+    )
+    assert advice.startswith(f"Committed: {table}. Fix the cause and re-run the task")
+    # The good table committed, with its LSN ranges; the failed ones were not touched.
+    assert error.result[table]["status"] == "committed"
+    assert contents(spark, table) == EXPECTED_AFTER_TWO
+    to_lsn = json.loads(Path(w2).read_text())["to_lsn"]
+    assert error.result[table]["max_applied_lsn"] == {"dbo_orders": to_lsn}
+    summary = spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()[
+        0
+    ]
+    assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == f"{lsn_hex(0x100)}-{to_lsn}"
+    assert error.result[customers]["status"] == "failed"
+    assert error.result[customers]["failed_windows"] == [
+        f"sales_customers {lsn_hex(0x1000)}_{lsn_hex(0x10FF)}",
+        f"sales_customers {lsn_hex(0x1100)}_{lsn_hex(0x11FF)}",
+    ]
+    assert error.result[customers]["applied"] == []
+    assert not spark.catalog.tableExists(customers) and not spark.catalog.tableExists(notes_table)
+
+    # The retry, after the windows are extracted again: only the failed tables are merged.
+    snapshots = snapshot_count(spark, table)
+    write_window(
+        base,
+        WindowSpec("sales_customers", 0x1100, 0x11FF, ChangeLog(0x1100).insert(id=8, name="y", amount=None)),
+    )
+    write_window(base, notes)
+    result = run(spark, namespace, w1, c1, c2, n1, w2)
+    assert {t: entry["status"] for t, entry in result.items()} == dict.fromkeys(
+        [table, customers, notes_table], "committed"
+    )
+    assert result[table]["applied"] == [] and len(result[table]["skipped"]) == 2
+    assert snapshot_count(spark, table) == snapshots
+    assert contents(spark, customers) == {7: (False, "x", None), 8: (False, "y", None)}
+    assert contents(spark, notes_table) == {1: (False, "n", None)}
+
+
 def test_empty_window_starts_no_merge(spark: Any, base: Path, namespace: str, table: str) -> None:
     w1, _ = two_windows(base)
     run(spark, namespace, w1)
@@ -140,10 +220,10 @@ def test_invalid_window_is_refused_before_the_table_is_touched(
     doc["row_count"] += 1
     doc["operation_counts"]["insert"] += 1  # a consistent manifest, only the files disagree
     Path(w2).write_text(json.dumps(doc))
-    with pytest.raises(ManifestError, match=r"the Parquet files hold 6 rows, the manifest .* says 7"):
+    with merge_fails(table, ManifestError, match=r"the Parquet files hold 6 rows, the manifest .* says 7"):
         run(spark, namespace, w2)
     (Path(w2).parent / "part-00000.parquet").unlink()
-    with pytest.raises(ManifestError, match="part-00000.parquet listed in .* is missing"):
+    with merge_fails(table, ManifestError, match="part-00000.parquet listed in .* is missing"):
         run(spark, namespace, w2)
     with pytest.raises(ManifestError, match="does not exist: the extract task did not finish"):
         run(spark, namespace, str(base / "dbo_orders" / "nowhere" / "_manifest.json"))
@@ -182,8 +262,8 @@ def test_schema_evolution(spark: Any, base: Path, namespace: str, table: str) ->
         base,
         WindowSpec("dbo_orders", 0x900, 0x9FF, log.insert(id=30, name=5), columns=(INT_KEY, name_as_int)),
     )
-    with pytest.raises(
-        SchemaEvolutionError, match=f"target table {namespace}.dbo_orders: column name is string"
+    with merge_fails(
+        table, SchemaEvolutionError, match=f"target table {namespace}.dbo_orders: column name is string"
     ):
         run(spark, namespace, w4)
     assert snapshot_count(spark, table) == snapshots
@@ -325,5 +405,5 @@ def test_composite_key_and_a_changed_key_is_refused(
             key_columns=("id",),
         ),
     )
-    with pytest.raises(SchemaEvolutionError, match=f"target table {table}: its identifier fields are"):
+    with merge_fails(table, SchemaEvolutionError, match=f"target table {table}: its identifier fields are"):
         run(spark, namespace, w3)

@@ -1,0 +1,74 @@
+"""The job's result line and exit code: what spark-submit's output tells about committed and failed tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.spark.merge import job
+from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError, TableMergeError
+from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
+    COMMITTED,
+    FAILED,
+    RESULT_MARKER,
+    parse_result_line,
+    result_line,
+    tables_with_status,
+)
+
+RESULT = {
+    "lake.cdc.good": {"status": "committed", "applied": ["dbo_good 0x1_0x2"], "skipped": []},
+    "lake.cdc.bad": {"status": "failed", "error": "target table lake.cdc.bad: column name is string ..."},
+}
+
+
+def test_result_line_round_trips_after_a_log_prefix() -> None:
+    line = result_line(RESULT)
+    assert line.startswith(RESULT_MARKER + " ")
+    assert parse_result_line(f"25/11/25 00:40:00 INFO stdout: {line}") == RESULT
+    assert tables_with_status(RESULT, COMMITTED) == ["lake.cdc.good"]
+    assert tables_with_status(RESULT, FAILED) == ["lake.cdc.bad"]
+
+
+@pytest.mark.parametrize(
+    "line", ["INFO nothing here", f"{RESULT_MARKER} {{cut short", f"{RESULT_MARKER} [1]"]
+)
+def test_other_lines_are_no_result(line: str) -> None:
+    assert parse_result_line(line) is None
+
+
+class _FakeSession:
+    stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_main_prints_the_result_and_exits_non_zero_naming_the_failed_tables(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _FakeSession()
+    monkeypatch.setattr("pyspark.sql.SparkSession.Builder.getOrCreate", lambda self: session)
+    cause = SchemaEvolutionError("target table lake.cdc.bad: column name is string ...")
+    failure = TableMergeError(
+        "the merge failed for 1 of 2 target table(s): lake.cdc.bad", RESULT, {"lake.cdc.bad": cause}
+    )
+
+    def failing_run(spark: Any, settings: Any) -> dict[str, Any]:
+        raise failure
+
+    monkeypatch.setattr(job, "run", failing_run)
+    assert job.main(["--manifest", "/w/a", "--namespace", "lake.cdc"]) == 2
+    out, err = capsys.readouterr()
+    results = [parse_result_line(line) for line in out.splitlines() if RESULT_MARKER in line]
+    assert results == [RESULT]
+    assert "ERROR: the merge failed for 1 of 2 target table(s): lake.cdc.bad" in err
+    assert session.stopped
+
+    monkeypatch.setattr(job, "run", lambda spark, settings: {"lake.cdc.good": RESULT["lake.cdc.good"]})
+    assert job.main(["--manifest", "/w/a", "--namespace", "lake.cdc"]) == 0
+    out, _ = capsys.readouterr()
+    assert [parse_result_line(line) for line in out.splitlines() if RESULT_MARKER in line] == [
+        {"lake.cdc.good": RESULT["lake.cdc.good"]}
+    ]
