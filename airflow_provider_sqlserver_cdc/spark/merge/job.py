@@ -142,6 +142,11 @@ def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bo
         plan.merged.extend(batch)
 
 
+def _unmerged_labels(plan: TargetPlan) -> list[str]:
+    """Return the labels of the plan's pending windows this run has not committed."""
+    return [w.label for w in plan.windows if w not in plan.merged]
+
+
 def failure_reason(err: BaseException) -> str:
     """Return what to tell about a table's failure: the job's own messages whole, others' first line.
 
@@ -164,7 +169,7 @@ def _table_entry(plan: TargetPlan, error: BaseException | None) -> dict[str, Any
         },
     }
     if error is not None:
-        entry["failed_windows"] = [w.label for w in plan.windows if w not in plan.merged]
+        entry["failed_windows"] = _unmerged_labels(plan)
         entry["error"] = failure_reason(error)
     return entry
 
@@ -175,8 +180,7 @@ def _failure_message(plans: dict[str, TargetPlan], failures: dict[str, BaseExcep
     lines = [
         f"the merge failed for {len(failures)} of {len(plans)} target table(s): {', '.join(failures)}",
         *(
-            f"- {table} (windows {', '.join(w.label for w in plans[table].windows if w not in plans[table].merged)}): "
-            f"{failure_reason(err)}"
+            f"- {table} (windows {', '.join(_unmerged_labels(plans[table]))}): {failure_reason(err)}"
             for table, err in failures.items()
         ),
         f"Committed: {', '.join(committed) if committed else 'none'}. Fix the cause and re-run the task: each "
@@ -218,7 +222,7 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
                 LOG.error(
                     "target table %s failed, windows %s; the other tables go on: %s",
                     plan.table,
-                    ", ".join(w.label for w in plan.windows if w not in plan.merged),
+                    ", ".join(_unmerged_labels(plan)),
                     failure_reason(err),
                     exc_info=not isinstance(err, (MergeJobError, ManifestError)),
                 )
