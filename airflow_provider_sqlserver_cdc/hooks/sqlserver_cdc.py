@@ -224,6 +224,10 @@ class SqlServerCdcHook(BaseHook):
         """``DB_NAME()``: the database the connection uses."""
         return str(self._scalar(tsql.CURRENT_DATABASE, doing="reading DB_NAME()"))
 
+    def source_database(self) -> str:
+        """The configured database, else the one the login lands in (``DB_NAME()``): part of watermark keys."""
+        return self.database or self.get_database_name()
+
     def get_server_time_zone(self) -> ServerTimeZone:
         """
         Learn the server's time zone: its current UTC offset from ``SYSDATETIMEOFFSET()``.

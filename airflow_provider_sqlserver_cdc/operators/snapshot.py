@@ -132,7 +132,7 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
                 hook,
                 list(self.capture_instances),
                 conn_id=self.sqlserver_cdc_conn_id,
-                database=hook.database or hook.get_database_name(),
+                database=hook.source_database(),
                 resnapshot=requested,
                 check_retention=self.check_retention,
             )

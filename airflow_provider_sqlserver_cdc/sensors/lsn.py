@@ -74,7 +74,7 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
         names = capture_instance_names(self.capture_instance)
         if not names:
             raise ValueError("LsnSensor in watermark mode needs capture_instance")
-        database = hook.database or hook.get_database_name()
+        database = hook.source_database()
         # Resolve ``schema.table`` to the instance name, as CdcExtractOperator keys its watermark.
         instances = hook.get_named_capture_instances(names, with_columns=False)
         keys = {i.name: watermark_key(self.sqlserver_cdc_conn_id, database, i.name) for i in instances}

@@ -233,7 +233,7 @@ def load_capture_instances(
     """
     if not names:
         raise ValueError("capture_instance is empty: give at least one capture instance")
-    database = hook.database or hook.get_database_name()
+    database = hook.source_database()
     instances = hook.get_named_capture_instances(list(names))
     if require_keys:
         require_key_columns(instances)
