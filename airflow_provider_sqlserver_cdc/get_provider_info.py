@@ -7,6 +7,8 @@ from typing import Any
 from airflow_provider_sqlserver_cdc import __version__
 
 PACKAGE_NAME = "airflow-provider-sqlserver-cdc"
+#: The provider's section of the Airflow configuration (``[sqlserver_cdc]``; options declared below).
+CONFIG_SECTION = "sqlserver_cdc"
 
 # The form of a ``sqlserver_cdc`` connection: extras, stored under these names in Connection.extra.
 CONNECTION_FIELDS: dict[str, Any] = {
@@ -105,7 +107,7 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "config": {
-            "sqlserver_cdc": {
+            CONFIG_SECTION: {
                 "description": (
                     "Which ODBC driver the SQL Server CDC hook loads; which local paths every worker shares."
                 ),

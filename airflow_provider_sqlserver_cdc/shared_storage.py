@@ -25,8 +25,8 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from airflow_provider_sqlserver_cdc.errors import LocalPathError
+from airflow_provider_sqlserver_cdc.get_provider_info import CONFIG_SECTION
 
-CONFIG_SECTION = "sqlserver_cdc"
 SHARED_LOCAL_PATHS = "shared_local_paths"
 LOCAL_EXECUTORS = frozenset({"LocalExecutor", "SequentialExecutor", "DebugExecutor"})
 K8S_EXECUTOR_POD = "AIRFLOW_IS_K8S_EXECUTOR_POD"  # set by KubernetesExecutor in its worker pods

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.get_provider_info import CONFIG_SECTION
+
 MS_ODBC_DRIVER = "ODBC Driver 18 for SQL Server"
 FREETDS_DRIVER = "FreeTDS"
 DEFAULT_PORT = 1433
@@ -28,7 +30,6 @@ DEFAULT_TDS_VERSION = "7.4"
 REDACTED = "***"
 _SECRET_KEYS = frozenset({"PWD", "PASSWORD"})
 _TRUE_WORDS = ("1", "true", "yes", "mandatory", "strict")
-CONFIG_SECTION = "sqlserver_cdc"
 ALLOW_DRIVER_IN_EXTRA = "allow_driver_in_extra"
 DEFAULT_DRIVER = "default_driver"
 APPLICATION_INTENTS = ("ReadWrite", "ReadOnly")
