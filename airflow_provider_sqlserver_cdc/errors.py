@@ -60,6 +60,18 @@ class RetentionGapError(SqlServerCdcError):
         self.min_lsn = min_lsn
 
 
+class ContiguityGapError(SqlServerCdcError):
+    """
+    Changes between what the target holds and a run's window are not applied (missed intervals).
+
+    Raised before anything is written when ``on_gap="fail"``; the message names the gap and the backfill.
+    """
+
+    def __init__(self, message: str, *, gap: dict[str, object]) -> None:
+        super().__init__(message)
+        self.gap = gap
+
+
 class UnsupportedTypeError(SqlServerCdcError):
     """A captured column has a type (or a value) the provider cannot write to Parquet faithfully."""
 

@@ -1,11 +1,17 @@
 """
-Watermarks: the last LSN merged per capture instance, kept in an Airflow Variable.
+Watermarks: what the target holds of each capture instance, mirrored in an Airflow Variable.
 
 Key: ``sqlserver_cdc__<conn_id>__<database>__<capture_instance>``, derived by
-``window.change_window.watermark_key``. Value (JSON):
-``{"lsn": "0x…", "commit_time": "…+00:00", "dag_run_id": "…", "updated_at": "…"}``.
-A watermark only moves forward; it is written after the merge has committed
-(WatermarkCommitOperator), never by the extraction.
+``window.change_window.watermark_key``. Value (JSON): ``{"lsn": "0x…", "applied_ranges":
+"0x…-0x…", "commit_time": "…+00:00", "dag_run_id": "…", "updated_at": "…"}``.
+
+The target table is the source of truth: its merge commits record the applied LSN ranges. The
+Variable mirrors them, written after the merge has committed (WatermarkCommitOperator), never by
+the extraction: ``applied_ranges`` are the ranges the merge reported, joined with those already
+mirrored, and ``lsn`` is the *applied-through* LSN, the end of the first range (every change up
+to it is applied). Joining only adds ranges, so two commit tasks finishing in either order leave
+the same value, and the watermark never moves back. Without ranges from the merge (a DAG that
+does not pass them), ``lsn`` is the highest window end merged, as before.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, add_range, format_ranges, parse_ranges
 
 
 @dataclass(frozen=True)
@@ -27,11 +34,17 @@ class Watermark:
     commit_time: str | None = None
     dag_run_id: str | None = None
     updated_at: str | None = None
+    applied_ranges: str | None = None
 
     @property
     def position(self) -> Lsn:
         """The LSN as a value."""
         return Lsn.from_hex(self.lsn)
+
+    @property
+    def ranges(self) -> list[LsnRange]:
+        """The mirrored applied LSN ranges (empty for a watermark written without them)."""
+        return parse_ranges(self.applied_ranges)
 
     def to_json(self) -> str:
         """The Variable value."""
@@ -42,14 +55,18 @@ class Watermark:
         """Parse a Variable value; a malformed value is an error naming the key."""
         try:
             data = json.loads(text)
-            mark = cls(**{k: data.get(k) for k in ("lsn", "commit_time", "dag_run_id", "updated_at")})
+            mark = cls(**{k: data.get(k) for k in FIELDS})
             mark.position  # noqa: B018 - validates the LSN
+            mark.ranges  # noqa: B018 - validates the ranges
             return mark
         except (ValueError, TypeError) as err:
             raise ValueError(
                 f"Airflow Variable {key!r} does not hold a watermark ({err}); expected JSON like "
                 '{"lsn": "0x0000002A000001F00003", "commit_time": null, "dag_run_id": null}'
             ) from err
+
+
+FIELDS = ("lsn", "commit_time", "dag_run_id", "updated_at", "applied_ranges")
 
 
 def _variable() -> Any:
@@ -94,3 +111,48 @@ def advance_watermark(
     )
     _variable().set(key, mark.to_json())
     return True, previous
+
+
+def mirror_applied_ranges(
+    key: str,
+    ranges: list[LsnRange],
+    *,
+    known_commit_time: tuple[Lsn, str | None] | None = None,
+    dag_run_id: str | None = None,
+) -> tuple[bool, Watermark | None, Watermark]:
+    """
+    Mirror the applied LSN ranges a merge reported for a capture instance; the watermark is their applied-through LSN.
+
+    The reported ranges are joined with those already stored, so the stored value only grows.
+    Returns ``(changed, previous, current)``.
+
+    :param key: the watermark Variable.
+    :param ranges: the applied ranges the target table holds after the merge.
+    :param known_commit_time: an LSN and its UTC commit time (e.g. a window's end), stored when the
+        applied-through LSN is that one.
+    :param dag_run_id: the DAG run that merged.
+    """
+    previous = read_watermark(key)
+    joined = list(previous.ranges) if previous is not None else []
+    for first, last in ranges:
+        joined = add_range(joined, first, last)
+    if not joined:
+        raise ValueError(f"no applied LSN ranges to mirror in {key!r}")
+    through = Lsn.from_int(joined[0][1])
+    text = format_ranges(joined)
+    if previous is not None and previous.applied_ranges == text and previous.lsn == through.hex:
+        return False, previous, previous
+    commit_time = None
+    if previous is not None and previous.lsn == through.hex:
+        commit_time = previous.commit_time
+    elif known_commit_time is not None and known_commit_time[0] == through:
+        commit_time = known_commit_time[1]
+    mark = Watermark(
+        lsn=through.hex,
+        commit_time=commit_time,
+        dag_run_id=dag_run_id,
+        updated_at=datetime.now(UTC).isoformat(),
+        applied_ranges=text,
+    )
+    _variable().set(key, mark.to_json())
+    return True, previous, mark

@@ -215,6 +215,21 @@ def all_changes_query(
     )
 
 
+def change_count_query(capture_instance: str) -> str:
+    """
+    The count, first and last ``__$start_lsn`` of an instance's changes in an LSN range (contiguity guard).
+
+    Parameters: from LSN, to LSN (binary(10)); both inside the instance's valid range.
+
+    :param capture_instance: the capture instance (validated and quoted here).
+    """
+    validate_capture_instance(capture_instance)
+    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
+    return (
+        f"SELECT COUNT_BIG(*), MIN([__$start_lsn]), MAX([__$start_lsn]) FROM [cdc].{function}(?, ?, N'all')"
+    )
+
+
 def bare_changes_query(capture_instance: str) -> str:
     """``SELECT *`` from the change function (what a naive reader would run; used by benchmarks)."""
     validate_capture_instance(capture_instance)

@@ -28,6 +28,7 @@ from airflow_provider_sqlserver_cdc.hooks.odbc_connection import (
     airflow_odbc_driver,
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.window.contiguity import ChangeCount
 from airflow_provider_sqlserver_cdc.window.planning import ServerTimeZone
 
 if TYPE_CHECKING:
@@ -275,6 +276,28 @@ class SqlServerCdcHook(BaseHook):
     def decrement_lsn(self, lsn: Lsn) -> Lsn:
         """``sys.fn_cdc_decrement_lsn``: the LSN before ``lsn``."""
         return Lsn(self._scalar(tsql.DECREMENT_LSN, lsn.value, doing="decrementing an LSN"))
+
+    def count_changes(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> ChangeCount:
+        """
+        Count the instance's changes in ``[from_lsn, to_lsn]`` (both inside its valid range).
+
+        :param capture_instance: the capture instance.
+        :param from_lsn: the first LSN of the range.
+        :param to_lsn: the last LSN of the range.
+        """
+        rows = self._query(
+            tsql.change_count_query(capture_instance),
+            from_lsn.value,
+            to_lsn.value,
+            doing=f"counting the changes of {capture_instance} in {from_lsn.hex}..{to_lsn.hex}",
+            capture_instance=capture_instance,
+        )
+        count, first, last = rows[0] if rows else (0, None, None)
+        return ChangeCount(
+            int(count or 0),
+            Lsn(first) if first is not None else None,
+            Lsn(last) if last is not None else None,
+        )
 
     def map_time_to_lsn(self, relational_operator: str, local_time: datetime) -> Lsn | None:
         """

@@ -28,6 +28,10 @@ class CdcExtractOperator(WindowTaskOperator):
     :param window_mode: ``interval`` (the run's data interval) or ``watermark`` (after the stored LSN).
     :param row_filter_option: ``all update old`` (default; before- and after-images) or ``all``.
     :param reader: ``auto`` (arrow-odbc unless a captured column is a (max)/LOB type), ``arrow-odbc`` or ``pyodbc``.
+    :param on_gap: what to do when the source holds changes between what the target has applied
+        (the watermark) and this run's window, e.g. after missed intervals: ``heal`` (default) extends
+        the window back over them and logs a warning; ``fail`` fails before writing anything, naming
+        the gap and the ``airflow backfill create`` command that fills it (docs/backfill.md).
     """
 
     template_fields: Sequence[str] = (
@@ -36,6 +40,7 @@ class CdcExtractOperator(WindowTaskOperator):
         "sqlserver_cdc_conn_id",
         "database",
         "window_mode",
+        "on_gap",
     )
     ui_color = "#cfe2f3"
 
@@ -45,10 +50,12 @@ class CdcExtractOperator(WindowTaskOperator):
         window_mode: str = "interval",
         row_filter_option: str = "all update old",
         reader: str = "auto",
+        on_gap: str = "heal",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.window_mode = window_mode
+        self.on_gap = on_gap
         self.row_filter_option = row_filter_option
         self.reader = reader
 
@@ -63,4 +70,5 @@ class CdcExtractOperator(WindowTaskOperator):
             batch_size=self.batch_size,
             max_file_bytes=self.max_file_bytes,
             reader=self.reader,
+            on_gap=self.on_gap,
         )

@@ -125,6 +125,25 @@ def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None
     )
 
 
+APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
+
+
+def applied_lsn_ranges(result: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """Return capture instance -> applied LSN ranges of the committed tables in the job's result, or None.
+
+    None when the job printed no result line (cluster deploy mode: the driver's output stays on
+    the cluster); WatermarkCommitOperator then falls back to the windows' ends.
+
+    :param result: the job's summary, target table -> entry (see ``spark.merge.result_line``).
+    """
+    if result is None:
+        return None
+    ranges: dict[str, str] = {}
+    for table in tables_with_status(dict(result), COMMITTED):
+        ranges.update(result[table].get("applied_lsn_ranges") or {})
+    return ranges
+
+
 class CdcSparkMergeOperator(SparkSubmitOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
@@ -132,6 +151,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     Each target table commits on its own: when some fail, the others commit and the task fails
     naming the failed tables (read from the job's result line in spark-submit's output, which
     carries the driver's output in client deploy mode); a retry merges only what is not applied yet.
+    Besides the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture
+    instance -> the LSN ranges its table holds after the merge, read from the table itself, which
+    WatermarkCommitOperator mirrors into the watermark Variables.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
     the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
@@ -235,6 +257,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             if message is None:
                 raise
             raise AirflowException(message) from err
+        context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=applied_lsn_ranges(self.merge_result))
         return manifests
 
     def _get_hook(self) -> SparkSubmitHook:

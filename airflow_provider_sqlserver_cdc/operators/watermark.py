@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_provider_sqlserver_cdc.state import advance_watermark
-from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+from airflow_provider_sqlserver_cdc.state import advance_watermark, mirror_applied_ranges
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, xcom_items
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import parse_ranges
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -16,28 +17,45 @@ if TYPE_CHECKING:
 
 class WatermarkCommitOperator(BaseOperator):
     """
-    Store each window's ``to_lsn`` as the watermark of its capture instance, only moving forward.
+    Mirror what the merge committed into each capture instance's watermark Variable, only moving forward.
 
     Place it downstream of the merge task, so it runs only after the merge has committed. It takes
     the XCom of CdcExtractOperator (or CdcSnapshotOperator), read with ``ChangeWindow.from_xcom``:
     a window dict, a list of them, the mapped results of ``.expand()``, their JSON text, or a list
-    of these. A backfill of an old interval never moves a watermark back.
+    of these. Given the merge task's ``applied_lsn_ranges`` XCom (the ranges each table holds,
+    read from the table), the Variable mirrors them and its LSN is their applied-through LSN
+    (``state.mirror_applied_ranges``); without it, the LSN is the window's end. Either way a
+    backfill of an old interval never moves a watermark back.
 
     :param windows: the extraction XCom (e.g. ``extract.output``). (templated)
+    :param applied: the merge task's ``applied_lsn_ranges`` XCom, e.g.
+        ``XComArg(merge, key="applied_lsn_ranges")``: capture instance -> applied LSN ranges. (templated)
     """
 
-    template_fields: Sequence[str] = ("windows",)
+    template_fields: Sequence[str] = ("windows", "applied")
     ui_color = "#d9ead3"
 
-    def __init__(self, *, windows: Any, **kwargs: Any) -> None:
+    def __init__(self, *, windows: Any, applied: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.windows = windows
+        self.applied = applied
+
+    def _applied_ranges(self) -> dict[str, str]:
+        ranges: dict[str, str] = {}
+        for item in xcom_items(self.applied):
+            if isinstance(item, dict):
+                ranges.update({str(k): str(v) for k, v in item.items() if v})
+        return ranges
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         dag_run = context.get("dag_run")
         run_id = getattr(dag_run, "run_id", None)
+        applied = self._applied_ranges()
         outcome = []
         for window in ChangeWindow.from_xcom(self.windows):
+            if window.capture_instance in applied:
+                outcome.append(self._mirror(window, applied[window.capture_instance], run_id))
+                continue
             lsn = window.to_lsn
             moved, previous = advance_watermark(
                 window.state_key, lsn, commit_time=window.to_position_time, dag_run_id=run_id
@@ -66,3 +84,36 @@ class WatermarkCommitOperator(BaseOperator):
                 }
             )
         return outcome
+
+    def _mirror(self, window: ChangeWindow, ranges_text: str, run_id: str | None) -> dict[str, Any]:
+        """Mirror the table's applied ranges of the window's capture instance into its Variable."""
+        changed, previous, current = mirror_applied_ranges(
+            window.state_key,
+            parse_ranges(ranges_text),
+            known_commit_time=(window.to_lsn, window.to_position_time),
+            dag_run_id=run_id,
+        )
+        if previous is not None and current.position < previous.position:
+            self.log.warning(
+                "%s: watermark moves back from %s to %s: the target table holds every change only up to %s "
+                "(the stored value predates the mirrored ranges, or the table was restored)",
+                window.capture_instance,
+                previous.lsn,
+                current.lsn,
+                current.lsn,
+            )
+        self.log.info(
+            "%s: watermark %s %s (applied LSN ranges %s; %s)",
+            window.capture_instance,
+            "->" if changed else "stays at",
+            current.lsn,
+            current.applied_ranges,
+            window.state_key,
+        )
+        return {
+            "capture_instance": window.capture_instance,
+            "state_key": window.state_key,
+            "watermark": current.lsn,
+            "moved": changed and (previous is None or current.position > previous.position),
+            "applied_ranges": current.applied_ranges,
+        }

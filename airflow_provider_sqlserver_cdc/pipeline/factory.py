@@ -58,11 +58,14 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, task
+from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
 
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
-from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
+from airflow_provider_sqlserver_cdc.operators.spark_merge import (
+    APPLIED_RANGES_XCOM_KEY,
+    CdcSparkMergeOperator,
+)
 from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
@@ -202,6 +205,7 @@ def add_replication_tasks(
         row_filter_option=settings.extract.row_filter_option,
         batch_size=settings.extract.batch_size,
         max_file_bytes=settings.extract.max_file_bytes,
+        on_gap=settings.extract.on_gap,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
     ).expand(capture_instance=to_extract)
@@ -223,6 +227,7 @@ def add_replication_tasks(
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
         windows=[snapshot.output, extract.output],
+        applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
     )
     [snapshot, extract] >> merge >> commit

@@ -37,6 +37,7 @@ from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 
 SENSOR_MODES = ("reschedule", "poke")
 
@@ -123,6 +124,8 @@ class ExtractSettings(_Section):
     :param batch_size: rows per Arrow batch; bounds the task's memory.
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param execution_timeout_minutes: stop a hung extract (its retry rewrites the same window).
+    :param on_gap: changes missed before a run's interval (scheduler down, DAG paused): ``heal``
+        takes them into the run's window, ``fail`` fails the run naming the backfill to run.
     """
 
     key: ClassVar[str] = "extract"
@@ -130,11 +133,13 @@ class ExtractSettings(_Section):
     batch_size: int = operator_default(CdcExtractOperator, "batch_size")
     max_file_bytes: int = operator_default(CdcExtractOperator, "max_file_bytes")
     execution_timeout_minutes: float = 30.0
+    on_gap: str = operator_default(CdcExtractOperator, "on_gap")
 
     def check(self) -> None:
-        """Refuse non-positive sizes and times."""
+        """Refuse non-positive sizes and times, and an unknown ``on_gap``."""
         for name in ("batch_size", "max_file_bytes", "execution_timeout_minutes"):
             self._require(name, getattr(self, name) > 0, "must be positive")
+        self._require("on_gap", self.on_gap in ON_GAP, f"must be one of {ON_GAP}, got {self.on_gap!r}")
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,10 @@ class ChangeWindow:
     :param byte_count: bytes of those files.
     :param empty: whether the range holds no transaction (it was not queried).
     :param snapshot: how a snapshot window was taken (kind ``snapshot``).
+    :param applied_through: the applied-through position the window continues (contiguity guard):
+        the source had no unapplied change between it and ``from_position``.
+    :param healed_gap: the unapplied changes before the run's interval that the window took in
+        (contiguity guard, ``on_gap="heal"``): first/last position, rows, times.
     """
 
     capture_instance: str
@@ -156,6 +160,8 @@ class ChangeWindow:
     byte_count: int = 0
     empty: bool = False
     snapshot: SnapshotDetails | None = None
+    applied_through: str | None = None
+    healed_gap: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         label = f"window of {self.capture_instance!r}"
@@ -217,6 +223,10 @@ class ChangeWindow:
         }
         if self.snapshot is not None:
             value.update(self.snapshot.to_xcom(p, self.to_position))
+        if self.applied_through is not None:
+            value[f"applied_through_{p}"] = self.applied_through
+        if self.healed_gap is not None:
+            value["healed_gap"] = dict(self.healed_gap)
         return value
 
     @classmethod
@@ -257,6 +267,8 @@ class ChangeWindow:
             byte_count=int(data.get("bytes") or 0),
             empty=bool(data.get("empty", False)),
             snapshot=SnapshotDetails.from_xcom(data, p) if "snapshot_method" in data else None,
+            applied_through=data.get(f"applied_through_{p}"),
+            healed_gap=dict(data["healed_gap"]) if data.get("healed_gap") else None,
         )
 
     @classmethod

@@ -29,6 +29,14 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
+from airflow_provider_sqlserver_cdc.window.contiguity import (
+    ON_GAP,
+    AppliedPosition,
+    UnappliedChanges,
+    backfill_command,
+    gap_interval_start,
+    guard_window,
+)
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
     OPERATION_NAMES,
@@ -40,12 +48,13 @@ from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, Ser
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+    from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
 
@@ -99,6 +108,8 @@ class ExtractResult:
             byte_count=sum(f.bytes for f in m.files),
             empty=empty,
             snapshot=snapshot,
+            applied_through=m.applied_through,
+            healed_gap=m.healed_gap,
         )
 
 
@@ -117,6 +128,8 @@ def extract_window(
     run_id: str | None = None,
     log: logging.Logger | None = None,
     reader: str = "auto",
+    applied_through: Lsn | None = None,
+    healed_gap: UnappliedChanges | None = None,
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -136,6 +149,8 @@ def extract_window(
     :param run_id: recorded in the manifest.
     :param log: where progress goes.
     :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
+    :param applied_through: the applied-through LSN the window continues (``window.contiguity``).
+    :param healed_gap: the missed changes the window was extended back to take in.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
@@ -178,6 +193,8 @@ def extract_window(
         created_at=datetime.now(UTC).isoformat(),
         dag_id=dag_id,
         run_id=run_id,
+        applied_through=applied_through.hex if applied_through is not None else None,
+        healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -251,6 +268,7 @@ def extract_windows(
     data_interval_end: datetime | None = None,
     row_filter_option: str = "all update old",
     require_keys: bool = True,
+    on_gap: str = "heal",
     log: logging.Logger | None = None,
     **extract_options: Any,
 ) -> list[ChangeWindow]:
@@ -266,19 +284,24 @@ def extract_windows(
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param row_filter_option: ``all`` or ``all update old``.
     :param require_keys: raise NoKeyColumnsError for an instance without key columns.
+    :param on_gap: unapplied changes before an interval window (``window.contiguity``): ``heal``
+        extends the window back over them, ``fail`` raises ContiguityGapError before writing anything.
     :param log: where progress goes.
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
     if window_mode not in MODES:
         raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    if on_gap not in ON_GAP:
+        raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
     tsql.validate_row_filter_option(row_filter_option)
     database, instances = load_capture_instances(hook, names, require_keys=require_keys)
     tz = hook.get_server_time_zone()
     keys = {i.name: watermark_key(conn_id, database, i.name) for i in instances}
+    marks = read_watermarks(keys)
     watermarks = None
     if window_mode == "watermark":
-        watermarks = {name: mark.position if mark else None for name, mark in read_watermarks(keys).items()}
+        watermarks = {name: mark.position if mark else None for name, mark in marks.items()}
     planned = plan_windows(
         hook,
         instances,
@@ -290,6 +313,33 @@ def extract_windows(
     )
     windows = []
     for instance, window in zip(instances, planned, strict=True):
+        mark = marks[instance.name]
+        applied = AppliedPosition(mark.position, tuple(mark.ranges)) if mark is not None else None
+        guarded = guard_window(
+            hook,
+            instance,
+            window,
+            applied,
+            tz,
+            on_gap=on_gap,
+            remedy=_backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end),
+        )
+        window = guarded.window
+        if guarded.healed is not None and log is not None:
+            gap = guarded.healed
+            log.warning(
+                "%s: healing a gap: %d change row(s) at LSN %s..%s (committed %s .. %s) were never applied; "
+                "the target holds every change up to %s. This run's window now starts there: %s..%s",
+                instance.name,
+                gap.rows,
+                gap.first_lsn.hex,
+                gap.last_lsn.hex,
+                gap.first_time.isoformat() if gap.first_time else "?",
+                gap.last_time.isoformat() if gap.last_time else "?",
+                gap.applied_through.hex,
+                window.from_lsn.hex,
+                window.to_lsn.hex,
+            )
         if log is not None:
             log.info(
                 "%s: %s window %s..%s%s",
@@ -308,6 +358,8 @@ def extract_windows(
             database=database,
             row_filter_option=row_filter_option,
             log=log,
+            applied_through=guarded.applied_through,
+            healed_gap=guarded.healed,
             **extract_options,
         )
         to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
@@ -319,3 +371,21 @@ def extract_windows(
             )
         )
     return windows
+
+
+def _backfill_remedy(
+    dag_id: str | None, interval_start: datetime | None, interval_end: datetime | None
+) -> Callable[[UnappliedChanges], str]:
+    """Return what to tell a user whose run found a gap: the backfill that fills it, or how to heal."""
+
+    def remedy(gap: UnappliedChanges) -> str:
+        heal = "Or set on_gap='heal' (the default) to take the missed changes into this run's window"
+        if dag_id is None or interval_start is None or interval_end is None or gap.first_time is None:
+            return f"Run the missed intervals (airflow backfill create) and then this one again. {heal}"
+        first = gap_interval_start(gap.first_time, interval_start, interval_end)
+        return (
+            "Nothing was written. Fill the gap with the runs of the missed intervals, this one included: "
+            f"{backfill_command(dag_id, first, interval_start)}. {heal}"
+        )
+
+    return remedy

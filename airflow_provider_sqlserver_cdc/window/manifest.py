@@ -100,6 +100,8 @@ class WindowManifest:
     created_at: str | None = None
     dag_id: str | None = None
     run_id: str | None = None
+    applied_through: str | None = None
+    healed_gap: dict[str, Any] | None = None
     format_version: int = FORMAT_VERSION
 
     @property
@@ -109,8 +111,18 @@ class WindowManifest:
 
     @property
     def lsn_range(self) -> tuple[int, int]:
-        """The inclusive LSN range the window brings up to date; a snapshot covers every LSN up to its own."""
-        first = 0 if self.kind == "snapshot" else int(Lsn.from_hex(self.from_lsn))
+        """The inclusive LSN range the window brings up to date.
+
+        A snapshot covers every LSN up to its own. A change window that continues an applied-through
+        LSN (``applied_through``, set by the contiguity guard) covers everything after it: the source
+        had no other change of the instance between it and ``from_lsn``.
+        """
+        if self.kind == "snapshot":
+            first = 0
+        elif self.applied_through is not None:
+            first = int(Lsn.from_hex(self.applied_through)) + 1
+        else:
+            first = int(Lsn.from_hex(self.from_lsn))
         return first, int(Lsn.from_hex(self.to_lsn))
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,6 +208,14 @@ def validate_manifest(data: Any, uri: str = MANIFEST_NAME, *, key_required: bool
     for bound in ("from_lsn", "to_lsn"):
         _require(_is_lsn(data[bound]), uri, f"{bound} {data[bound]!r} is not an LSN")
     _require(Lsn.from_hex(data["from_lsn"]) <= Lsn.from_hex(data["to_lsn"]), uri, "from_lsn is above to_lsn")
+    through = data.get("applied_through")
+    if through is not None:
+        _require(_is_lsn(through), uri, f"applied_through {through!r} is not an LSN")
+        _require(
+            Lsn.from_hex(through) < Lsn.from_hex(data["from_lsn"]),
+            uri,
+            f"applied_through {through} is not below from_lsn {data['from_lsn']}",
+        )
     _validate_columns(data, uri, key_required)
     _validate_files(data, uri)
 

@@ -162,7 +162,7 @@ def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:
     return f"{tz.to_utc(local).isoformat()} (server local {local.isoformat(sep=' ')})"
 
 
-def _clamp_to_instance(
+def clamp_to_instance(
     source: LsnSource, instance: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, tz: ServerTimeZone
 ) -> Lsn:
     """
@@ -238,7 +238,7 @@ def plan_interval_window(
             "SQL Server Agent capture job runs."
         )
     to_lsn = source.map_time_to_lsn(tsql.LARGEST_LESS_THAN, local_end) or Lsn.zero()
-    from_lsn = _clamp_to_instance(source, instance, from_lsn, to_lsn, tz)
+    from_lsn = clamp_to_instance(source, instance, from_lsn, to_lsn, tz)
     return LsnWindow(
         capture_instance=instance.name,
         from_lsn=from_lsn,
@@ -274,7 +274,7 @@ def plan_watermark_window(
         )
     to_lsn = max_lsn if max_lsn is not None else source.get_max_lsn()
     from_lsn = source.increment_lsn(last_lsn)
-    from_lsn = _clamp_to_instance(source, instance, from_lsn, to_lsn, tz)
+    from_lsn = clamp_to_instance(source, instance, from_lsn, to_lsn, tz)
     from_local = source.map_lsn_to_time(from_lsn) if from_lsn <= to_lsn else None
     to_local = source.map_lsn_to_time(to_lsn)
     return LsnWindow(

@@ -27,7 +27,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     read_manifest,
     read_window,
 )
-from airflow_provider_sqlserver_cdc.window.lsn_ranges import covers
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import covers, format_ranges
 from airflow_provider_sqlserver_cdc.window.manifest import ManifestError
 
 if TYPE_CHECKING:
@@ -101,7 +101,33 @@ def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
                 "back); use --delete-mode soft for backfills and re-runs"
             )
         pending.append(window)
+    _check_continuity(plan, pending)
     return pending
+
+
+def _check_continuity(plan: TargetPlan, pending: list[Window]) -> None:
+    """Refuse windows that continue an applied-through LSN the table does not hold (source of truth).
+
+    The extractor set ``applied_through`` from the watermark Variable, a mirror of the table; if the
+    table lacks that LSN (restored, re-created, or changed by hand), applying the window would record
+    a range over changes it never received.
+    """
+    after = ranges_after(plan.applied, pending)
+    for window in pending:
+        through = window.manifest.applied_through
+        if window.manifest.kind != "changes" or through is None:
+            continue
+        ranges = after.get(window.manifest.capture_instance, [])
+        if covers(ranges, int(Lsn.from_hex(through)), int(Lsn.from_hex(through))):
+            continue
+        held = format_ranges(plan.applied.get(window.manifest.capture_instance, [])) or "nothing"
+        raise MergeJobError(
+            f"target table {plan.table}: window {window.label} continues LSN {through} (the watermark Variable "
+            f"of {window.manifest.capture_instance} said every change up to it is applied), but the table holds "
+            f"{held}. The Variable is ahead of the table (was the table restored, re-created or rewritten?); "
+            "nothing was written. Re-snapshot the table (trigger the DAG with conf "
+            f'{{"resnapshot": ["{window.manifest.capture_instance}"]}}) or delete its watermark Variable'
+        )
 
 
 def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:
@@ -167,6 +193,7 @@ def _table_entry(plan: TargetPlan, error: BaseException | None) -> dict[str, Any
         "max_applied_lsn": {
             ci: Lsn.from_int(max(hi for _, hi in ranges)).hex for ci, ranges in plan.applied.items() if ranges
         },
+        "applied_lsn_ranges": {ci: format_ranges(ranges) for ci, ranges in plan.applied.items() if ranges},
     }
     if error is not None:
         entry["failed_windows"] = _unmerged_labels(plan)
