@@ -89,6 +89,7 @@ class WindowSpec:
     kind: str = "changes"
     source: dict[str, str] = field(default_factory=lambda: {"server": "sim:1433", "database": "shop"})
     rows_per_file: int = 1_000_000
+    applied_through: int | None = None
 
 
 def write_window(base: Path | str, spec: WindowSpec) -> str:
@@ -137,6 +138,8 @@ def write_window(base: Path | str, spec: WindowSpec) -> str:
         "dag_id": "test",
         "run_id": "test",
     }
+    if spec.applied_through is not None:
+        manifest["applied_through"] = lsn_hex(spec.applied_through)
     temporary = directory / f"{MANIFEST_NAME}.tmp"
     temporary.write_text(json.dumps(manifest, indent=2))
     temporary.replace(directory / MANIFEST_NAME)

@@ -407,3 +407,47 @@ def test_composite_key_and_a_changed_key_is_refused(
     )
     with merge_fails(table, SchemaEvolutionError, match=f"target table {table}: its identifier fields are"):
         run(spark, namespace, w3)
+
+
+def test_windows_continuing_the_applied_lsn_coalesce_into_one_range(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    log = ChangeLog()
+    first = log.insert(id=1, name="a", amount=None)
+    end1 = log.lsn
+    w1 = write_window(base, WindowSpec("dbo_orders", 0x100, end1, first))
+    log.lsn += 0x100  # other tables' commits: no change of this instance in between
+    start2 = log.lsn + 1
+    second = log.insert(id=2, name="b", amount=None)
+    w2 = write_window(base, WindowSpec("dbo_orders", start2, log.lsn, second, applied_through=end1))
+    first_result = run(spark, namespace, w1)
+    assert first_result[table]["applied_lsn_ranges"] == {"dbo_orders": f"{lsn_hex(0x100)}-{lsn_hex(end1)}"}
+    result = run(spark, namespace, w2)
+    assert result[table]["applied_lsn_ranges"] == {"dbo_orders": f"{lsn_hex(0x100)}-{lsn_hex(log.lsn)}"}
+    summary = (
+        spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first().summary
+    )
+    assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == f"{lsn_hex(0x100)}-{lsn_hex(log.lsn)}"
+    assert run(spark, namespace, w2)[table]["skipped"] == [f"dbo_orders {lsn_hex(start2)}_{lsn_hex(log.lsn)}"]
+
+
+def test_window_continuing_an_lsn_the_table_lacks_is_refused(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    w1, _ = two_windows(base)
+    run(spark, namespace, w1)
+    snapshots = snapshot_count(spark, table)
+    ahead = write_window(
+        base,
+        WindowSpec(
+            "dbo_orders",
+            0x9000,
+            0x9010,
+            [Row(0x9010, 0x901001, 2, {"id": 9, "name": "z"})],
+            applied_through=0x8000,
+        ),
+    )
+    with merge_fails(table, MergeJobError, "Variable is ahead of the table") as raised:
+        run(spark, namespace, ahead)
+    assert "resnapshot" in str(raised.value) and lsn_hex(0x8000) in str(raised.value)
+    assert snapshot_count(spark, table) == snapshots

@@ -1,0 +1,89 @@
+"""The watermark Variable as a mirror of the table's applied ranges (the Variable store is a dict here;
+the real Airflow Variables are used by tests/operators/test_watermark.py and the end-to-end tests)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from airflow_provider_sqlserver_cdc import state
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.state import (
+    Watermark,
+    advance_watermark,
+    mirror_applied_ranges,
+    read_watermark,
+)
+
+KEY = "sqlserver_cdc__src__shop__dbo_orders"
+
+
+class Variables(dict):
+    def get(self, key, default=None):
+        return super().get(key, default)
+
+    def set(self, key, value):
+        self[key] = value
+
+
+@pytest.fixture
+def variables(monkeypatch):
+    store = Variables()
+    monkeypatch.setattr(state, "_variable", lambda: store)
+    return store
+
+
+def test_mirror_stores_the_ranges_and_their_applied_through_lsn(variables):
+    changed, previous, mark = mirror_applied_ranges(
+        KEY, [(0, 200), (300, 400)], known_commit_time=(Lsn.from_int(200), "2026-01-01T00:00:00+00:00")
+    )
+    assert changed and previous is None
+    assert mark.position == Lsn.from_int(200)  # not 400: 201..299 is not applied
+    assert mark.ranges == [(0, 200), (300, 400)]
+    assert mark.commit_time == "2026-01-01T00:00:00+00:00"
+    assert read_watermark(KEY) == mark
+
+
+def test_mirrors_written_in_any_order_end_equal_and_never_move_back(variables):
+    reports = [[(0, 200)], [(0, 200), (201, 300)], [(0, 200), (301, 400)], [(0, 400)]]
+    results = set()
+    for order in itertools.permutations(reports):
+        variables.clear()
+        throughs = []
+        for ranges in order:
+            mirror_applied_ranges(KEY, ranges)
+            throughs.append(int(read_watermark(KEY).position))
+        assert throughs == sorted(throughs)  # never backwards
+        final = read_watermark(KEY)
+        results.add((final.lsn, final.applied_ranges))
+    assert results == {(Lsn.from_int(400).hex, f"{Lsn.from_int(0)}-{Lsn.from_int(400)}")}
+
+
+def test_unchanged_mirror_is_not_rewritten(variables):
+    mirror_applied_ranges(KEY, [(0, 200)])
+    before = variables[KEY]
+    changed, _, _ = mirror_applied_ranges(KEY, [(0, 150)])
+    assert not changed and variables[KEY] == before
+
+
+def test_legacy_watermark_without_ranges_still_reads_and_advances(variables):
+    variables[KEY] = json.dumps({"lsn": Lsn.from_int(500).hex, "commit_time": None, "dag_run_id": "r"})
+    mark = read_watermark(KEY)
+    assert mark.ranges == [] and mark.position == Lsn.from_int(500)
+    moved, _ = advance_watermark(KEY, Lsn.from_int(400))
+    assert not moved
+    moved, _ = advance_watermark(KEY, Lsn.from_int(600))
+    assert moved and read_watermark(KEY).position == Lsn.from_int(600)
+
+
+def test_malformed_ranges_name_the_variable(variables):
+    variables[KEY] = json.dumps({"lsn": Lsn.from_int(5).hex, "applied_ranges": "0x12-zz"})
+    with pytest.raises(ValueError, match=KEY):
+        read_watermark(KEY)
+
+
+def test_watermark_json_round_trips():
+    mark = Watermark(lsn=Lsn.from_int(7).hex, applied_ranges=f"{Lsn.from_int(0)}-{Lsn.from_int(7)}")
+    assert Watermark.from_json(mark.to_json()) == mark
