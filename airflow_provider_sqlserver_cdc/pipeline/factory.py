@@ -48,9 +48,12 @@ Why the defaults (settings.py) are safe:
 - **Timeouts:** extract and snapshot 30 min, merge 60 min (``execution_timeout``), far above a
   normal interval's work, so only a hung task is stopped; its retry is idempotent (a snapshot
   resumes after its last whole chunk).
-- **catchup = False**; past intervals are loaded with ``airflow backfill create``.
-- **Watermarks** only move forward, and only after the merge succeeded (``commit_watermarks``);
-  a backfill never moves them back.
+- **catchup = False**; intervals that got no run (scheduler down, DAG paused) are healed by the
+  next run, which extends its window back over their changes (``extract.on_gap``: ``heal``;
+  ``fail`` fails the run naming the ``airflow backfill create`` command instead). Past intervals
+  can always be re-run with ``airflow backfill create``.
+- **Watermarks** mirror the LSN ranges the target tables hold, read from the tables after the
+  merge succeeded (``commit_watermarks``); they only move forward, and a backfill never moves them back.
 """
 
 from __future__ import annotations

@@ -143,15 +143,23 @@ class PipelineHarness:
     # ----------------------------------------------------------------- the pipeline
 
     def run(
-        self, logical_date: dt.datetime, *, dag_id: str = INTERVAL_DAG, kill_extract_of: str | None = None
+        self,
+        logical_date: dt.datetime,
+        *,
+        dag_id: str = INTERVAL_DAG,
+        kill_extract_of: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> DagTestRun:
-        """Run a DAG once for ``logical_date`` (minutely: the interval ending then) in its own process."""
+        """Run a DAG once for ``logical_date`` (minutely: the interval ending then) in its own process.
+
+        :param env: environment variables to set for this run only (e.g. ``SQLSERVER_CDC_ON_GAP``).
+        """
         logs = self.root / "logs"
         log_name = f"{dag_id}-{logical_date:%H%M}-{len(list(logs.iterdir())):02d}.log"
         return run_dag_test(
             dag_id,
             dags_folder=DAGS_FOLDER,
-            env=self.env,
+            env={**self.env, **(env or {})},
             logical_date=logical_date,
             log_path=logs / log_name,
             cwd=self.root,
@@ -169,6 +177,16 @@ class PipelineHarness:
             raw = Variable.get(key, default_var=None)
             marks[name] = None if raw is None else Watermark.from_json(raw, key=key).lsn
         return marks
+
+    def applied_range_counts(self) -> dict[str, int]:
+        """How many applied LSN ranges each watermark Variable mirrors (one when every window continued the last)."""
+        from airflow.models.variable import Variable
+
+        counts = {}
+        for name in CAPTURE_INSTANCES:
+            key = watermark_key(self.conn_id, self.database, name)
+            counts[name] = len(Watermark.from_json(Variable.get(key), key=key).ranges)
+        return counts
 
     def target_snapshot_ids(self) -> dict[str, int | None]:
         """The current Iceberg snapshot id of every target table (from the Hadoop catalog's metadata)."""

@@ -13,6 +13,12 @@ SIGKILL in the middle of writing its Parquet file and the interval is run again;
 interval is run again (extract rewrites its window, the merge finds it applied); then an older
 interval is backfilled after it (out of order). Neither the re-runs
 nor the backfill change a target (no new Iceberg snapshot) or move a watermark.
+
+Then the runs the scheduler never made (issue: no silent holes): one interval gets no run, and
+the next run, with ``on_gap: fail``, fails naming the gap and the backfill command, writing
+nothing; run again with the default ``on_gap: heal`` it takes the missed changes in. The same
+after three missed intervals (a DAG paused, then unpaused). Each time every target equals its
+source.
 """
 
 from __future__ import annotations
@@ -123,4 +129,33 @@ def test_target_equals_source_through_the_example_dag(
     assert harness.target_snapshot_ids() == snapshots
     comparisons = harness.compare(spark)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+
+    # Interval 4 gets no run (scheduler down); the run of interval 5 finds its changes unapplied.
+    write_interval(4)
+    close_interval(4)
+    write_interval(5)
+    close_interval(5)
+    staged = {name: harness.window_dirs(name) for name in CAPTURE_INSTANCES}
+    failed = harness.run(start(6), env={"SQLSERVER_CDC_ON_GAP": "fail"})
+    assert failed.state != "success"
+    assert "are not applied to the target" in failed.output, failed.output[-6000:]
+    assert f"--from-date {start(4).isoformat()}" in failed.output, failed.output[-6000:]
+    assert f"--to-date {start(5).isoformat()}" in failed.output
+    assert {name: harness.window_dirs(name) for name in CAPTURE_INSTANCES} == staged  # nothing written
+    assert harness.watermarks() == marks
+    assert harness.target_snapshot_ids() == snapshots
+    healed = harness.run(start(6))
+    assert_success(healed, "run healing the missed interval")
+    assert "healing a gap" in healed.output
+    comparisons = harness.compare(spark)
+    assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+
+    # The DAG is paused over intervals 6-8 and unpaused: the run of interval 9 heals all three.
+    for k in (6, 7, 8):
+        write_interval(k)
+        close_interval(k)
+    assert_success(harness.run(start(10)), "run after the DAG was paused")
+    comparisons = harness.compare(spark)
+    assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+    assert harness.applied_range_counts() == dict.fromkeys(CAPTURE_INSTANCES, 1)
     conn.close()
