@@ -29,3 +29,19 @@ class TableMergeError(MergeJobError):
     def failed_tables(self) -> list[str]:
         """The failed target tables, in run order."""
         return list(self.failures)
+
+
+#: Iceberg's exceptions for a commit that lost a race with another writer's commit.
+COMMIT_CONFLICTS = (
+    "org.apache.iceberg.exceptions.ValidationException",
+    "org.apache.iceberg.exceptions.CommitFailedException",
+)
+
+
+def is_commit_conflict(err: BaseException) -> bool:
+    """Say whether an error is Iceberg refusing a commit because another writer committed first.
+
+    :param err: the error a MERGE or commit raised (through py4j or PySpark's captured exceptions).
+    """
+    text = f"{type(err).__name__}: {err}"
+    return any(name in text or name.rsplit(".", 1)[1] in text for name in COMMIT_CONFLICTS)

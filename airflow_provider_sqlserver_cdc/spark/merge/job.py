@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings, parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import COMMIT_TIME, POSITION_COLUMNS
-from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError, TableMergeError
+from airflow_provider_sqlserver_cdc.spark.merge.errors import (
+    MergeJobError,
+    TableMergeError,
+    is_commit_conflict,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import COMMITTED, FAILED, result_line
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import (
@@ -34,6 +38,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
+#: How often a table's merge is tried when another writer's commit conflicts with it.
+CONFLICT_ATTEMPTS = 4
 
 
 def configure_session(spark: SparkSession) -> None:
@@ -79,7 +85,7 @@ def merge_batch(
     columns = tuple(c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME))
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
     after = ranges_after(applied, windows)
-    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after))
+    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied))
     return after
 
 
@@ -168,6 +174,32 @@ def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bo
         plan.merged.extend(batch)
 
 
+def _commit_retrying(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:
+    """Commit the table's windows; when another writer's commit conflicts, read the table again and retry.
+
+    A retry re-reads the applied ranges, so the windows the conflicting writer (or this run's first
+    attempt) committed are skipped, and the LSN guard keeps a change from replacing a newer one.
+    """
+    windows = list(plan.windows) + list(plan.skipped)
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            _commit(spark, target, plan, hard)
+            return
+        except Exception as err:
+            if not is_commit_conflict(err) or attempt == CONFLICT_ATTEMPTS:
+                raise
+            LOG.warning(
+                "target table %s: another writer committed first (%s); reading the table again, attempt %d of %d",
+                plan.table,
+                failure_reason(err),
+                attempt + 1,
+                CONFLICT_ATTEMPTS,
+            )
+            merged = list(plan.merged)
+            plan.windows, plan.skipped, plan.merged = list(windows), [], merged
+            _prepare(spark, target, plan, hard)
+
+
 def _unmerged_labels(plan: TargetPlan) -> list[str]:
     """Return the labels of the plan's pending windows this run has not committed."""
     return [w.label for w in plan.windows if w not in plan.merged]
@@ -238,7 +270,7 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
         table = settings.target_for(window)
         plans.setdefault(table, TargetPlan(table)).windows.append(window)
     failures: dict[str, BaseException] = {}
-    for step in (_prepare, _commit):
+    for step in (_prepare, _commit_retrying):
         for plan in plans.values():
             if plan.table in failures:
                 continue

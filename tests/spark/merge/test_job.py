@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -451,3 +452,42 @@ def test_window_continuing_an_lsn_the_table_lacks_is_refused(
         run(spark, namespace, ahead)
     assert "resnapshot" in str(raised.value) and lsn_hex(0x8000) in str(raised.value)
     assert snapshot_count(spark, table) == snapshots
+
+
+def test_two_merges_of_one_table_started_at_once_lose_no_change(
+    spark: Any, base: Path, namespace: str, table: str, write_mode: str
+) -> None:
+    log = ChangeLog()
+    rows = flatten(log.insert(id=k, name=f"n{k}", amount=None) for k in range(1, 41))
+    first = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, rows))
+    windows = []
+    for keys, name in ((range(1, 26), "a"), (range(15, 41), "b")):  # keys 15-25 changed by both
+        start = log.lsn + 1
+        changes = flatten(log.update({"id": k, "name": f"n{k}", "amount": None}, name=name) for k in keys)
+        windows.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, changes)))
+    run(spark, namespace, first, write_mode=write_mode)
+
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def merge(manifest: str) -> None:
+        barrier.wait()
+        try:
+            run(spark, namespace, manifest, write_mode=write_mode)
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=merge, args=(w,)) for w in windows]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    # Keys 15-25: window b's change is the newer one, whichever merge committed last.
+    expected = {k: (False, "a" if k < 15 else "b", None) for k in range(1, 41)}
+    assert contents(spark, table) == expected
+    summary = (
+        spark.sql(f"SELECT summary FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first().summary
+    )
+    assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == f"{lsn_hex(0x100)}-{lsn_hex(log.lsn)}"
+    assert run(spark, namespace, *windows, write_mode=write_mode)[table]["applied"] == []

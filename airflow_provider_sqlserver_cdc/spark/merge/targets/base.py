@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, add_range
@@ -49,6 +49,7 @@ class ChangeBatch:
     :param columns: the captured columns (target names) the batch writes.
     :param hard: remove deleted keys instead of flagging them.
     :param applied: the applied LSN ranges of the table once the batch is applied, to record with it.
+    :param applied_before: the ranges the table held when the job read it (what ``applied`` builds on).
     """
 
     plan: TargetPlan
@@ -57,6 +58,7 @@ class ChangeBatch:
     columns: tuple[str, ...]
     hard: bool
     applied: AppliedRanges
+    applied_before: AppliedRanges = field(default_factory=dict)
 
     @property
     def snapshot(self) -> Window | None:

@@ -7,7 +7,7 @@ The applied LSN ranges live in the snapshot summary of the commit that applies t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.statements import (
     snapshot_clause,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRanges, ChangeBatch, MergeTarget
-from airflow_provider_sqlserver_cdc.window.lsn_ranges import format_ranges, parse_ranges
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges, parse_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,6 +47,8 @@ SUMMARY_PREFIX = "sqlserver-cdc."
 SUMMARY_RANGES = SUMMARY_PREFIX + "applied-lsn-ranges."
 SUMMARY_MAX_LSN = SUMMARY_PREFIX + "max-applied-lsn."
 MERGE_SOURCE_VIEW = "sqlserver_cdc_merge_source"
+#: How often a bookkeeping commit is tried when other merges keep committing beside it.
+COMMIT_ATTEMPTS = 5
 
 
 def job_table_properties(write_mode: str) -> dict[str, str]:
@@ -82,10 +84,32 @@ def summary_properties(applied: AppliedRanges) -> dict[str, str]:
     return properties
 
 
+def format_state(ranges: AppliedRanges) -> str:
+    """Return applied ranges for messages: ``ci: 0x…-0x…; …``."""
+    return "; ".join(f"{ci}: {format_ranges(r)}" for ci, r in sorted(ranges.items())) or "none"
+
+
 def iceberg_table(spark: SparkSession, table: str) -> Any:
     """Return the Iceberg ``Table`` (Java API, through py4j) behind a dotted Spark table name."""
     jvm = spark.sparkContext._jvm
     return jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, quote_table(table))
+
+
+def snapshot_state(snapshot: Any) -> dict[str, str]:
+    """Return the job's entries of one snapshot's summary (empty for another writer's snapshot)."""
+    summary = snapshot.summary()
+    return {str(k): str(summary.get(k)) for k in summary.keySet() if str(k).startswith(SUMMARY_PREFIX)}
+
+
+def job_snapshots(iceberg: Any) -> Iterator[dict[str, str]]:
+    """Yield the job's state of each snapshot holding one, newest first, along the main branch's history."""
+    snapshot = iceberg.currentSnapshot()
+    while snapshot is not None:
+        state = snapshot_state(snapshot)
+        if state:
+            yield state
+        parent_id = snapshot.parentId()
+        snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
 
 
 def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
@@ -93,16 +117,73 @@ def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
 
     Reads table metadata only (no Spark job).
     """
-    iceberg = iceberg_table(spark, table)
-    snapshot = iceberg.currentSnapshot()
-    while snapshot is not None:
-        summary = snapshot.summary()
-        state = {str(k): str(summary.get(k)) for k in summary.keySet() if str(k).startswith(SUMMARY_PREFIX)}
-        if state:
-            return state
-        parent_id = snapshot.parentId()
-        snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
-    return {}
+    return next(job_snapshots(iceberg_table(spark, table)), {})
+
+
+def ranges_in_state(state: Mapping[str, str]) -> AppliedRanges:
+    """Return capture instance -> applied LSN ranges of a snapshot's job entries."""
+    return {
+        key[len(SUMMARY_RANGES) :]: parse_ranges(value)
+        for key, value in state.items()
+        if key.startswith(SUMMARY_RANGES)
+    }
+
+
+def _joined(ranges: AppliedRanges, more: AppliedRanges) -> AppliedRanges:
+    joined = {ci: list(r) for ci, r in ranges.items()}
+    for ci, extra in more.items():
+        for first, last in extra:
+            joined[ci] = add_range(joined.get(ci, []), first, last)
+    return joined
+
+
+def _holds(ranges: AppliedRanges, other: AppliedRanges) -> bool:
+    return all(
+        covers(ranges.get(ci, []), first, last) for ci, extra in other.items() for first, last in extra
+    )
+
+
+def reconcile_applied_state(
+    spark: SparkSession, table: str, written: AppliedRanges, read: AppliedRanges
+) -> AppliedRanges:
+    """Make the newest job state hold ``written`` and every job commit that raced it; return that state.
+
+    Two merges of one table read the same state, and Iceberg lets both commit when their data does
+    not conflict: the later commit's summary then lacks the earlier one's ranges. After its commit,
+    each job walks the history back from the newest snapshot, joining the ranges of the job commits
+    made since the state it read (those the state read already holds are that state or older), and
+    commits the union with an empty append when the newest state lacks part of it. Every writer does
+    this, so the newest state ends up holding every committed window. Ranges only grow, so the
+    order of these commits does not matter.
+
+    :param written: the ranges this job's commit recorded.
+    :param read: the ranges the job read before its commit (``written`` builds on them).
+    """
+    for _ in range(COMMIT_ATTEMPTS):
+        iceberg = iceberg_table(spark, table)
+        iceberg.refresh()  # the catalog may cache the table: see other writers' commits
+        union = {ci: list(r) for ci, r in written.items()}
+        newest: AppliedRanges | None = None
+        for state in job_snapshots(iceberg):
+            ranges = ranges_in_state(state)
+            newest = ranges if newest is None else newest
+            if _holds(read, ranges):
+                break
+            union = _joined(union, ranges)
+        if newest is not None and _holds(newest, union):
+            return newest
+        LOG.warning(
+            "target %s: another merge committed beside this one; recording the applied LSN ranges of both",
+            table,
+        )
+        append = iceberg.newFastAppend()
+        for key, value in summary_properties(union).items():
+            append = append.set(key, value)
+        append.commit()
+    raise MergeJobError(
+        f"target table {table}: the applied LSN ranges could not be recorded after {COMMIT_ATTEMPTS} attempts, "
+        "other merges kept committing to the table. The data is committed; re-run the task to record them"
+    )
 
 
 def with_commit_properties(
@@ -204,12 +285,7 @@ class IcebergTarget(MergeTarget):
 
     def applied_ranges(self, table: str) -> AppliedRanges:
         """Return the applied LSN ranges recorded in the newest snapshot summary that holds them."""
-        state = applied_state(self.spark, table)
-        return {
-            key[len(SUMMARY_RANGES) :]: parse_ranges(value)
-            for key, value in state.items()
-            if key.startswith(SUMMARY_RANGES)
-        }
+        return ranges_in_state(applied_state(self.spark, table))
 
     def table_schema(self, table: str) -> dict[str, str]:
         """Return lower-cased column name -> Spark SQL type of the table."""
@@ -280,12 +356,12 @@ class IcebergTarget(MergeTarget):
         else:
             self._merge_changes(batch, properties)
         self.spark.catalog.dropTempView(MERGE_SOURCE_VIEW)
-        recorded = applied_state(self.spark, plan.table)
-        if any(recorded.get(key) != value for key, value in properties.items()):
+        recorded = reconcile_applied_state(self.spark, plan.table, batch.applied, batch.applied_before)
+        if not _holds(recorded, batch.applied):
             raise MergeJobError(
-                f"target table {plan.table}: the MERGE of {batch.labels} committed but its snapshot does not "
-                f"carry the applied LSN ranges (found {recorded}). Re-running is safe (changes only apply when "
-                "newer); check that nothing else commits to the table at the same time"
+                f"target table {plan.table}: the MERGE of {batch.labels} committed but the table's newest state "
+                f"does not carry its applied LSN ranges (found {format_state(recorded)}). Re-running is safe "
+                "(changes only apply when newer)"
             )
 
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:

@@ -10,7 +10,16 @@ from merge_runs import contents, rows_then_a_few_changes, run
 from window_builder import ChangeLog, WindowSpec, flatten, write_window
 
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import KeyRange
-from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table, target_rows_scanned
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import (
+    SUMMARY_RANGES,
+    IcebergTarget,
+    applied_state,
+    iceberg_table,
+    reconcile_applied_state,
+    summary_properties,
+    target_rows_scanned,
+    with_commit_properties,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -43,3 +52,25 @@ def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps
     assert target_rows_scanned(spark, table, None) == 40
     assert target_rows_scanned(spark, table, KeyRange("id", 1005, 2000, "INT")) == 10
     assert target_rows_scanned(spark, table, KeyRange("id", 5000, 6000, "INT")) == 0
+
+
+def test_raced_commits_end_with_a_state_holding_both(spark: Any, namespace: str) -> None:
+    # Two merges read the same state {..200}; A records ..200 + 300-400, then B, not seeing A,
+    # records ..200 + 500-600. Iceberg accepts both commits: the newest summary lacks A's range.
+    table = f"{namespace}.raced"
+    spark.sql(f"CREATE TABLE {table} (id int) USING iceberg")
+    read = {"dbo_orders": [(0, 200)]}
+    for ranges in (read, {"dbo_orders": [(0, 200), (300, 400)]}, {"dbo_orders": [(0, 200), (500, 600)]}):
+        with_commit_properties(
+            spark, summary_properties(ranges), lambda: spark.sql(f"INSERT INTO {table} VALUES (1)")
+        )
+    assert applied_state(spark, table)[SUMMARY_RANGES + "dbo_orders"].count("-") == 2
+
+    # Each writer reconciles after its commit: the newest state then holds every committed range.
+    both = {"dbo_orders": [(0, 200), (300, 400), (500, 600)]}
+    assert reconcile_applied_state(spark, table, {"dbo_orders": [(0, 200), (500, 600)]}, read) == both
+    snapshots = spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n
+    assert reconcile_applied_state(spark, table, {"dbo_orders": [(0, 200), (300, 400)]}, read) == both
+    assert spark.sql(f"SELECT count(*) AS n FROM {table}.snapshots").first().n == snapshots  # nothing to add
+    assert IcebergTarget(spark).applied_ranges(table) == both
+    assert spark.table(table).count() == 3  # the bookkeeping commit adds no data
