@@ -151,7 +151,7 @@ def test_target_equals_source_through_the_example_dag(
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
 
     # The DAG is paused over intervals 6-8 and unpaused: the run of interval 9 heals all three.
-    for k in (6, 7, 8):
+    for k in (6, 7, 8, 9):
         write_interval(k)
         close_interval(k)
     assert_success(harness.run(start(10)), "run after the DAG was paused")
