@@ -72,6 +72,10 @@ class ContiguityGapError(SqlServerCdcError):
         self.gap = gap
 
 
+class SchemaChangeError(SqlServerCdcError):
+    """A DDL on the source table makes its capture instance miss or change data (window.schema_drift)."""
+
+
 class UnsupportedTypeError(SqlServerCdcError):
     """A captured column has a type (or a value) the provider cannot write to Parquet faithfully."""
 

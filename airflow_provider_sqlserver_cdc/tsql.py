@@ -138,6 +138,24 @@ CAPTURED_COLUMNS = (
 a column's type even after it was dropped from the source table); nullability from the source
 table (change-table columns are all nullable), NULL-able when the source column was dropped."""
 
+SOURCE_COLUMNS = (
+    "SELECT c.name, c.column_id, TYPE_NAME(c.user_type_id), c.max_length, c.precision, c.scale, c.is_nullable "
+    "FROM cdc.change_tables AS ct "
+    "JOIN sys.columns AS c ON c.object_id = ct.source_object_id "
+    "WHERE ct.capture_instance = ? "
+    "ORDER BY c.column_id"
+)
+"""The source table's columns now, with their types, in the shape of CAPTURED_COLUMNS (schema drift)."""
+
+DDL_EVENTS = (
+    "SELECT h.ddl_command, h.ddl_lsn, h.ddl_time, h.required_column_update "
+    "FROM cdc.ddl_history AS h "
+    "JOIN cdc.change_tables AS ct ON ct.object_id = h.object_id "
+    "WHERE ct.capture_instance = ? AND h.ddl_lsn BETWEEN ? AND ? "
+    "ORDER BY h.ddl_lsn"
+)
+"""The DDL run on a capture instance's source table between two LSNs (``cdc.ddl_history``)."""
+
 INDEX_COLUMNS = (
     "SELECT ic.column_name FROM cdc.index_columns AS ic "
     "JOIN cdc.change_tables AS ct ON ct.object_id = ic.object_id "

@@ -30,6 +30,7 @@ from airflow_provider_sqlserver_cdc.hooks.odbc_connection import (
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.window.contiguity import ChangeCount
 from airflow_provider_sqlserver_cdc.window.planning import ServerTimeZone
+from airflow_provider_sqlserver_cdc.window.schema_drift import DdlEvent
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -354,18 +355,29 @@ class SqlServerCdcHook(BaseHook):
     def get_captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
         """The captured columns of an instance with their full types, in ``column_ordinal`` order."""
         rows = self._query_instance(tsql.CAPTURED_COLUMNS, capture_instance, doing="reading captured columns")
-        return [
-            CapturedColumn(
-                name=r[0],
-                ordinal=int(r[1]),
-                sql_type=str(r[2]),
-                max_length=int(r[3]),
-                precision=int(r[4]),
-                scale=int(r[5]),
-                nullable=bool(r[6]),
-            )
-            for r in rows
-        ]
+        return [_captured_column(r) for r in rows]
+
+    def get_source_columns(self, capture_instance: str) -> list[CapturedColumn]:
+        """The instance's source table's columns now, with their types (``ordinal`` is ``column_id``)."""
+        rows = self._query_instance(tsql.SOURCE_COLUMNS, capture_instance, doing="reading the source columns")
+        return [_captured_column(r) for r in rows]
+
+    def get_ddl_events(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> list[DdlEvent]:
+        """The DDL run on the instance's source table in ``[from_lsn, to_lsn]`` (``cdc.ddl_history``).
+
+        :param capture_instance: the capture instance.
+        :param from_lsn: the first LSN.
+        :param to_lsn: the last LSN.
+        """
+        rows = self._query(
+            tsql.DDL_EVENTS,
+            capture_instance,
+            from_lsn.value,
+            to_lsn.value,
+            doing="reading cdc.ddl_history",
+            capture_instance=capture_instance,
+        )
+        return [DdlEvent(str(r[0]), Lsn(r[1]), r[2], bool(r[3])) for r in rows]
 
     def get_key_columns(self, instance: CaptureInstance) -> list[str]:
         """Key columns: ``cdc.index_columns`` of the instance, else the source table's primary key."""
@@ -488,3 +500,16 @@ class SqlServerCdcHook(BaseHook):
                 yield from changes.read_pyodbc(self.new_connection())
         except changes.driver_errors() as err:
             raise self._translate(err, "reading change data", instance.name) from None
+
+
+def _captured_column(row: Sequence[Any]) -> CapturedColumn:
+    """Return a column from a row of CAPTURED_COLUMNS or SOURCE_COLUMNS."""
+    return CapturedColumn(
+        name=row[0],
+        ordinal=int(row[1]),
+        sql_type=str(row[2]),
+        max_length=int(row[3]),
+        precision=int(row[4]),
+        scale=int(row[5]),
+        nullable=bool(row[6]),
+    )

@@ -32,6 +32,10 @@ class CdcExtractOperator(WindowTaskOperator):
         (the watermark) and this run's window, e.g. after missed intervals: ``heal`` (default) extends
         the window back over them and logs a warning; ``fail`` fails before writing anything, naming
         the gap and the ``airflow backfill create`` command that fills it (docs/backfill.md).
+    :param on_schema_change: a DDL on the source table in the window that makes the capture instance
+        miss or change data (a column added, a captured column dropped or retyped): ``fail``
+        (default) fails before writing anything, naming the DDL and how to follow it with a second
+        capture instance; ``ignore`` replicates the captured columns as they are (docs/schema-changes.md).
     """
 
     template_fields: Sequence[str] = (
@@ -41,6 +45,7 @@ class CdcExtractOperator(WindowTaskOperator):
         "database",
         "window_mode",
         "on_gap",
+        "on_schema_change",
     )
     ui_color = "#cfe2f3"
 
@@ -51,11 +56,13 @@ class CdcExtractOperator(WindowTaskOperator):
         row_filter_option: str = "all update old",
         reader: str = "auto",
         on_gap: str = "heal",
+        on_schema_change: str = "fail",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.window_mode = window_mode
         self.on_gap = on_gap
+        self.on_schema_change = on_schema_change
         self.row_filter_option = row_filter_option
         self.reader = reader
 
@@ -71,4 +78,5 @@ class CdcExtractOperator(WindowTaskOperator):
             max_file_bytes=self.max_file_bytes,
             reader=self.reader,
             on_gap=self.on_gap,
+            on_schema_change=self.on_schema_change,
         )

@@ -209,6 +209,7 @@ def add_replication_tasks(
         batch_size=settings.extract.batch_size,
         max_file_bytes=settings.extract.max_file_bytes,
         on_gap=settings.extract.on_gap,
+        on_schema_change=settings.extract.on_schema_change,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
     ).expand(capture_instance=to_extract)

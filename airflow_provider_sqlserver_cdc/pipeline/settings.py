@@ -38,6 +38,7 @@ from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperato
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
+from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
 
 SENSOR_MODES = ("reschedule", "poke")
 
@@ -126,6 +127,9 @@ class ExtractSettings(_Section):
     :param execution_timeout_minutes: stop a hung extract (its retry rewrites the same window).
     :param on_gap: changes missed before a run's interval (scheduler down, DAG paused): ``heal``
         takes them into the run's window, ``fail`` fails the run naming the backfill to run.
+    :param on_schema_change: a DDL that makes a capture instance miss data (column added, captured
+        column dropped or retyped): ``fail`` stops that table's extract naming the DDL and the remedy
+        (a second capture instance); ``ignore`` replicates the captured columns as they are.
     """
 
     key: ClassVar[str] = "extract"
@@ -134,12 +138,18 @@ class ExtractSettings(_Section):
     max_file_bytes: int = operator_default(CdcExtractOperator, "max_file_bytes")
     execution_timeout_minutes: float = 30.0
     on_gap: str = operator_default(CdcExtractOperator, "on_gap")
+    on_schema_change: str = operator_default(CdcExtractOperator, "on_schema_change")
 
     def check(self) -> None:
         """Refuse non-positive sizes and times, and an unknown ``on_gap``."""
         for name in ("batch_size", "max_file_bytes", "execution_timeout_minutes"):
             self._require(name, getattr(self, name) > 0, "must be positive")
         self._require("on_gap", self.on_gap in ON_GAP, f"must be one of {ON_GAP}, got {self.on_gap!r}")
+        self._require(
+            "on_schema_change",
+            self.on_schema_change in ON_SCHEMA_CHANGE,
+            f"must be one of {ON_SCHEMA_CHANGE}, got {self.on_schema_change!r}",
+        )
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,12 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
+from airflow_provider_sqlserver_cdc.window.schema_drift import (
+    ON_SCHEMA_CHANGE,
+    DdlEvent,
+    check_schema_drift,
+    schema_drift,
+)
 
 if TYPE_CHECKING:
     import logging
@@ -130,6 +136,7 @@ def extract_window(
     reader: str = "auto",
     applied_through: Lsn | None = None,
     healed_gap: UnappliedChanges | None = None,
+    ddl_events: Sequence[DdlEvent] = (),
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -151,6 +158,7 @@ def extract_window(
     :param reader: ``auto``, ``arrow-odbc`` or ``pyodbc`` (see SqlServerCdcHook.stream_changes).
     :param applied_through: the applied-through LSN the window continues (``window.contiguity``).
     :param healed_gap: the missed changes the window was extended back to take in.
+    :param ddl_events: the DDL run on the source table inside the window (``cdc.ddl_history``).
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
@@ -195,6 +203,7 @@ def extract_window(
         run_id=run_id,
         applied_through=applied_through.hex if applied_through is not None else None,
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
+        ddl_events=[e.to_manifest() for e in ddl_events] or None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -269,6 +278,7 @@ def extract_windows(
     row_filter_option: str = "all update old",
     require_keys: bool = True,
     on_gap: str = "heal",
+    on_schema_change: str = "fail",
     log: logging.Logger | None = None,
     **extract_options: Any,
 ) -> list[ChangeWindow]:
@@ -286,6 +296,9 @@ def extract_windows(
     :param require_keys: raise NoKeyColumnsError for an instance without key columns.
     :param on_gap: unapplied changes before an interval window (``window.contiguity``): ``heal``
         extends the window back over them, ``fail`` raises ContiguityGapError before writing anything.
+    :param on_schema_change: a DDL in a window that makes the capture instance miss or change data
+        (``window.schema_drift``): ``fail`` raises SchemaChangeError before writing anything,
+        ``ignore`` records it in the manifest and goes on.
     :param log: where progress goes.
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
@@ -294,6 +307,8 @@ def extract_windows(
         raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
     if on_gap not in ON_GAP:
         raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
+    if on_schema_change not in ON_SCHEMA_CHANGE:
+        raise ValueError(f"on_schema_change must be one of {ON_SCHEMA_CHANGE}, got {on_schema_change!r}")
     tsql.validate_row_filter_option(row_filter_option)
     database, instances = load_capture_instances(hook, names, require_keys=require_keys)
     tz = hook.get_server_time_zone()
@@ -311,7 +326,7 @@ def extract_windows(
         data_interval_end=data_interval_end,
         watermarks=watermarks,
     )
-    windows = []
+    guarded_windows = []
     for instance, window in zip(instances, planned, strict=True):
         mark = marks[instance.name]
         applied = AppliedPosition(mark.position, tuple(mark.ranges)) if mark is not None else None
@@ -325,6 +340,8 @@ def extract_windows(
             remedy=_backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end),
         )
         window = guarded.window
+        events = _ddl_events(hook, instance, window, on_schema_change=on_schema_change, log=log)
+        guarded_windows.append((instance, guarded, events))
         if guarded.healed is not None and log is not None:
             gap = guarded.healed
             log.warning(
@@ -340,6 +357,9 @@ def extract_windows(
                 window.from_lsn.hex,
                 window.to_lsn.hex,
             )
+    windows = []
+    for instance, guarded, events in guarded_windows:
+        window = guarded.window
         if log is not None:
             log.info(
                 "%s: %s window %s..%s%s",
@@ -360,6 +380,7 @@ def extract_windows(
             log=log,
             applied_through=guarded.applied_through,
             healed_gap=guarded.healed,
+            ddl_events=events,
             **extract_options,
         )
         to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
@@ -389,3 +410,30 @@ def _backfill_remedy(
         )
 
     return remedy
+
+
+def _ddl_events(
+    hook: SqlServerCdcHook,
+    instance: CaptureInstance,
+    window: LsnWindow,
+    *,
+    on_schema_change: str,
+    log: logging.Logger | None,
+) -> list[DdlEvent]:
+    """Return the DDL run on the instance's table inside the window; fail if it loses captured data."""
+    if window.is_empty:
+        return []
+    events = hook.get_ddl_events(instance.name, window.from_lsn, window.to_lsn)
+    if not events:
+        return []
+    drift = schema_drift(instance.columns, hook.get_source_columns(instance.name), events)
+    check_schema_drift(instance, drift, on_schema_change=on_schema_change)
+    if log is not None:
+        log.warning(
+            "%s: DDL on %s in this window (%s): %s",
+            instance.name,
+            instance.source,
+            "; ".join(f"{e.command} at {e.lsn.hex}" for e in events),
+            drift.describe(),
+        )
+    return events

@@ -102,6 +102,7 @@ class WindowManifest:
     run_id: str | None = None
     applied_through: str | None = None
     healed_gap: dict[str, Any] | None = None
+    ddl_events: list[dict[str, Any]] | None = None
     format_version: int = FORMAT_VERSION
 
     @property
