@@ -34,14 +34,9 @@ from .login import Login
 from .persistence import Durability
 from .session import Session
 from .storage import Database, LockManager, RowVersion, Table, Transaction
+from .version import MAJOR, MINOR, UPDATE_LEVEL, VERSION_STRING, VERSION_TEXT
 
 log = logging.getLogger(__name__)
-
-VERSION_STRING = (
-    "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4120.1 (X64) \n"
-    "\tSQL Server CDC simulator (airflow-provider-sqlserver-cdc) \n"
-    "\tDeveloper Edition (64-bit) on Linux"
-)
 
 
 class Engine:
@@ -147,10 +142,10 @@ class Engine:
     def server_property(self, name: str) -> Any:
         p = name.lower()
         return {
-            "productversion": "16.0.4120.1",
+            "productversion": VERSION_TEXT,
             "productlevel": "RTM",
-            "productmajorversion": "16",
-            "productminorversion": "0",
+            "productmajorversion": str(MAJOR),
+            "productminorversion": str(MINOR),
             "edition": "Developer Edition (64-bit)",
             "engineedition": "3",
             "editionid": "-2117995310",
@@ -161,7 +156,7 @@ class Engine:
             "isclustered": "0",
             "ishadrenabled": "0",
             "isintegratedsecurityonly": "0",
-            "productupdatelevel": "CU12",
+            "productupdatelevel": UPDATE_LEVEL,
         }.get(p)
 
     # ---------------------------------------------------------------- logins and sessions

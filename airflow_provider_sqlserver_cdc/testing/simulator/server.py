@@ -27,6 +27,7 @@ from .session import Session
 from .tds import packets as P
 from .tds import requests as R
 from .tds import tokens as K
+from .version import loginack_version, prelogin_version
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +91,7 @@ class Connection:
     def _login(self) -> bool:
         ptype, payload = self.reader.read_message()
         if ptype == P.PRELOGIN:
-            self.writer.write(R.prelogin_response())
+            self.writer.write(R.prelogin_response(prelogin_version()))
             self.writer.end_message()
             ptype, payload = self.reader.read_message()
         if ptype != P.LOGIN7:
@@ -131,7 +132,7 @@ class Connection:
         w.write(K.envchange_bytes(K.ENV_COLLATION, K.COLLATION, b""))
         w.write(K.envchange_str(K.ENV_LANGUAGE, "us_english", ""))
         w.write(K.message(K.INFO, 5703, 1, 0, "Changed language setting to us_english.", srv))
-        w.write(K.loginack(struct.pack(">I", self.tds_version)))
+        w.write(K.loginack(struct.pack(">I", self.tds_version), loginack_version()))
         w.write(K.envchange_str(K.ENV_PACKETSIZE, str(packet_size), str(4096)))
         if login.has_feature_ext:
             w.write(bytes([K.FEATUREEXTACK, 0xFF]))
@@ -323,7 +324,8 @@ class Connection:
         gen = iter(events)
         try:
             for ev in gen:
-                if pending is not None:
+                # an error's trailing INFO (3621 "The statement has been terminated.") precedes its DONE
+                if pending is not None and not (isinstance(ev, Message) and pending[0] & K.DONE_ERROR):
                     w.write(K.done(pending[0] | K.DONE_MORE, pending[1], done_token))
                     pending = None
                 if isinstance(ev, ResultSet):

@@ -78,6 +78,10 @@ STATEMENT_LEVEL_ERRORS = {
 }
 
 
+# constraint and truncation errors after which SQL Server reports "The statement has been terminated."
+TERMINATING_STATEMENT_ERRORS = frozenset((2627, 2601, 515, 547, 2628, 8152))
+
+
 @dataclass
 class Variable:
     name: str
@@ -443,6 +447,8 @@ class Session:
             self.last_error = err.number
             self._fail_statement(err, mark)
             yield ErrorEvent(err)
+            if err.number in TERMINATING_STATEMENT_ERRORS:
+                yield Message(3621, 0, 0, "The statement has been terminated.")
             return err.number in STATEMENT_LEVEL_ERRORS and err.number != 1205
 
     def _guard(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
@@ -457,6 +463,9 @@ class Session:
         words = raw.words
         w0 = words[0]
         w1 = words[1] if len(words) > 1 else ""
+        if self.options.implicit_transactions and self.trancount == 0 and _starts_implicit_transaction(raw):
+            # the unseen BEGIN TRANSACTION of implicit transaction mode (set-implicit-transactions-transact-sql.md)
+            yield from self.begin_transaction()
         if w0 == "BEGIN":
             if w1 in ("TRAN", "TRANSACTION"):
                 name = raw.tokens[2].text if len(raw.tokens) > 2 else ""
@@ -1098,6 +1107,29 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+_IMPLICIT_TRANSACTION_STATEMENTS = frozenset(
+    ("ALTER", "CREATE", "DELETE", "DROP", "FETCH", "GRANT", "INSERT", "OPEN", "REVOKE", "DENY")
+    + ("TRUNCATE", "UPDATE", "MERGE")
+)
+
+
+def _starts_implicit_transaction(raw: RawStatement) -> bool:
+    """Whether a statement opens a transaction in implicit transaction mode.
+
+    SELECT does only when it reads a table (``SELECT GETDATE()`` does not); BEGIN TRANSACTION does,
+    so that an explicit one nests inside it (@@TRANCOUNT 2).
+    """
+    words = raw.words
+    w0 = words[0]
+    if w0 in _IMPLICIT_TRANSACTION_STATEMENTS:
+        return True
+    if w0 == "BEGIN":
+        return len(words) > 1 and words[1] in ("TRAN", "TRANSACTION")
+    if w0 in ("SELECT", "WITH", "("):
+        return any(t.token_type == TokenType.FROM for t in raw.tokens)
+    return False
 
 
 def _control_flow(statements: list[RawStatement]) -> list[Any]:

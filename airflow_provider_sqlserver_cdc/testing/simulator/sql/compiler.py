@@ -84,11 +84,18 @@ def _trunc_mod(a: Any, b: Any) -> Any:
     return a - b * int(a / b)
 
 
-_LIKE_CACHE: dict[tuple[str, str | None], Any] = {}
+_LIKE_CACHE: dict[tuple[str, str | None, bool], Any] = {}
+_NEVER = re.compile(r"(?!)")
 
 
-def like_regex(pattern: str, escape: str | None) -> Any:
-    key = (pattern, escape)
+def like_regex(pattern: str, escape: str | None, unicode: bool = False) -> Any:
+    """The regular expression of LIKE *pattern* (like-transact-sql.md).
+
+    :param pattern: the LIKE pattern (``%``, ``_``, ``[...]``, ``[^...]``)
+    :param escape: the ESCAPE character, if any; one at the end of the pattern matches nothing
+    :param unicode: Unicode pattern matching, where trailing blanks of the matched value count
+    """
+    key = (pattern, escape, unicode)
     rx = _LIKE_CACHE.get(key)
     if rx is not None:
         return rx
@@ -96,7 +103,10 @@ def like_regex(pattern: str, escape: str | None) -> Any:
     i = 0
     while i < len(pattern):
         c = pattern[i]
-        if escape and c == escape and i + 1 < len(pattern):
+        if escape and c == escape:
+            if i + 1 == len(pattern):
+                _LIKE_CACHE[key] = _NEVER
+                return _NEVER
             out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
@@ -119,7 +129,8 @@ def like_regex(pattern: str, escape: str | None) -> Any:
         else:
             out.append(re.escape(c))
         i += 1
-    rx = re.compile("".join(out) + r"\Z", re.S | re.I)
+    # ASCII LIKE ignores trailing blanks of the matched value; Unicode LIKE does not
+    rx = re.compile("".join(out) + (r"\Z" if unicode else r" *\Z"), re.S | re.I)
     _LIKE_CACHE[key] = rx
     return rx
 
@@ -365,6 +376,8 @@ class Compiler:
         if not isinstance(node.expression, exp.Null):
             raise not_supported("IS with anything but NULL")
         fa = self.compile(node.this).fn
+        if node.args.get("negate"):
+            return Expr(lambda row: fa(row) is not None, T.BIT, False)
         return Expr(lambda row: fa(row) is None, T.BIT, False)
 
     def c_Between(self, node: exp.Between) -> Expr:
@@ -493,6 +506,15 @@ class Compiler:
         return Expr(f, q.columns[0].type, True, q.columns[0].name)
 
     def c_Like(self, node: exp.Like, escape: str | None = None) -> Expr:
+        """``x [NOT] LIKE p [ESCAPE e]``: NULL when x or p is NULL, else the (negated) match."""
+        negate = bool(node.args.get("negate"))
+        e = self._like(node, escape)
+        if not negate:
+            return e
+        fe = e.fn
+        return Expr(lambda row: None if (x := fe(row)) is None else not x, T.BIT)
+
+    def _like(self, node: exp.Like, escape: str | None) -> Expr:
         a, b = self._binary_operands(node)
         fa = (
             apply_conversion(converter(a.type, T.NVARCHAR_MAX), a.fn)
@@ -500,9 +522,10 @@ class Compiler:
             else a.fn
         )
         fb = b.fn
+        unicode = any(t.name in ("nchar", "nvarchar", "ntext") for t in (a.type, b.type))
         if b.const:
             pat = fb(None)
-            rx = like_regex(pat, escape) if pat is not None else None
+            rx = like_regex(pat, escape, unicode) if pat is not None else None
 
             def f(row: Any) -> Any:
                 x = fa(row)
@@ -517,18 +540,32 @@ class Compiler:
             p = fb(row)
             if x is None or p is None:
                 return None
-            return like_regex(p, escape).match(x) is not None
+            return like_regex(p, escape, unicode).match(x) is not None
 
         return Expr(g, T.BIT)
 
     def c_Escape(self, node: exp.Escape) -> Expr:
-        esc = node.expression.this
+        esc_node = node.expression
+        if not (isinstance(esc_node, exp.Literal) and esc_node.is_string) and not isinstance(
+            esc_node, exp.National
+        ):
+            raise not_supported("an ESCAPE character that is not a string literal")
+        esc = esc_node.this
+        if len(esc) != 1:
+            raise SqlError(
+                506, 16, 1, f'The invalid escape character "{esc}" was specified in a LIKE predicate.'
+            )
         inner = node.this
         if isinstance(inner, exp.Not):
             e = self.c_Like(inner.this, esc)
             fa = e.fn
             return Expr(lambda row: None if (x := fa(row)) is None else not x, T.BIT)
+        if not isinstance(inner, exp.Like):
+            raise not_supported(f"ESCAPE after {type(inner).__name__.upper()}")
         return self.c_Like(inner, esc)
+
+    def c_ILike(self, node: exp.ILike) -> Expr:
+        raise not_supported("ILIKE (not T-SQL)")
 
     def c_Neg(self, node: exp.Neg) -> Expr:
         a = self.compile(node.this)

@@ -59,10 +59,21 @@ class _Parser(TSQL.Parser):
         return top
 
 
+class _Tokenizer(TSQL.Tokenizer):
+    def tokenize(self, sql: str) -> list[Token]:
+        """Tokens of *sql*, with the empty binary literal ``0x`` as a hex string (not a column name)."""
+        tokens = super().tokenize(sql)
+        for i, tk in enumerate(tokens):
+            if tk.token_type == TokenType.IDENTIFIER and tk.text in ("0x", "0X") and sql[tk.start] == "0":
+                tokens[i] = Token(TokenType.HEX_STRING, "", tk.line, tk.col, tk.start, tk.end, tk.comments)
+        return tokens
+
+
 class SimDialect(TSQL):
     """sqlglot's T-SQL dialect, with functions left as written."""
 
     Parser = _Parser
+    Tokenizer = _Tokenizer
 
 
 _DIALECT = SimDialect()

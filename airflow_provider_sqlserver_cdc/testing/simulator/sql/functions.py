@@ -459,6 +459,17 @@ def _dateadd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     t = e.type if e.type.name in T.TEMPORAL_TYPES else T.DATETIME
     fa = e.fn if e.type.name in T.TEMPORAL_TYPES else apply_conversion(converter(e.type, T.DATETIME), e.fn)
     name = t.name
+    if unit in ("microsecond", "nanosecond") and name in ("smalldatetime", "date", "datetime"):
+        raise SqlError(
+            9810,
+            16,
+            1,
+            f"The datepart {unit} is not supported by date function dateadd for data type {name}.",
+        )
+    if unit == "nanosecond":
+        # 100 ns ticks: 1..49 ns round down, 50..99 round up (dateadd-transact-sql.md)
+        whole_ns = n
+        n = lambda row: None if (k := whole_ns(row)) is None else _round_half_away(k, 100)  # noqa: E731
 
     def shift(ticks: int, k: int) -> int:
         if unit in ("year", "quarter", "month"):
@@ -499,8 +510,18 @@ def _dateadd(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     return Expr(f, t)
 
 
-@builtin("DATEDIFF", "DATEDIFF_BIG")
+@builtin("DATEDIFF")
 def _datediff(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+    return _datediff_of(c, args, big=False)
+
+
+@builtin("DATEDIFF_BIG")
+def _datediff_big(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
+    return _datediff_of(c, args, big=True)
+
+
+def _datediff_of(c: ExpressionCompiler, args: list[exp.Expression], big: bool) -> Expr:
+    """DATEDIFF (int; error 535 past its range) or DATEDIFF_BIG (bigint) in *unit* boundaries crossed."""
     _argc("DATEDIFF", args, 3)
     unit = _unit(args[0])
     a = c.compile(args[1])
@@ -528,11 +549,34 @@ def _datediff(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
             return y // TPD - x // TPD
         if unit == "week":
             return ((y // TPD + 1) // 7) - ((x // TPD + 1) // 7)
+        if unit == "nanosecond":
+            return (y - x) * 100
         u = _UNIT_TICKS[unit]
         return y // u - x // u
 
-    f = _nullsafe([ga, gb], diff)
-    return Expr(f, T.BIGINT if False else T.INT)
+    limit = 2**63 if big else 2**31
+
+    def checked(x: int, y: int) -> int:
+        r = diff(x, y)
+        if not -limit <= r < limit:
+            raise SqlError(
+                535,
+                16,
+                1,
+                "The datediff function resulted in an overflow. The number of dateparts separating two "
+                "date/time instances is too large. Try to use datediff with a less precise datepart.",
+            )
+        return r
+
+    f = _nullsafe([ga, gb], checked)
+    return Expr(f, T.BIGINT if big else T.INT)
+
+
+def _round_half_away(k: int, unit: int) -> int:
+    """*k* / *unit* rounded half away from zero."""
+    q, r = divmod(abs(k), unit)
+    q += 1 if 2 * r >= unit else 0
+    return q if k >= 0 else -q
 
 
 @builtin("EOMONTH")
@@ -618,7 +662,7 @@ def _isdate(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
 @builtin("LEN")
 def _len(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     f, _ = _str_arg(c.compile(args[0]))
-    return Expr(_nullsafe([f], lambda s: len(s.rstrip(" "))), T.INT)
+    return Expr(_nullsafe([f], lambda s: utf16_length(s.rstrip(" "))), T.INT)
 
 
 @builtin("DATALENGTH")
@@ -648,14 +692,69 @@ def _string_fn(name: str, body: Callable[..., Any], nargs: int, keep_type: bool 
     _BUILTINS[name] = impl
 
 
-_string_fn("UPPER", str.upper, 1)
-_string_fn("LOWER", str.lower, 1)
+# The collation (SQL_Latin1_General_CP1_CI_AS) is not supplementary-character aware: string
+# functions count UTF-16 code units, so a character beyond the BMP counts 2 (len-transact-sql.md,
+# collation-and-unicode-support.md). Python strings count code points; these helpers convert.
+
+
+def _utf16(s: str) -> bytes:
+    return s.encode("utf-16-le", "surrogatepass")
+
+
+def _from_utf16(b: bytes) -> str:
+    return b.decode("utf-16-le", "surrogatepass")
+
+
+def utf16_length(s: str) -> int:
+    """The length of *s* in UTF-16 code units (what LEN counts under a non-SC collation)."""
+    return len(s) if s.isascii() else len(_utf16(s)) // 2
+
+
+def utf16_slice(s: str, begin: int, end: int | None) -> str:
+    """``s[begin:end]`` counted in UTF-16 code units (a surrogate pair may be split, as in SQL Server)."""
+    if s.isascii() or all(ord(ch) < 0x10000 for ch in s):
+        return s[begin:end]
+    units = _utf16(s)
+    return _from_utf16(units[2 * begin : None if end is None else 2 * end])
+
+
+def _case_map(mapping: Callable[[str], str]) -> Callable[[str], str]:
+    """UPPER / LOWER character by character: a character whose mapping is longer stays (ß)."""
+
+    def convert(s: str) -> str:
+        if s.isascii():
+            return mapping(s)
+        return "".join(m if len(m := mapping(ch)) == 1 else ch for ch in s)
+
+    return convert
+
+
+def _left(s: str, n: Any) -> str:
+    return utf16_slice(s, 0, max(0, int(n)))
+
+
+def _right(s: str, n: Any) -> str:
+    n = int(n)
+    if n <= 0:
+        return ""
+    return utf16_slice(s, max(0, utf16_length(s) - n), None)
+
+
+def _reverse(s: str) -> str:
+    if s.isascii():
+        return s[::-1]
+    units = _utf16(s)
+    return _from_utf16(b"".join(units[i : i + 2] for i in range(len(units) - 2, -1, -2)))
+
+
+_string_fn("UPPER", _case_map(str.upper), 1)
+_string_fn("LOWER", _case_map(str.lower), 1)
 _string_fn("LTRIM", lambda s: s.lstrip(" "), 1)
 _string_fn("RTRIM", lambda s: s.rstrip(" "), 1)
 _string_fn("TRIM", lambda s: s.strip(" "), 1)
-_string_fn("REVERSE", lambda s: s[::-1], 1)
-_string_fn("LEFT", lambda s, n: s[: max(0, int(n))], 2)
-_string_fn("RIGHT", lambda s, n: s[-int(n) :] if int(n) > 0 else "", 2)
+_string_fn("REVERSE", _reverse, 1)
+_string_fn("LEFT", _left, 2)
+_string_fn("RIGHT", _right, 2)
 
 
 @builtin("SUBSTRING")
@@ -671,6 +770,8 @@ def _substring(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
             raise SqlError(537, 16, 3, "Invalid length parameter passed to the LEFT or SUBSTRING function.")
         begin = start - 1
         end = begin + length
+        if isinstance(s, str):
+            return utf16_slice(s, max(0, begin), max(0, end))
         return s[max(0, begin) : max(0, end)]
 
     t = e.type if e.type.name in T.STRING_TYPES or e.type.name in T.BINARY_TYPES else T.nvarchar(4000)

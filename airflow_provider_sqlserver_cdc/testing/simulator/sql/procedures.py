@@ -13,6 +13,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
     ResultColumn,
     Rowset,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.version import BUILD, MAJOR, MINOR, VERSION_TEXT
 
 from .context import ExecutionContext
 
@@ -124,8 +125,8 @@ def sp_server_info(session: ExecutionContext, args: ProcedureArgs) -> ProcedureR
     ]
     rows = [
         (1, "DBMS_NAME", "Microsoft SQL Server"),
-        (2, "DBMS_VER", "Microsoft SQL Server 2022 - 16.0.4120.1"),
-        (500, "SYS_SPROC_VERSION", "16.00.4120"),
+        (2, "DBMS_VER", f"Microsoft SQL Server 2022 - {VERSION_TEXT}"),
+        (500, "SYS_SPROC_VERSION", f"{MAJOR}.{MINOR:02d}.{BUILD}"),
     ]
     return ProcedureResult([Rowset(cols, rows)])
 

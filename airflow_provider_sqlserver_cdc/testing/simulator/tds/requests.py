@@ -53,7 +53,7 @@ def parse_prelogin(payload: bytes) -> dict[int, bytes]:
     return options
 
 
-def prelogin_response(version: bytes = b"\x10\x00\x10\x5e\x00\x00") -> bytes:
+def prelogin_response(version: bytes) -> bytes:
     """PRELOGIN answer: version, encryption not supported, no instance, no MARS."""
     opts = [(0, version), (1, b"\x02"), (2, b"\x00"), (3, b""), (4, b"\x00")]
     header_len = 5 * len(opts) + 1

@@ -95,9 +95,7 @@ def envchange_bytes(kind: int, new: bytes, old: bytes) -> bytes:
     return bytes([ENVCHANGE]) + _u16(len(body)) + body
 
 
-def loginack(
-    tds_version: bytes, program: str = "Microsoft SQL Server", version: bytes = b"\x10\x00\x10\x5e"
-) -> bytes:
+def loginack(tds_version: bytes, version: bytes, program: str = "Microsoft SQL Server") -> bytes:
     body = b"\x01" + tds_version + b_varchar(program) + version
     return bytes([LOGINACK]) + _u16(len(body)) + body
 

@@ -1,0 +1,118 @@
+"""Session behaviour drivers depend on: implicit transactions, info message 3621, one version everywhere."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import pyodbc
+import pytest
+
+from airflow_provider_sqlserver_cdc.testing.simulator.events import ErrorEvent, Message
+from airflow_provider_sqlserver_cdc.testing.simulator.version import VERSION_TEXT
+
+pytestmark = pytest.mark.skipif("FreeTDS" not in pyodbc.drivers(), reason="needs the FreeTDS ODBC driver")
+
+
+def _connect(sim: Any, database: str = "shop", autocommit: bool = True) -> pyodbc.Connection:
+    return pyodbc.connect(sim.odbc_connection_string(database), autocommit=autocommit, timeout=10)
+
+
+@pytest.fixture
+def shop(sqlserver_simulator: Any) -> Any:
+    sqlserver_simulator.execute("CREATE DATABASE shop")
+    sqlserver_simulator.execute("ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON")
+    sqlserver_simulator.execute("CREATE TABLE dbo.t (id int PRIMARY KEY, v int)", database="shop")
+    sqlserver_simulator.execute("INSERT INTO dbo.t VALUES (1, 10)", database="shop")
+    return sqlserver_simulator
+
+
+def test_implicit_transactions_follow_the_documented_trancount(shop: Any) -> None:
+    """set-implicit-transactions-transact-sql.md: tests B and C of its example, and the SELECT exception."""
+    cur = _connect(shop).cursor()
+    cur.execute("SET IMPLICIT_TRANSACTIONS ON")
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 0  # SELECT without a table: none
+    cur.execute("SELECT COUNT(*) FROM dbo.t").fetchall()
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 1
+    cur.execute("COMMIT TRANSACTION")
+    cur.execute("INSERT INTO dbo.t VALUES (2, 20)")
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 1
+    cur.execute("ROLLBACK")
+    assert cur.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 1  # the insert was rolled back
+    cur.execute("COMMIT")
+    cur.execute("BEGIN TRANSACTION")
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 2
+    cur.execute("COMMIT TRANSACTION")
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 1
+    cur.execute("COMMIT TRANSACTION")
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 0
+
+
+def test_implicit_transaction_at_snapshot_isolation_keeps_its_snapshot(shop: Any) -> None:
+    """What mssql-jdbc's setAutoCommit(false) + TRANSACTION_SNAPSHOT sends: later commits stay invisible."""
+    reader = _connect(shop).cursor()
+    reader.execute("SET TRANSACTION ISOLATION LEVEL SNAPSHOT")
+    reader.execute("SET IMPLICIT_TRANSACTIONS ON")
+    assert reader.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 1
+    writer = _connect(shop).cursor()
+    writer.execute("INSERT INTO dbo.t VALUES (3, 30)")
+    assert reader.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 1
+    reader.execute("COMMIT")
+    assert reader.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 2
+
+
+def test_primary_key_violation_is_followed_by_statement_terminated(shop: Any) -> None:
+    """Msg 2627 then info 3621 "The statement has been terminated.", then the batch goes on."""
+    session = shop.engine.open_session(shop.engine.logins["sa"], "shop")
+    try:
+        events = list(session.execute_batch("INSERT INTO dbo.t VALUES (1, 11); SELECT 1"))
+    finally:
+        shop.engine.close_session(session)
+    errors = [i for i, e in enumerate(events) if isinstance(e, ErrorEvent)]
+    assert [events[i].error.number for i in errors] == [2627]
+    following = events[errors[0] + 1]
+    assert isinstance(following, Message)
+    assert (following.number, following.severity, following.text) == (
+        3621,
+        0,
+        "The statement has been terminated.",
+    )
+    # over the wire the connection goes on after the error and its message
+    cur = _connect(shop).cursor()
+    with pytest.raises(pyodbc.IntegrityError, match="2627"):
+        cur.execute("INSERT INTO dbo.t VALUES (1, 11)")
+    assert cur.execute("SELECT COUNT(*) FROM dbo.t").fetchone()[0] == 1
+
+
+def _prelogin_version(host: str, port: int) -> str:
+    """The VERSION option of the server's PRELOGIN answer, as major.minor.build.sub-build."""
+    options = struct.pack(">BHHB", 0, 6, 6, 0xFF) + b"\x00" * 6
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(struct.pack(">BBHHBB", 0x12, 1, 8 + len(options), 0, 1, 0) + options)
+        header = sock.recv(8, socket.MSG_WAITALL)
+        body = sock.recv(struct.unpack(">H", header[2:4])[0] - 8, socket.MSG_WAITALL)
+    pos = 0
+    while body[pos] != 0xFF:
+        token, offset, length = struct.unpack_from(">BHH", body, pos)
+        if token == 0:
+            major, minor, build, sub = struct.unpack_from(">BBHH", body, offset)
+            return f"{major}.{minor}.{build}.{sub}"
+        pos += 5
+    raise AssertionError("no VERSION option")
+
+
+def test_one_version_everywhere(sqlserver_simulator: Any) -> None:
+    """PRELOGIN, LOGINACK (FreeTDS's SQL_DBMS_VER), @@VERSION, SERVERPROPERTY and sp_server_info agree."""
+    assert VERSION_TEXT == "16.0.4120.1"
+    assert _prelogin_version(sqlserver_simulator.host, sqlserver_simulator.port) == VERSION_TEXT
+    conn = _connect(sqlserver_simulator, "master")
+    assert conn.getinfo(pyodbc.SQL_DBMS_VER) == "16.00.4120"
+    cur = conn.cursor()
+    version, product = cur.execute(
+        "SELECT @@VERSION, CAST(SERVERPROPERTY('ProductVersion') AS nvarchar(128))"
+    ).fetchone()
+    assert f" - {VERSION_TEXT} " in version
+    assert product == VERSION_TEXT
+    info = {r[1]: r[2] for r in cur.execute("EXEC sp_server_info").fetchall()}
+    assert VERSION_TEXT in info["DBMS_VER"]
