@@ -26,11 +26,19 @@ from .server import SimulatorServer
 
 
 def start_simulator(
-    password: str, host: str = "127.0.0.1", port: int = 0, timezone: str = "UTC", data_dir: str | None = None
+    password: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timezone: str = "UTC",
+    data_dir: str | None = None,
+    tls: str = "on",
 ) -> SimulatorServer:
-    """Create an engine and serve it on *host*:*port* in a background thread."""
+    """Create an engine and serve it on *host*:*port* in a background thread.
+
+    :param tls: ``on`` (SQL Server's default), ``force`` or ``off`` (see :class:`SimulatorServer`)
+    """
     engine = Engine(password, timezone=timezone, data_dir=data_dir)
-    return SimulatorServer(engine, host, port).start()
+    return SimulatorServer(engine, host, port, tls=tls).start()
 
 
 __all__ = ["Engine", "SimulatorServer", "SqlError", "start_simulator"]

@@ -14,6 +14,7 @@ import argparse
 import logging
 import os
 import signal
+import ssl
 import sys
 import threading
 
@@ -76,6 +77,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timezone", default="UTC", help="IANA time zone of the server clock, e.g. Europe/Berlin"
     )
+    parser.add_argument(
+        "--tls",
+        choices=("on", "force", "off"),
+        default="on",
+        help="TLS: on (SQL Server's default: the login always, everything when the client asks), "
+        "force (everything), off (no TLS, for clients that cannot do it)",
+    )
+    parser.add_argument("--tls-cert", metavar="PEM", help="certificate file (default: a self-signed one)")
+    parser.add_argument("--tls-key", metavar="PEM", help="private key file of --tls-cert")
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     sa = sa_password(parser, args)
@@ -86,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"simulator: cannot start: {e}", file=sys.stderr)
         return 2
     try:
-        server = SimulatorServer(engine, args.host, args.port)
-    except OSError as e:
+        certificate = (args.tls_cert, args.tls_key or args.tls_cert) if args.tls_cert else None
+        server = SimulatorServer(engine, args.host, args.port, tls=args.tls, tls_certificate=certificate)
+    except (OSError, ssl.SSLError) as e:
         print(f"simulator: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 2
     stop = threading.Event()

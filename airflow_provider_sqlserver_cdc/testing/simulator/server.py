@@ -1,6 +1,6 @@
 """SimulatorServer: the TDS listener; one thread per client connection.
 
-Each connection does PRELOGIN (encryption not supported), LOGIN7 (SQL authentication against
+Each connection does PRELOGIN (with TLS negotiation, :mod:`.tds.tls`), LOGIN7 (SQL authentication against
 the engine's logins), then serves SQL_BATCH, RPC (sp_executesql, sp_prepexec, sp_prepare,
 sp_execute, sp_unprepare and stored procedures by name), Transaction Manager requests and
 ATTENTION, encoding the session's events as TDS tokens.
@@ -13,6 +13,7 @@ import itertools
 import logging
 import socket
 import socketserver
+import ssl
 import struct
 import threading
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,7 @@ from .extensions import ProcedureArgs, TypedValue
 from .session import Session
 from .tds import packets as P
 from .tds import requests as R
+from .tds import tls as TLS
 from .tds import tokens as K
 from .version import loginack_version, prelogin_version
 
@@ -57,22 +59,20 @@ class Connection:
                 return
             while True:
                 ptype, payload = self.reader.read_message()
-                if ptype == P.SQL_BATCH:
-                    self._sql_batch(payload)
-                elif ptype == P.RPC:
-                    self._rpc(payload)
-                elif ptype == P.TRANSACTION_MANAGER:
-                    self._tm(payload)
-                elif ptype == P.ATTENTION:
-                    self.writer.write(K.done(K.DONE_ATTN))
-                    self.writer.end_message()
-                else:
+                try:
+                    self._request(ptype, payload)
+                except (P.ConnectionClosed, ConnectionResetError, BrokenPipeError):
+                    raise
+                except Exception as exc:  # a simulator bug: answer with an error, keep the connection
+                    log.exception("simulator request of packet type %s failed", ptype)
+                    self.writer.buf.clear()
                     self._error_response(
                         SqlError(
-                            4002,
+                            8630,
                             16,
                             1,
-                            f"The incoming tabular data stream (TDS) protocol stream is incorrect. Packet type {ptype} is not supported.",
+                            f"Internal error in the SQL Server simulator ({type(exc).__name__}: {exc}) "
+                            f"while serving a request of TDS packet type {ptype}. Please report it.",
                         )
                     )
         except (P.ConnectionClosed, ConnectionResetError, BrokenPipeError, OSError):
@@ -88,14 +88,98 @@ class Connection:
             with contextlib.suppress(OSError):
                 self.sock.close()
 
-    def _login(self) -> bool:
-        ptype, payload = self.reader.read_message()
-        if ptype == P.PRELOGIN:
-            self.writer.write(R.prelogin_response(prelogin_version()))
+    def _request(self, ptype: int, payload: bytes) -> None:
+        """Serve one request message."""
+        if ptype == P.SQL_BATCH:
+            self._sql_batch(payload)
+        elif ptype == P.RPC:
+            self._rpc(payload)
+        elif ptype == P.TRANSACTION_MANAGER:
+            self._tm(payload)
+        elif ptype == P.ATTENTION:
+            self.writer.write(K.done(K.DONE_ATTN))
             self.writer.end_message()
+        else:
+            self._error_response(
+                SqlError(
+                    4002,
+                    16,
+                    1,
+                    f"The incoming tabular data stream (TDS) protocol stream is incorrect. Packet type {ptype} is not supported.",
+                )
+            )
+
+    def _use_transport(self, transport: Any) -> None:
+        """Read and write TDS packets through *transport* (the socket, or TLS over it)."""
+        self.reader.sock = transport
+        self.writer.sock = transport
+
+    def _start_strict_tls(self) -> bool:
+        """TDS 8.0: the client opened with a TLS ClientHello; finish the handshake before any TDS."""
+        if self.server.tls_mode == TLS.TLS_OFF:
+            log.warning("closing a TDS 8.0 (strict encryption) connection: the simulator runs with TLS off")
+            return False
+        self.sock.settimeout(10)
+        try:
+            tls_sock = self.server.strict_context.wrap_socket(self.sock, server_side=True)
+        except (ssl.SSLError, OSError) as e:
+            log.warning("TDS 8.0 TLS handshake failed: %s", e)
+            return False
+        tls_sock.settimeout(None)
+        self._use_transport(tls_sock)
+        return True
+
+    def _negotiate_prelogin(self, payload: bytes, strict: bool) -> str | None:
+        """Answer PRELOGIN; run the TLS handshake it agrees on. Returns the encryption scope or None."""
+        options = R.parse_prelogin(payload)
+        client = options.get(1, bytes([TLS.ENCRYPT_NOT_SUP]))[:1] or bytes([TLS.ENCRYPT_NOT_SUP])
+        if strict:  # already inside TLS: the ENCRYPTION option plays no part
+            self.writer.write(R.prelogin_response(prelogin_version(), TLS.ENCRYPT_NOT_SUP))
+            self.writer.end_message()
+            return "strict"
+        try:
+            answer, scope = TLS.negotiate(self.server.tls_mode, client[0])
+        except TLS.TlsRefused as e:
+            log.warning("refusing a connection: %s", e)
+            self.writer.write(R.prelogin_response(prelogin_version(), TLS.ENCRYPT_NOT_SUP))
+            self.writer.end_message()
+            return None
+        self.writer.write(R.prelogin_response(prelogin_version(), answer))
+        self.writer.end_message()
+        if scope != "none":
+
+            def send_prelogin(data: bytes) -> None:
+                self.writer.write(data)
+                self.writer.end_message(P.PRELOGIN)
+
+            channel = TLS.prelogin_handshake(
+                self.sock, self.server.context, self.reader.read_message, send_prelogin
+            )
+            self._use_transport(channel)
+        return scope
+
+    def _login(self) -> bool:
+        first = self.sock.recv(1, socket.MSG_PEEK)
+        if not first:
+            return False
+        strict = first[0] == TLS.TLS_RECORD_HANDSHAKE
+        if strict and not self._start_strict_tls():
+            return False
+        ptype, payload = self.reader.read_message()
+        scope = "none"
+        if ptype == P.PRELOGIN:
+            negotiated = self._negotiate_prelogin(payload, strict)
+            if negotiated is None:
+                return False
+            scope = negotiated
             ptype, payload = self.reader.read_message()
         if ptype != P.LOGIN7:
             return False
+        if scope == "login":  # login-only encryption: the LOGIN7 packet only; its answer is plain TDS
+            self._use_transport(self.sock)
+        return self._answer_login(payload)
+
+    def _answer_login(self, payload: bytes) -> bool:
         login = R.parse_login7(payload)
         self.tds_version = (
             min(login.tds_version, 0x74000004) if login.tds_version >= 0x72000000 else login.tds_version
@@ -402,10 +486,25 @@ class SimulatorServer:
     :param engine: the engine (state) to serve
     :param host: address to listen on
     :param port: TCP port, 0 for a free one
+    :param tls: ``on`` (SQL Server's default: the login always encrypted, everything when the client
+        asks), ``force`` (everything always) or ``off`` (no TLS, for clients that cannot do it)
+    :param tls_certificate: (certificate file, key file) in PEM; a self-signed certificate when None
     """
 
-    def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: str = TLS.TLS_ON,
+        tls_certificate: tuple[str, str] | None = None,
+    ) -> None:
+        if tls not in TLS.TLS_MODES:
+            raise ValueError(f"tls must be one of {', '.join(TLS.TLS_MODES)}, not {tls!r}")
         self.engine = engine
+        self.tls_mode = tls
+        if tls != TLS.TLS_OFF:
+            self.context, self.strict_context = TLS.server_contexts(tls_certificate)
         self._tcp = _TcpServer((host, port), _Handler)
         self._tcp.owner = self
         self._connections: set[Connection] = set()

@@ -44,6 +44,7 @@ from .sql.dialect import (
 )
 from .sql.expressions import Scope, converter
 from .sql.query import compile_query
+from .sql.system_object_names import SYSTEM_PROCEDURES
 from .storage import Table, Transaction
 
 log = logging.getLogger(__name__)
@@ -1005,6 +1006,8 @@ class Session:
             if fn is None:
                 fn = procedures.BUILTIN.get(parts[-1].lower())
             if fn is None:
+                if parts[-1].lower() in SYSTEM_PROCEDURES:
+                    raise not_supported(f"the system stored procedure {parts[-1]}")
                 raise unknown_procedure(proc)
             result = fn(self, args)
             if isinstance(result, Iterator):

@@ -116,3 +116,59 @@ def test_one_version_everywhere(sqlserver_simulator: Any) -> None:
     assert product == VERSION_TEXT
     info = {r[1]: r[2] for r in cur.execute("EXEC sp_server_info").fetchall()}
     assert VERSION_TEXT in info["DBMS_VER"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "number", "names"),
+    [
+        # objects SQL Server has and the simulator lacks: 40517 naming them
+        ("SELECT * FROM sys.procedures", 40517, "sys.procedures"),
+        ("SELECT * FROM INFORMATION_SCHEMA.VIEWS", 40517, "INFORMATION_SCHEMA.VIEWS"),
+        ("EXEC sp_fkeys 't'", 40517, "sp_fkeys"),
+        (
+            "SELECT * FROM sys.fn_listextendedproperty(NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
+            40517,
+            "fn_listextendedproperty",
+        ),
+        ("SELECT PARSENAME('a.b', 1)", 40517, "PARSENAME"),
+        # names SQL Server does not have: its own errors
+        ("SELECT * FROM sys.no_such_view", 208, "sys.no_such_view"),
+        ("EXEC sp_no_such_procedure", 2812, "sp_no_such_procedure"),
+        ("SELECT no_such_function(1)", 195, "no_such_function"),
+        ("SELECT dbo.no_such_function(1)", 4121, "dbo.no_such_function"),
+        ("SELECT no_such_db.sys.fn_cdc_get_max_lsn()", 4121, "no_such_db"),
+    ],
+)
+def test_unsupported_is_told_apart_from_nonexistent(
+    sqlserver_simulator: Any, sql: str, number: int, names: str | None
+) -> None:
+    cur = _connect(sqlserver_simulator, "master").cursor()
+    with pytest.raises(pyodbc.Error) as info:
+        cur.execute(sql)
+    assert f"({number})" in str(info.value)
+    if names:
+        assert names in str(info.value)
+
+
+def test_system_functions_and_views_by_three_part_name(shop: Any) -> None:
+    """What a CDC connector sends: [db].sys.fn_cdc_*; also INFORMATION_SCHEMA and dm_server_services."""
+    shop.execute("EXEC sys.sp_cdc_enable_db", database="shop")
+    shop.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N't', @role_name = NULL",
+        database="shop",
+    )
+    shop.execute("INSERT INTO dbo.t VALUES (5, 50)", database="shop")
+    shop.run_capture_scan("shop")
+    cur = _connect(shop, "master").cursor()
+    max_lsn = cur.execute("SELECT [shop].sys.fn_cdc_get_max_lsn()").fetchone()[0]
+    assert isinstance(max_lsn, bytes) and len(max_lsn) == 10
+    following, when = cur.execute(
+        "SELECT [shop].sys.fn_cdc_increment_lsn(?), [shop].sys.fn_cdc_map_lsn_to_time(?)", max_lsn, max_lsn
+    ).fetchone()
+    assert following > max_lsn and when is not None
+    rows = cur.execute(
+        "SELECT TABLE_NAME, COLUMN_NAME FROM shop.INFORMATION_SCHEMA.CONSTRAINT_COLUMN_USAGE"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("t", "id")]
+    services = dict(cur.execute("SELECT servicename, status_desc FROM sys.dm_server_services").fetchall())
+    assert services["SQL Server Agent (MSSQLSERVER)"] == "Running"

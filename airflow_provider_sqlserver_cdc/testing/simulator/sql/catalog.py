@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
-from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError, invalid_object, not_supported
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
     ResultColumn,
     Rowset,
@@ -36,6 +36,7 @@ from .context import ExecutionContext
 from .dialect import table_name
 from .expressions import Scope, Source
 from .query import FromItem, cte_item
+from .system_object_names import INFORMATION_SCHEMA_VIEWS, SYSTEM_FUNCTIONS, SYSTEM_VIEWS
 
 
 def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
@@ -83,6 +84,10 @@ def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: 
         view = INFO_VIEWS.get(name.lower())
     if view is not None:
         return _rowset_item(alias or name, name, lambda: view(session, db))
+    if sch in ("sys", "") and name.lower() in SYSTEM_VIEWS:
+        raise not_supported(f"the system view sys.{name}")
+    if sch == "information_schema" and name.lower() in INFORMATION_SCHEMA_VIEWS:
+        raise not_supported(f"the view INFORMATION_SCHEMA.{name.upper()}")
     raise invalid_object(written)
 
 
@@ -179,6 +184,8 @@ def _table_function(
     full = f"{schema}.{fname}" if schema else fname
     found = session.engine.registry.find_table_function(full)
     if found is None:
+        if fname.lower() in SYSTEM_FUNCTIONS:
+            raise not_supported(f"the function {fname}")
         raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
     fn, suffix = found
     compiler = Compiler(session, Scope())
@@ -695,6 +702,28 @@ def v_dm_exec_sessions(s: ExecutionContext, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
+def v_dm_server_services(s: ExecutionContext, db: Database) -> Rowset:
+    """sys.dm_server_services: the Database Engine and SQL Server Agent, both running (what tools check)."""
+    s.require_server_permission("VIEW SERVER STATE")
+    cols = result_columns(
+        """
+        servicename nvarchar(256) NOT NULL, startup_type int, startup_type_desc nvarchar(256) NOT NULL,
+        status int, status_desc nvarchar(256) NOT NULL, process_id int, last_startup_time datetimeoffset(7),
+        service_account nvarchar(256) NOT NULL, filename nvarchar(256) NOT NULL, is_clustered nvarchar(1) NOT NULL,
+        cluster_nodename nvarchar(256), instant_file_initialization_enabled nvarchar(1) NOT NULL
+        """
+    )
+    started = s.engine.clock.now_dto()
+    rows = [
+        (name, 2, "Automatic", 4, "Running", pid, started, "NT Service\\MSSQLSERVER", path, "N", None, "Y")
+        for name, pid, path in (
+            ("SQL Server (MSSQLSERVER)", 1, "/opt/mssql/bin/sqlservr"),
+            ("SQL Server Agent (MSSQLSERVER)", 2, "/opt/mssql/bin/sqlagent"),
+        )
+    ]
+    return Rowset(cols, rows)
+
+
 def v_system_views(s: ExecutionContext, db: Database) -> Rowset:
     cols = result_columns(
         """
@@ -734,6 +763,7 @@ SYS_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "dm_tran_database_transactions": v_dm_tran_database_transactions,
     "dm_tran_session_transactions": v_dm_tran_session_transactions,
     "dm_exec_sessions": v_dm_exec_sessions,
+    "dm_server_services": v_dm_server_services,
     "system_views": v_system_views,
     "extended_properties": v_extended_properties,
 }
@@ -864,6 +894,19 @@ def i_key_column_usage(s: ExecutionContext, db: Database) -> Rowset:
     return Rowset(cols, rows)
 
 
+def i_constraint_column_usage(s: ExecutionContext, db: Database) -> Rowset:
+    """INFORMATION_SCHEMA.CONSTRAINT_COLUMN_USAGE: the columns of PRIMARY KEY and UNIQUE constraints."""
+    cols = result_columns(
+        """
+        TABLE_CATALOG nvarchar(128), TABLE_SCHEMA nvarchar(128), TABLE_NAME sysname NOT NULL,
+        COLUMN_NAME nvarchar(128), CONSTRAINT_CATALOG nvarchar(128), CONSTRAINT_SCHEMA nvarchar(128),
+        CONSTRAINT_NAME sysname NOT NULL
+        """
+    )
+    rows = [(r[3], r[4], r[5], r[6], r[0], r[1], r[2]) for r in i_key_column_usage(s, db).rows]
+    return Rowset(cols, rows)
+
+
 def i_schemata(s: ExecutionContext, db: Database) -> Rowset:
     cols = result_columns(
         """
@@ -880,6 +923,7 @@ INFO_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "tables": i_tables,
     "table_constraints": i_table_constraints,
     "key_column_usage": i_key_column_usage,
+    "constraint_column_usage": i_constraint_column_usage,
     "schemata": i_schemata,
 }
 

@@ -33,6 +33,7 @@ from .expressions import (
     null_propagating,
     result_type,
 )
+from .system_object_names import SCALAR_FUNCTIONS, SYSTEM_FUNCTIONS
 
 TPD = V.TICKS_PER_DAY
 TPS = V.TICKS_PER_SECOND
@@ -257,6 +258,8 @@ def call_function(c: ExpressionCompiler, name: str, args: list[exp.Expression], 
     s = c.session
     upper = name.upper()
     short = upper.split(".")[-1]
+    if upper.count(".") == 2:
+        return _in_database(c, name, args, node)
     if "." in upper and not upper.startswith("SYS.") and not upper.startswith("DBO."):
         ext = s.engine.registry.find_scalar(name)
         if ext is None:
@@ -294,6 +297,8 @@ def call_function(c: ExpressionCompiler, name: str, args: list[exp.Expression], 
                 174, 15, 1, f"The {short.lower()} function requires more arguments than were supplied."
             ) from None
     if impl is None:
+        if short.lower() in SYSTEM_FUNCTIONS or ("." not in upper and short.lower() in SCALAR_FUNCTIONS):
+            raise not_supported(f"the function {name}")
         if "." in upper:
             raise SqlError(
                 4121,
@@ -303,6 +308,38 @@ def call_function(c: ExpressionCompiler, name: str, args: list[exp.Expression], 
             )
         raise unknown_function(name)
     return impl(c, args)
+
+
+def _in_database(c: ExpressionCompiler, name: str, args: list[exp.Expression], node: exp.Expression) -> Expr:
+    """``[db].schema.fn(...)``: the function compiled and evaluated in database *db*."""
+    s = c.session
+    db_name, rest = name.split(".", 1)
+    db = s.engine.databases.get(db_name.strip("[]").lower())
+    if db is None:
+        raise SqlError(
+            4121,
+            16,
+            1,
+            f'Cannot find either column "{db_name}" or the user-defined function or aggregate "{name}", '
+            "or the name is ambiguous.",
+        )
+    saved = s.database
+    s.database = db.name
+    try:
+        inner = call_function(c, rest, args, node)
+    finally:
+        s.database = saved
+    fn = inner.fn
+
+    def in_db(row: Any) -> Any:
+        previous = s.database
+        s.database = db.name
+        try:
+            return fn(row)
+        finally:
+            s.database = previous
+
+    return Expr(in_db, inner.type, inner.nullable, inner.name)
 
 
 def _sum_avg_type(kind: str, at: SqlType) -> SqlType:

@@ -58,7 +58,10 @@ class PacketReader:
         """True if the client has sent an ATTENTION packet (checked without blocking)."""
         if len(self._buf) >= 1:
             return self._buf[0] == ATTENTION
-        readable, _, _ = select.select([self.sock], [], [], 0)
+        pending = getattr(self.sock, "pending", None)  # TLS: decrypted bytes select() cannot see
+        readable = bool(pending and pending())
+        if not readable:
+            readable = bool(select.select([self.sock], [], [], 0)[0])
         if not readable:
             return False
         chunk = self.sock.recv(65536)
@@ -86,7 +89,7 @@ class PacketWriter:
         if len(self.buf) >= self.flush_threshold:
             self._send(final=False)
 
-    def _send(self, final: bool) -> None:
+    def _send(self, final: bool, packet_type: int = TABULAR_RESULT) -> None:
         body = self.packet_size - 8
         buf = self.buf
         n = len(buf)
@@ -101,13 +104,13 @@ class PacketWriter:
             chunk = buf[pos : pos + body]
             pos += len(chunk)
             last = final and i == full - 1
-            out += _HEADER.pack(TABULAR_RESULT, 1 if last else 0, len(chunk) + 8, 0, self._packet_id, 0)
+            out += _HEADER.pack(packet_type, 1 if last else 0, len(chunk) + 8, 0, self._packet_id, 0)
             out += chunk
             self._packet_id = (self._packet_id + 1) & 0xFF
         del buf[:pos]
         self.sock.sendall(out)
 
-    def end_message(self) -> None:
+    def end_message(self, packet_type: int = TABULAR_RESULT) -> None:
         """Send everything buffered, the last packet flagged end-of-message."""
-        self._send(final=True)
+        self._send(final=True, packet_type=packet_type)
         self._packet_id = 1

@@ -53,9 +53,9 @@ def parse_prelogin(payload: bytes) -> dict[int, bytes]:
     return options
 
 
-def prelogin_response(version: bytes) -> bytes:
-    """PRELOGIN answer: version, encryption not supported, no instance, no MARS."""
-    opts = [(0, version), (1, b"\x02"), (2, b"\x00"), (3, b""), (4, b"\x00")]
+def prelogin_response(version: bytes, encryption: int = 0x02) -> bytes:
+    """PRELOGIN answer: version, the negotiated encryption, no instance, no MARS."""
+    opts = [(0, version), (1, bytes([encryption])), (2, b"\x00"), (3, b""), (4, b"\x00")]
     header_len = 5 * len(opts) + 1
     head = bytearray()
     body = bytearray()
@@ -507,20 +507,30 @@ class TmRequest:
 
 
 def parse_tm(payload: bytes) -> tuple[Headers, TmRequest]:
+    """A Transaction Manager request (MS-TDS 2.2.6.9); a transaction name's length is in bytes."""
     headers, pos = parse_all_headers(payload)
     r = _Reader(payload, pos)
     req_type = r.u16()
     if req_type == 5:
         iso = r.u8()
-        name = r.b_varchar() if r.pos < len(payload) else ""
-        return headers, TmRequest("begin", name, isolation=iso)
+        return headers, TmRequest("begin", _tm_name(r), isolation=iso)
     if req_type in (7, 8):
-        name = r.b_varchar() if r.pos < len(payload) else ""
+        name = _tm_name(r)
         flags = r.u8() if r.pos < len(payload) else 0
         req = TmRequest("commit" if req_type == 7 else "rollback", name, begin_new=bool(flags & 0x01))
         if req.begin_new and r.pos < len(payload):
             req.isolation = r.u8()
+            if r.pos < len(payload):
+                req.name = _tm_name(r)
         return headers, req
     if req_type == 9:
-        return headers, TmRequest("save", r.b_varchar() if r.pos < len(payload) else "")
+        return headers, TmRequest("save", _tm_name(r))
     return headers, TmRequest("other")
+
+
+def _tm_name(r: _Reader) -> str:
+    """A transaction or savepoint name: a byte count, then UTF-16 text (absent: no name)."""
+    if r.pos >= len(r.data):
+        return ""
+    n = r.u8()
+    return r.take(n).decode("utf-16-le", "replace")
