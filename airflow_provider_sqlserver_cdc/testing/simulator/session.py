@@ -126,6 +126,8 @@ class Session:
         self.current_snapshot: int | None = None  # the read snapshot of the running statement
         self.ctes: dict[str, tuple[exp.Expression, list[str]]] = {}  # WITH names in scope
         self.ctes_compiling: set[str] = set()  # CTEs being compiled (recursion guard)
+        self.table_variables: dict[str, str] = {}  # @name -> the temporary table holding it
+        self.insert_exec_source: tuple[list[tuple[Any, ...]], list[T.SqlType] | None] | None = None
 
     # ---------------------------------------------------------------- helpers
     def current_db(self) -> Any:
@@ -461,9 +463,14 @@ class Session:
             self._pending_error = _internal_error(e, "SELECT")
 
     def _dispatch(self, raw: RawStatement, first: bool) -> Iterator[Any]:
+        if self.table_variables and "@" in raw.text:
+            raw = self._with_table_variables(raw)
         words = raw.words
         w0 = words[0]
         w1 = words[1] if len(words) > 1 else ""
+        if w0 == "DECLARE" and (m := _TABLE_VARIABLE.match(raw.text)):
+            yield from self._declare_table_variable(m.group(1), m.group(2))
+            return
         if self.options.implicit_transactions and self.trancount == 0 and _starts_implicit_transaction(raw):
             # the unseen BEGIN TRANSACTION of implicit transaction mode (set-implicit-transactions-transact-sql.md)
             yield from self.begin_transaction()
@@ -568,6 +575,9 @@ class Session:
             "DISABLE",
         ):
             raise not_supported(f"{w0} statements")
+        if w0 == "INSERT" and (exec_at := _top_level_exec(raw)) is not None:
+            yield from self._insert_exec(raw, exec_at)
+            return
         handled = ddl.try_special_ddl(self, raw)
         if handled is not None:
             yield from handled
@@ -856,8 +866,69 @@ class Session:
         yield StatementDone(None)
 
     def clear_variables(self) -> None:
-        """Variables live for one batch."""
+        """Variables live for one batch (table variables too)."""
         self.variables.clear()
+        for name in list(self.table_variables):
+            self._drop_table_variable(name)
+
+    # ---------------------------------------------------------------- table variables
+    def _with_table_variables(self, raw: RawStatement) -> RawStatement:
+        """*raw* with each declared table variable ``@t`` replaced by the temporary table holding it."""
+
+        def name_of(m: re.Match[str]) -> str:
+            temp = self.table_variables.get(m.group(1).lower())
+            return f"[{temp}]" if temp else m.group(0)
+
+        text = re.sub(r"(?<![@\w])@(\w+)", name_of, raw.text)
+        return raw if text == raw.text else split_batch(text)[0]
+
+    def _declare_table_variable(self, name: str, body: str) -> Iterator[Any]:
+        """``DECLARE @name TABLE (columns)``: kept in a temporary table private to this session."""
+        if name.lower() in self.table_variables:
+            self._drop_table_variable(name.lower())
+        temp = f"#tv_{name}"
+        created = ddl.try_special_ddl(self, split_batch(f"CREATE TABLE [{temp}] ({body})")[0])
+        if created is None:
+            raise not_supported("this table variable declaration")
+        yield from created
+        self.table_variables[name.lower()] = temp
+
+    def _drop_table_variable(self, name: str) -> None:
+        temp = self.table_variables.pop(name)
+        if self.lookup_table_by_text(temp) is not None:
+            text = f"DROP TABLE [{temp}]"
+            for _ev in ddl.execute(self, parse_statement(text), text):
+                pass
+
+    def _insert_exec(self, raw: RawStatement, exec_at: int) -> Iterator[Any]:
+        """``INSERT [INTO] target [(columns)] EXEC procedure ...``: the procedure's rows go into target."""
+        base = raw.tokens[0].start
+        head = raw.text[: raw.tokens[exec_at].start - base]
+        call = split_batch(raw.text[raw.tokens[exec_at].start - base :])[0]
+        rows: list[tuple[Any, ...]] = []
+        types: list[T.SqlType] | None = None
+        saved_rpc = self.in_rpc
+        self.in_rpc = True  # no DONE of its own: the INSERT reports the row count
+        try:
+            for ev in self._exec_statement(call, implicit=False):
+                if isinstance(ev, ResultSet):
+                    rows.extend(ev.rows)
+                    types = types or [c.type for c in ev.columns]
+                elif not isinstance(ev, StatementDone):
+                    yield ev
+        finally:
+            self.in_rpc = saved_rpc
+        node = parse_statement(head + " SELECT 1").copy()
+        node.set("expression", None)
+        self.insert_exec_source = (rows, types)
+        try:
+            with self.statement_locks() as lock_owner:
+                self.lock_owner = lock_owner
+                n, _output = dml.execute(self, node, raw.text)
+        finally:
+            self.insert_exec_source = None
+        self.last_rowcount = n
+        yield StatementDone(n)
 
     # ---------------------------------------------------------------- EXEC
     def _exec_statement(self, raw: RawStatement, implicit: bool) -> Iterator[Any]:
@@ -1110,6 +1181,22 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+_TABLE_VARIABLE = re.compile(r"\s*DECLARE\s+@(\w+)\s+(?:AS\s+)?TABLE\s*\((.*)\)\s*;?\s*$", re.I | re.S)
+
+
+def _top_level_exec(raw: RawStatement) -> int | None:
+    """The index of the EXEC token of ``INSERT ... EXEC`` (outside parentheses), if any."""
+    depth = 0
+    for i, tk in enumerate(raw.tokens):
+        if tk.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tk.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and i > 1 and tk.text.upper() in ("EXEC", "EXECUTE"):
+            return i
+    return None
 
 
 _IMPLICIT_TRANSACTION_STATEMENTS = frozenset(

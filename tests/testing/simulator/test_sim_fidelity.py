@@ -124,7 +124,7 @@ def test_one_version_everywhere(sqlserver_simulator: Any) -> None:
         # objects SQL Server has and the simulator lacks: 40517 naming them
         ("SELECT * FROM sys.procedures", 40517, "sys.procedures"),
         ("SELECT * FROM INFORMATION_SCHEMA.VIEWS", 40517, "INFORMATION_SCHEMA.VIEWS"),
-        ("EXEC sp_fkeys 't'", 40517, "sp_fkeys"),
+        ("EXEC sp_helptext 't'", 40517, "sp_helptext"),
         (
             "SELECT * FROM sys.fn_listextendedproperty(NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
             40517,

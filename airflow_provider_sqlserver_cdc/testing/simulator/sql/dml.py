@@ -291,6 +291,13 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 )
             rows = list(q.run())
             src_types = [c.type for c in q.columns]
+        elif getattr(session, "insert_exec_source", None) is not None:  # INSERT ... EXEC
+            rows, exec_types = session.insert_exec_source
+            if exec_types is not None and len(exec_types) != len(cols):
+                raise SqlError(
+                    213, 16, 7, "Column name or number of supplied values does not match table definition."
+                )
+            src_types = exec_types or []
         else:
             raise not_supported("this INSERT form")
     finally:

@@ -15,6 +15,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.version import BUILD, MAJOR, MINOR, VERSION_TEXT
 
+from .catalog_procedures import CATALOG_PROCEDURES
 from .context import ExecutionContext
 
 _TYPEINFO_COLUMNS = [
@@ -162,3 +163,4 @@ def _wrap_nested(fn: Callable[[Any, ProcedureArgs], Any]) -> Callable[[Any, Proc
 
 
 BUILTIN["sp_addrolemember"] = _wrap_nested(sp_addrolemember)
+BUILTIN.update(CATALOG_PROCEDURES)

@@ -1,0 +1,383 @@
+"""The ODBC/JDBC catalog procedures drivers call for their metadata functions.
+
+``sp_tables``, ``sp_columns`` / ``sp_columns_100``, ``sp_pkeys``, ``sp_fkeys``, ``sp_statistics`` /
+``sp_statistics_100`` and ``sp_special_columns`` / ``sp_special_columns_100``, with the result
+columns of their reference pages (docs/relational-databases/system-stored-procedures/sp-tables-transact-sql.md,
+sp-columns-transact-sql.md, sp-pkeys-transact-sql.md, sp-fkeys-transact-sql.md,
+sp-statistics-transact-sql.md, sp-special-columns-transact-sql.md). Name arguments take LIKE
+patterns where the pages say so. The simulator has no views or foreign keys: ``sp_tables`` lists
+tables (and only ``TABLE``/``SYSTEM TABLE`` types match), ``sp_fkeys`` returns no rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.testing.simulator import types as T
+from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
+    ProcedureArgs,
+    ProcedureResult,
+    ResultColumn,
+    Rowset,
+)
+from airflow_provider_sqlserver_cdc.testing.simulator.storage import Table
+
+from .compiler import like_regex
+from .context import ExecutionContext
+
+# ODBC SQL type codes (sqlext.h) and SQL Server's TDS type of each type (what SS_DATA_TYPE reports)
+_ODBC_TYPE = {
+    "bit": -7,
+    "tinyint": -6,
+    "smallint": 5,
+    "int": 4,
+    "bigint": -5,
+    "decimal": 3,
+    "numeric": 2,
+    "money": 3,
+    "smallmoney": 3,
+    "float": 6,
+    "real": 7,
+    "char": 1,
+    "varchar": 12,
+    "nchar": -8,
+    "nvarchar": -9,
+    "text": -1,
+    "ntext": -10,
+    "binary": -2,
+    "varbinary": -3,
+    "image": -4,
+    "timestamp": -2,
+    "uniqueidentifier": -11,
+    "date": -9,
+    "time": -9,
+    "datetime2": -9,
+    "datetimeoffset": -155,
+    "datetime": 11,
+    "smalldatetime": 11,
+}
+_SS_DATA_TYPE = {
+    "bit": 50,
+    "tinyint": 48,
+    "smallint": 52,
+    "int": 56,
+    "bigint": 63,
+    "decimal": 55,
+    "numeric": 63,
+    "money": 60,
+    "smallmoney": 122,
+    "float": 62,
+    "real": 59,
+    "datetime": 61,
+    "smalldatetime": 58,
+}
+_FIXED_PRECISION = {
+    "bit": 1,
+    "tinyint": 3,
+    "smallint": 5,
+    "int": 10,
+    "bigint": 19,
+    "money": 19,
+    "smallmoney": 10,
+    "float": 15,
+    "real": 7,
+    "datetime": 23,
+    "smalldatetime": 16,
+    "date": 10,
+    "uniqueidentifier": 36,
+    "timestamp": 8,
+}
+
+
+_FIXED_LENGTH = {
+    "bit": 1,
+    "tinyint": 1,
+    "smallint": 2,
+    "int": 4,
+    "bigint": 8,
+    "money": 21,
+    "smallmoney": 12,
+    "float": 8,
+    "real": 4,
+    "datetime": 16,
+    "smalldatetime": 16,
+    "date": 20,
+    "uniqueidentifier": 16,
+    "timestamp": 8,
+}
+
+
+def _matches(pattern: Any, value: str) -> bool:
+    return pattern is None or like_regex(str(pattern), None).match(value) is not None
+
+
+def _tables(
+    session: ExecutionContext, args: ProcedureArgs, name_at: int, owner_at: int, db_at: int
+) -> Iterator[Table]:
+    """The tables of the current database matching the name / owner / qualifier arguments."""
+    qualifier = args.get("table_qualifier", db_at)
+    db = session.current_db()
+    if qualifier not in (None, "") and str(qualifier).lower() != db.name.lower():
+        return
+    name = args.get("table_name", name_at)
+    owner = args.get("table_owner", owner_at)
+    for table in db.all_tables():
+        if _matches(name, table.name) and _matches(owner, table.schema.name):
+            yield table
+
+
+def _cols(spec: list[tuple[str, T.SqlType]]) -> list[ResultColumn]:
+    return [ResultColumn(name, t) for name, t in spec]
+
+
+def sp_tables(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
+    """sp_tables [@table_name], [@table_owner], [@table_qualifier], [@table_type]."""
+    wanted = args.get("table_type", 3)
+    types = {"TABLE"} if not wanted else {w.strip().strip("'\"").upper() for w in str(wanted).split(",")}
+    cols = _cols(
+        [
+            ("TABLE_QUALIFIER", T.SYSNAME),
+            ("TABLE_OWNER", T.SYSNAME),
+            ("TABLE_NAME", T.SYSNAME),
+            ("TABLE_TYPE", T.varchar(32)),
+            ("REMARKS", T.varchar(254)),
+        ]
+    )
+    db = session.current_db()
+    rows = []
+    if "TABLE" in types:
+        rows = [(db.name, t.schema.name, t.name, "TABLE", None) for t in _tables(session, args, 0, 1, 2)]
+    rows.sort(key=lambda r: (r[3], r[0], r[1], r[2]))
+    return ProcedureResult([Rowset(cols, rows)])
+
+
+def _column_row(db_name: str, table: Table, ordinal: int, col: Any) -> tuple[Any, ...]:
+    t = col.type
+    name = t.name
+    is_max = getattr(t, "length", None) == T.MAX
+    if name in T.STRING_TYPES or (name in T.BINARY_TYPES and name != "timestamp"):
+        precision = 0 if is_max else (t.length or 0)
+        length = 0 if is_max else (t.length or 0) * (2 if name in T.NCHAR_TYPES else 1)
+        octets = None if is_max else length
+        scale = radix = None
+    elif name in ("decimal", "numeric"):
+        precision, scale, radix, octets = t.precision, t.scale, 10, None
+        length = precision + 2
+    elif name in ("time", "datetime2", "datetimeoffset"):
+        frac = t.scale if t.scale is not None else 7
+        base = {"time": 8, "datetime2": 19, "datetimeoffset": 26}[name]
+        precision = base + (frac + 1 if frac else 0)
+        length, scale, radix, octets = precision * 2, frac, None, None
+    else:
+        precision = _FIXED_PRECISION.get(name, 0)
+        length = _FIXED_LENGTH.get(name, precision)
+        scale = 0 if name in ("tinyint", "smallint", "int", "bigint", "bit") else None
+        scale = 4 if name in ("money", "smallmoney") else 3 if name == "datetime" else scale
+        radix = 10 if name in ("tinyint", "smallint", "int", "bigint", "money", "smallmoney") else None
+        radix = 2 if name in ("float", "real") else radix
+        octets = None
+    type_name = name + (" identity" if col.identity is not None else "")
+    odbc = _ODBC_TYPE.get(name, -9)
+    return (
+        db_name,
+        table.schema.name,
+        table.name,
+        col.name,
+        odbc,
+        type_name,
+        precision,
+        length,
+        scale,
+        radix,
+        1 if col.nullable else 0,
+        None,
+        f"({col.default_sql})" if col.default_sql else None,
+        9 if name in ("datetime", "smalldatetime") else odbc,
+        3 if name in ("datetime", "smalldatetime") else None,
+        octets,
+        ordinal,
+        "YES" if col.nullable else "NO",
+        0,
+        0,
+        1 if col.computed else 0,
+        1 if col.identity is not None else 0,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+        _SS_DATA_TYPE.get(name, 0),
+    )
+
+
+_COLUMNS_100 = [
+    ("TABLE_QUALIFIER", T.SYSNAME),
+    ("TABLE_OWNER", T.SYSNAME),
+    ("TABLE_NAME", T.SYSNAME),
+    ("COLUMN_NAME", T.SYSNAME),
+    ("DATA_TYPE", T.SMALLINT),
+    ("TYPE_NAME", T.SYSNAME),
+    ("PRECISION", T.INT),
+    ("LENGTH", T.INT),
+    ("SCALE", T.SMALLINT),
+    ("RADIX", T.SMALLINT),
+    ("NULLABLE", T.SMALLINT),
+    ("REMARKS", T.varchar(254)),
+    ("COLUMN_DEF", T.nvarchar(4000)),
+    ("SQL_DATA_TYPE", T.SMALLINT),
+    ("SQL_DATETIME_SUB", T.SMALLINT),
+    ("CHAR_OCTET_LENGTH", T.INT),
+    ("ORDINAL_POSITION", T.INT),
+    ("IS_NULLABLE", T.varchar(254)),
+    ("SS_IS_SPARSE", T.SMALLINT),
+    ("SS_IS_COLUMN_SET", T.SMALLINT),
+    ("SS_IS_COMPUTED", T.SMALLINT),
+    ("SS_IS_IDENTITY", T.SMALLINT),
+    ("SS_UDT_CATALOG_NAME", T.nvarchar(128)),
+    ("SS_UDT_SCHEMA_NAME", T.nvarchar(128)),
+    ("SS_UDT_ASSEMBLY_TYPE_NAME", T.NVARCHAR_MAX),
+    ("SS_XML_SCHEMACOLLECTION_CATALOG_NAME", T.nvarchar(128)),
+    ("SS_XML_SCHEMACOLLECTION_SCHEMA_NAME", T.nvarchar(128)),
+    ("SS_XML_SCHEMACOLLECTION_NAME", T.nvarchar(128)),
+    ("SS_DATA_TYPE", T.TINYINT),
+]
+
+
+def sp_columns(session: ExecutionContext, args: ProcedureArgs, extended: bool) -> ProcedureResult:
+    """sp_columns / sp_columns_100 @table_name, [@table_owner], [@table_qualifier], [@column_name]."""
+    column_pattern = args.get("column_name", 3)
+    db = session.current_db()
+    rows = []
+    for table in _tables(session, args, 0, 1, 2):
+        for ordinal, col in enumerate(table.columns, start=1):
+            if _matches(column_pattern, col.name):
+                rows.append(_column_row(db.name, table, ordinal, col))
+    rows.sort(key=lambda r: (r[0], r[1], r[2], r[16]))
+    spec = _COLUMNS_100 if extended else _COLUMNS_100[:18] + [_COLUMNS_100[-1]]
+    if not extended:
+        rows = [r[:18] + (r[-1],) for r in rows]
+    return ProcedureResult([Rowset(_cols(spec), rows)])
+
+
+def sp_pkeys(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
+    """sp_pkeys @table_name, [@table_owner], [@table_qualifier]."""
+    cols = _cols(
+        [
+            ("TABLE_QUALIFIER", T.SYSNAME),
+            ("TABLE_OWNER", T.SYSNAME),
+            ("TABLE_NAME", T.SYSNAME),
+            ("COLUMN_NAME", T.SYSNAME),
+            ("KEY_SEQ", T.SMALLINT),
+            ("PK_NAME", T.SYSNAME),
+        ]
+    )
+    db = session.current_db()
+    rows = []
+    for table in _tables(session, args, 0, 1, 2):
+        for ix in table.indexes:
+            if ix.kind == "PRIMARY KEY":
+                for seq, cname in enumerate(ix.columns, start=1):
+                    col = table.columns[table.colmap[cname.lower()]]
+                    rows.append((db.name, table.schema.name, table.name, col.name, seq, ix.name))
+    rows.sort(key=lambda r: (r[0], r[1], r[2], r[4]))
+    return ProcedureResult([Rowset(cols, rows)])
+
+
+def sp_fkeys(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
+    """sp_fkeys: the simulator has no FOREIGN KEY constraints, so no rows (with the documented columns)."""
+    names = "PKTABLE_QUALIFIER PKTABLE_OWNER PKTABLE_NAME PKCOLUMN_NAME FKTABLE_QUALIFIER FKTABLE_OWNER"
+    names += " FKTABLE_NAME FKCOLUMN_NAME KEY_SEQ UPDATE_RULE DELETE_RULE FK_NAME PK_NAME DEFERRABILITY"
+    types = {
+        "KEY_SEQ": T.SMALLINT,
+        "UPDATE_RULE": T.SMALLINT,
+        "DELETE_RULE": T.SMALLINT,
+        "DEFERRABILITY": T.SMALLINT,
+    }
+    return ProcedureResult([Rowset(_cols([(n, types.get(n, T.SYSNAME)) for n in names.split()]), [])])
+
+
+def sp_statistics(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
+    """sp_statistics @table_name, [@table_owner], [@table_qualifier]: a table row, then one per index column."""
+    cols = _cols(
+        [
+            ("TABLE_QUALIFIER", T.SYSNAME),
+            ("TABLE_OWNER", T.SYSNAME),
+            ("TABLE_NAME", T.SYSNAME),
+            ("NON_UNIQUE", T.SMALLINT),
+            ("INDEX_QUALIFIER", T.SYSNAME),
+            ("INDEX_NAME", T.SYSNAME),
+            ("TYPE", T.SMALLINT),
+            ("SEQ_IN_INDEX", T.SMALLINT),
+            ("COLUMN_NAME", T.SYSNAME),
+            ("COLLATION", T.SqlType("char", length=1)),
+            ("CARDINALITY", T.INT),
+            ("PAGES", T.INT),
+            ("FILTER_CONDITION", T.varchar(128)),
+        ]
+    )
+    db = session.current_db()
+    rows: list[tuple[Any, ...]] = []
+    for table in _tables(session, args, 0, 1, 2):
+        rows.append(
+            (db.name, table.schema.name, table.name, None, None, None, 0, None, None, None, None, None, None)
+        )
+        for ix in table.indexes:
+            for seq, cname in enumerate(ix.columns, start=1):
+                rows.append(
+                    (
+                        db.name,
+                        table.schema.name,
+                        table.name,
+                        0 if ix.unique else 1,
+                        table.name,
+                        ix.name,
+                        1 if ix.clustered else 3,
+                        seq,
+                        table.columns[table.colmap[cname.lower()]].name,
+                        "A",
+                        None,
+                        None,
+                        None,
+                    )
+                )
+    return ProcedureResult([Rowset(cols, rows)])
+
+
+def sp_special_columns(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
+    """sp_special_columns @table_name, ...: the primary key's columns (the best row identifier)."""
+    cols = _cols(
+        [
+            ("SCOPE", T.SMALLINT),
+            ("COLUMN_NAME", T.SYSNAME),
+            ("DATA_TYPE", T.SMALLINT),
+            ("TYPE_NAME", T.SYSNAME),
+            ("PRECISION", T.INT),
+            ("LENGTH", T.INT),
+            ("SCALE", T.SMALLINT),
+            ("PSEUDO_COLUMN", T.SMALLINT),
+        ]
+    )
+    rows = []
+    for table in _tables(session, args, 0, 1, 2):
+        for ix in table.indexes:
+            if ix.kind == "PRIMARY KEY":
+                for cname in ix.columns:
+                    col = table.columns[table.colmap[cname.lower()]]
+                    full = _column_row("", table, 0, col)
+                    rows.append((1, col.name, full[4], full[5], full[6], full[7], full[8], 1))
+    return ProcedureResult([Rowset(cols, rows)])
+
+
+CATALOG_PROCEDURES: dict[str, Callable[[Any, ProcedureArgs], Any]] = {
+    "sp_tables": sp_tables,
+    "sp_columns": lambda s, a: sp_columns(s, a, extended=False),
+    "sp_columns_100": lambda s, a: sp_columns(s, a, extended=True),
+    "sp_pkeys": sp_pkeys,
+    "sp_fkeys": sp_fkeys,
+    "sp_statistics": sp_statistics,
+    "sp_statistics_100": sp_statistics,
+    "sp_special_columns": sp_special_columns,
+    "sp_special_columns_100": sp_special_columns,
+}

