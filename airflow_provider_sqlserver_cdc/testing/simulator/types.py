@@ -239,6 +239,7 @@ TIME = SqlType("time", scale=7)
 UNIQUEIDENTIFIER = SqlType("uniqueidentifier")
 ROWVERSION = SqlType("timestamp", length=8)
 SYSNAME = SqlType("nvarchar", length=128)
+SQL_VARIANT = SqlType("sql_variant")
 NVARCHAR_MAX = SqlType("nvarchar", length=MAX)
 VARBINARY_MAX = SqlType("varbinary", length=MAX)
 

@@ -31,6 +31,13 @@ DECIMAL_CONTEXT = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_UP)
 _QUANTA = [decimal.Decimal(1).scaleb(-s) for s in range(39)]
 
 
+class Variant(NamedTuple):
+    """A sql_variant value: the value and its base type (what SERVERPROPERTY returns)."""
+
+    type: T.SqlType
+    value: Any
+
+
 class DateTimeOffset(NamedTuple):
     """A datetimeoffset value: UTC ticks since 0001-01-01 and the offset in minutes."""
 

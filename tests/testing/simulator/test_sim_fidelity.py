@@ -172,3 +172,40 @@ def test_system_functions_and_views_by_three_part_name(shop: Any) -> None:
     assert [tuple(r) for r in rows] == [("t", "id")]
     services = dict(cur.execute("SELECT servicename, status_desc FROM sys.dm_server_services").fetchall())
     assert services["SQL Server Agent (MSSQLSERVER)"] == "Running"
+
+
+def test_catalog_procedures_of_odbc_and_jdbc_metadata(shop: Any) -> None:
+    """sp-pkeys / sp-statistics / sp-special-columns / sp-fkeys-transact-sql.md result shapes."""
+    cur = _connect(shop).cursor()
+    assert [tuple(r) for r in cur.execute("EXEC sp_pkeys @table_name = 't'").fetchall()] == [
+        ("shop", "dbo", "t", "id", 1, cur.execute("SELECT name FROM sys.key_constraints").fetchone()[0])
+    ]
+    statistics = cur.execute("EXEC sp_statistics 't'").fetchall()
+    assert [(r.INDEX_NAME is None, r.COLUMN_NAME) for r in statistics] == [(True, None), (False, "id")]
+    special = cur.execute("EXEC sp_special_columns 't'").fetchall()
+    assert [(r.COLUMN_NAME, r.TYPE_NAME, r.PRECISION, r.LENGTH) for r in special] == [("id", "int", 10, 4)]
+    fkeys = cur.execute("EXEC sp_fkeys 't'")
+    assert [d[0] for d in fkeys.description][:3] == ["PKTABLE_QUALIFIER", "PKTABLE_OWNER", "PKTABLE_NAME"]
+    assert fkeys.fetchall() == []
+    columns = cur.execute("EXEC sp_columns 'T%'").fetchall()  # LIKE pattern, case-insensitive
+    assert [(r.COLUMN_NAME, r.TYPE_NAME, r.NULLABLE, r.ORDINAL_POSITION) for r in columns] == [
+        ("id", "int", 0, 1),
+        ("v", "int", 1, 2),
+    ]
+
+
+def test_table_variable_and_insert_exec(shop: Any) -> None:
+    """What mssql-jdbc's getColumns sends: DECLARE @t TABLE, INSERT INTO @t EXEC, SELECT FROM @t."""
+    cur = _connect(shop).cursor()
+    cur.execute(
+        "DECLARE @keys TABLE (q sysname, o sysname, t sysname, c sysname, seq smallint, pk sysname);"
+        "INSERT INTO @keys EXEC sp_pkeys 't';"
+        "SELECT c, seq FROM @keys"
+    )
+    while cur.description is None:  # the INSERT's row count comes first
+        assert cur.nextset()
+    assert [tuple(r) for r in cur.fetchall()] == [("id", 1)]
+    with pytest.raises(pyodbc.Error, match="213"):
+        cur.execute("DECLARE @few TABLE (a int); INSERT INTO @few EXEC sp_pkeys 't'")
+    with pytest.raises(pyodbc.Error, match="208"):  # gone with its batch
+        cur.execute("SELECT * FROM [#tv_keys]")

@@ -20,6 +20,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
     ProcedureResult,
     ResultColumn,
     Rowset,
+    result_columns,
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Table
 
@@ -127,22 +128,18 @@ def _tables(
             yield table
 
 
-def _cols(spec: list[tuple[str, T.SqlType]]) -> list[ResultColumn]:
-    return [ResultColumn(name, t) for name, t in spec]
+# the first columns of every catalog procedure's result: which table a row is about
+_TABLE_ID = result_columns("TABLE_QUALIFIER sysname, TABLE_OWNER sysname, TABLE_NAME sysname")
 
 
 def sp_tables(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     """sp_tables [@table_name], [@table_owner], [@table_qualifier], [@table_type]."""
     wanted = args.get("table_type", 3)
     types = {"TABLE"} if not wanted else {w.strip().strip("'\"").upper() for w in str(wanted).split(",")}
-    cols = _cols(
-        [
-            ("TABLE_QUALIFIER", T.SYSNAME),
-            ("TABLE_OWNER", T.SYSNAME),
-            ("TABLE_NAME", T.SYSNAME),
-            ("TABLE_TYPE", T.varchar(32)),
-            ("REMARKS", T.varchar(254)),
-        ]
+    cols = _TABLE_ID + result_columns(
+        """
+        TABLE_TYPE varchar(32), REMARKS varchar(254)
+        """
     )
     db = session.current_db()
     rows = []
@@ -212,37 +209,20 @@ def _column_row(db_name: str, table: Table, ordinal: int, col: Any) -> tuple[Any
     )
 
 
-_COLUMNS_100 = [
-    ("TABLE_QUALIFIER", T.SYSNAME),
-    ("TABLE_OWNER", T.SYSNAME),
-    ("TABLE_NAME", T.SYSNAME),
-    ("COLUMN_NAME", T.SYSNAME),
-    ("DATA_TYPE", T.SMALLINT),
-    ("TYPE_NAME", T.SYSNAME),
-    ("PRECISION", T.INT),
-    ("LENGTH", T.INT),
-    ("SCALE", T.SMALLINT),
-    ("RADIX", T.SMALLINT),
-    ("NULLABLE", T.SMALLINT),
-    ("REMARKS", T.varchar(254)),
-    ("COLUMN_DEF", T.nvarchar(4000)),
-    ("SQL_DATA_TYPE", T.SMALLINT),
-    ("SQL_DATETIME_SUB", T.SMALLINT),
-    ("CHAR_OCTET_LENGTH", T.INT),
-    ("ORDINAL_POSITION", T.INT),
-    ("IS_NULLABLE", T.varchar(254)),
-    ("SS_IS_SPARSE", T.SMALLINT),
-    ("SS_IS_COLUMN_SET", T.SMALLINT),
-    ("SS_IS_COMPUTED", T.SMALLINT),
-    ("SS_IS_IDENTITY", T.SMALLINT),
-    ("SS_UDT_CATALOG_NAME", T.nvarchar(128)),
-    ("SS_UDT_SCHEMA_NAME", T.nvarchar(128)),
-    ("SS_UDT_ASSEMBLY_TYPE_NAME", T.NVARCHAR_MAX),
-    ("SS_XML_SCHEMACOLLECTION_CATALOG_NAME", T.nvarchar(128)),
-    ("SS_XML_SCHEMACOLLECTION_SCHEMA_NAME", T.nvarchar(128)),
-    ("SS_XML_SCHEMACOLLECTION_NAME", T.nvarchar(128)),
-    ("SS_DATA_TYPE", T.TINYINT),
-]
+_COLUMNS_100 = _TABLE_ID + result_columns(
+    """
+    COLUMN_NAME sysname, DATA_TYPE smallint, TYPE_NAME sysname, PRECISION int, LENGTH int,
+    SCALE smallint, RADIX smallint, NULLABLE smallint, REMARKS varchar(254),
+    COLUMN_DEF nvarchar(4000), SQL_DATA_TYPE smallint, SQL_DATETIME_SUB smallint,
+    CHAR_OCTET_LENGTH int, ORDINAL_POSITION int, IS_NULLABLE varchar(254),
+    SS_IS_SPARSE smallint, SS_IS_COLUMN_SET smallint, SS_IS_COMPUTED smallint,
+    SS_IS_IDENTITY smallint, SS_UDT_CATALOG_NAME nvarchar(128),
+    SS_UDT_SCHEMA_NAME nvarchar(128), SS_UDT_ASSEMBLY_TYPE_NAME nvarchar(max),
+    SS_XML_SCHEMACOLLECTION_CATALOG_NAME nvarchar(128),
+    SS_XML_SCHEMACOLLECTION_SCHEMA_NAME nvarchar(128),
+    SS_XML_SCHEMACOLLECTION_NAME nvarchar(128), SS_DATA_TYPE tinyint
+    """
+)
 
 
 def sp_columns(session: ExecutionContext, args: ProcedureArgs, extended: bool) -> ProcedureResult:
@@ -255,32 +235,33 @@ def sp_columns(session: ExecutionContext, args: ProcedureArgs, extended: bool) -
             if _matches(column_pattern, col.name):
                 rows.append(_column_row(db.name, table, ordinal, col))
     rows.sort(key=lambda r: (r[0], r[1], r[2], r[16]))
-    spec = _COLUMNS_100 if extended else _COLUMNS_100[:18] + [_COLUMNS_100[-1]]
+    cols = _COLUMNS_100 if extended else _COLUMNS_100[:18] + [_COLUMNS_100[-1]]
     if not extended:
         rows = [r[:18] + (r[-1],) for r in rows]
-    return ProcedureResult([Rowset(_cols(spec), rows)])
+    return ProcedureResult([Rowset(cols, rows)])
+
+
+def _primary_key_columns(table: Table) -> Iterator[tuple[int, Any, str]]:
+    """(position in the key, column, constraint name) of *table*'s primary key columns."""
+    for ix in table.indexes:
+        if ix.kind == "PRIMARY KEY":
+            for seq, cname in enumerate(ix.columns, start=1):
+                yield seq, table.columns[table.colmap[cname.lower()]], ix.name
 
 
 def sp_pkeys(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     """sp_pkeys @table_name, [@table_owner], [@table_qualifier]."""
-    cols = _cols(
-        [
-            ("TABLE_QUALIFIER", T.SYSNAME),
-            ("TABLE_OWNER", T.SYSNAME),
-            ("TABLE_NAME", T.SYSNAME),
-            ("COLUMN_NAME", T.SYSNAME),
-            ("KEY_SEQ", T.SMALLINT),
-            ("PK_NAME", T.SYSNAME),
-        ]
+    cols = _TABLE_ID + result_columns(
+        """
+        COLUMN_NAME sysname, KEY_SEQ smallint, PK_NAME sysname
+        """
     )
     db = session.current_db()
-    rows = []
-    for table in _tables(session, args, 0, 1, 2):
-        for ix in table.indexes:
-            if ix.kind == "PRIMARY KEY":
-                for seq, cname in enumerate(ix.columns, start=1):
-                    col = table.columns[table.colmap[cname.lower()]]
-                    rows.append((db.name, table.schema.name, table.name, col.name, seq, ix.name))
+    rows = [
+        (db.name, table.schema.name, table.name, col.name, seq, pk_name)
+        for table in _tables(session, args, 0, 1, 2)
+        for seq, col, pk_name in _primary_key_columns(table)
+    ]
     rows.sort(key=lambda r: (r[0], r[1], r[2], r[4]))
     return ProcedureResult([Rowset(cols, rows)])
 
@@ -295,27 +276,18 @@ def sp_fkeys(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
         "DELETE_RULE": T.SMALLINT,
         "DEFERRABILITY": T.SMALLINT,
     }
-    return ProcedureResult([Rowset(_cols([(n, types.get(n, T.SYSNAME)) for n in names.split()]), [])])
+    cols = [ResultColumn(n, types.get(n, T.SYSNAME)) for n in names.split()]
+    return ProcedureResult([Rowset(cols, [])])
 
 
 def sp_statistics(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     """sp_statistics @table_name, [@table_owner], [@table_qualifier]: a table row, then one per index column."""
-    cols = _cols(
-        [
-            ("TABLE_QUALIFIER", T.SYSNAME),
-            ("TABLE_OWNER", T.SYSNAME),
-            ("TABLE_NAME", T.SYSNAME),
-            ("NON_UNIQUE", T.SMALLINT),
-            ("INDEX_QUALIFIER", T.SYSNAME),
-            ("INDEX_NAME", T.SYSNAME),
-            ("TYPE", T.SMALLINT),
-            ("SEQ_IN_INDEX", T.SMALLINT),
-            ("COLUMN_NAME", T.SYSNAME),
-            ("COLLATION", T.SqlType("char", length=1)),
-            ("CARDINALITY", T.INT),
-            ("PAGES", T.INT),
-            ("FILTER_CONDITION", T.varchar(128)),
-        ]
+    cols = _TABLE_ID + result_columns(
+        """
+        NON_UNIQUE smallint, INDEX_QUALIFIER sysname, INDEX_NAME sysname, TYPE smallint,
+        SEQ_IN_INDEX smallint, COLUMN_NAME sysname, COLLATION char(1), CARDINALITY int,
+        PAGES int, FILTER_CONDITION varchar(128)
+        """
     )
     db = session.current_db()
     rows: list[tuple[Any, ...]] = []
@@ -347,26 +319,17 @@ def sp_statistics(session: ExecutionContext, args: ProcedureArgs) -> ProcedureRe
 
 def sp_special_columns(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
     """sp_special_columns @table_name, ...: the primary key's columns (the best row identifier)."""
-    cols = _cols(
-        [
-            ("SCOPE", T.SMALLINT),
-            ("COLUMN_NAME", T.SYSNAME),
-            ("DATA_TYPE", T.SMALLINT),
-            ("TYPE_NAME", T.SYSNAME),
-            ("PRECISION", T.INT),
-            ("LENGTH", T.INT),
-            ("SCALE", T.SMALLINT),
-            ("PSEUDO_COLUMN", T.SMALLINT),
-        ]
+    cols = result_columns(
+        """
+        SCOPE smallint, COLUMN_NAME sysname, DATA_TYPE smallint, TYPE_NAME sysname,
+        PRECISION int, LENGTH int, SCALE smallint, PSEUDO_COLUMN smallint
+        """
     )
     rows = []
     for table in _tables(session, args, 0, 1, 2):
-        for ix in table.indexes:
-            if ix.kind == "PRIMARY KEY":
-                for cname in ix.columns:
-                    col = table.columns[table.colmap[cname.lower()]]
-                    full = _column_row("", table, 0, col)
-                    rows.append((1, col.name, full[4], full[5], full[6], full[7], full[8], 1))
+        for _seq, col, _pk_name in _primary_key_columns(table):
+            full = _column_row("", table, 0, col)
+            rows.append((1, col.name, full[4], full[5], full[6], full[7], full[8], 1))
     return ProcedureResult([Rowset(cols, rows)])
 
 

@@ -346,6 +346,10 @@ class Compiler:
 
     def _compare(self, node: exp.Binary, op: Callable[[Any, Any], bool]) -> Expr:
         a, b = self._binary_operands(node)
+        if a.type.name == "sql_variant" and b.type.name != "sql_variant":  # compared as its base value
+            a = Expr(apply_conversion(converter(a.type, b.type), a.fn), b.type, a.nullable)
+        elif b.type.name == "sql_variant" and a.type.name != "sql_variant":
+            b = Expr(apply_conversion(converter(b.type, a.type), b.fn), a.type, b.nullable)
         ct = comparison_type(a.type, b.type)
         fa = apply_conversion(converter(a.type, ct), a.fn)
         fb = apply_conversion(converter(b.type, ct), b.fn)

@@ -102,6 +102,10 @@ def converter(src: SqlType, dst: SqlType, style: int | None = None) -> Callable[
     if src == dst and style is None:
         return None
     s, d = src.name, dst.name
+    if s == "sql_variant":  # converts as its base type does (sql-variant-transact-sql.md)
+        return lambda v: None if v is None else _from_variant(v, dst, style)
+    if d == "sql_variant":
+        return lambda v: None if v is None else V.Variant(src, v)
     if s == d and s in (
         "int",
         "bigint",
@@ -139,6 +143,11 @@ def converter(src: SqlType, dst: SqlType, style: int | None = None) -> Callable[
         return V.convert(v, src, dst, style)
 
     return conv
+
+
+def _from_variant(v: V.Variant, dst: SqlType, style: int | None) -> Any:
+    conv = converter(v.type, dst, style)
+    return v.value if conv is None else conv(v.value)
 
 
 def apply_conversion(conv: Callable[[Any], Any] | None, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

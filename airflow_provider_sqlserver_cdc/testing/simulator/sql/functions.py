@@ -1190,7 +1190,26 @@ _BUILTINS["OBJECT_SCHEMA_NAME"] = _object_name_factory(True)
 def _serverproperty(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
     s = c.session
     fa, _ = _str_arg(c.compile(args[0]))
-    return Expr(_nullsafe([fa], lambda p: s.engine.server_property(p)), SqlType("nvarchar", length=4000))
+
+    def prop(name: str) -> Any:
+        value = s.engine.server_property(name)
+        if value is None:
+            return None
+        base = _SERVER_PROPERTY_TYPES.get(name.lower(), T.nvarchar(128))
+        return V.Variant(base, int(value) if base.name in ("int", "bigint") else value)
+
+    return Expr(_nullsafe([fa], prop), T.SQL_VARIANT)
+
+
+# SERVERPROPERTY returns sql_variant; the base type of each property (serverproperty-transact-sql.md)
+_SERVER_PROPERTY_TYPES = {
+    "engineedition": T.INT,
+    "editionid": T.BIGINT,
+    "isclustered": T.INT,
+    "ishadrenabled": T.INT,
+    "isintegratedsecurityonly": T.INT,
+    "productmajorversion": T.nvarchar(128),
+}
 
 
 # DATABASEPROPERTYEX: the same for every database of the simulator

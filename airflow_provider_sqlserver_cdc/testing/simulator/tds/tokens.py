@@ -144,6 +144,8 @@ _LOB_TYPES = ("text", "ntext", "image")
 def type_info(t: SqlType) -> bytes:
     """TYPE_INFO of a column or parameter of type *t*."""
     n = t.name
+    if n == "sql_variant":
+        return b"\x62" + _u32(8016)
     fixed = _FIXED_TYPE_INFO.get(n)
     if fixed is not None:
         return fixed
@@ -247,11 +249,39 @@ def _datetime4(v: int) -> bytes:
     return struct.pack("<BHH", 4, days - DAYS_TO_1900, rest // (60 * TICKS_PER_SECOND))
 
 
+def _variant(v: Any) -> bytes:
+    """A sql_variant value (MS-TDS 2.2.5.5.4): length, base type, its properties, the value."""
+    t = v.type
+    n = t.name
+    if n in _VARIABLE_TYPE_INFO and t.length != T.MAX:
+        code, unit, collated = _VARIABLE_TYPE_INFO[n]
+        data = v.value.encode("utf-16-le" if unit == 2 else "cp1252") if collated else bytes(v.value)
+        props = (COLLATION if collated else b"") + _u16(t.length * unit)
+    elif n in ("tinyint", "smallint", "int", "bigint", "bit", "float", "real"):
+        code = {
+            "tinyint": 0x30,
+            "smallint": 0x34,
+            "int": 0x38,
+            "bigint": 0x7F,
+            "bit": 0x32,
+            "float": 0x3E,
+        }.get(n, 0x3B)
+        fmt = {"tinyint": "<B", "smallint": "<h", "int": "<i", "bigint": "<q", "bit": "<B", "float": "<d"}
+        data = struct.pack(fmt.get(n, "<f"), v.value)
+        props = b""
+    else:
+        raise ValueError(f"sql_variant with base type {n} is not encoded by the simulator")
+    body = bytes([code, len(props)]) + props + data
+    return _u32(len(body)) + body
+
+
 def value_encoder(t: SqlType) -> tuple[bytes, str, dict[str, Any]]:
     """(NULL bytes, expression template with ``{v}``, helper globals) for values of type *t*."""
     t = _wire_type(t)
     n = t.name
     key = f"_h_{n}_{t.length}_{t.precision}_{t.scale}".replace("-", "m")
+    if n == "sql_variant":
+        return b"\x00\x00\x00\x00", "_variant({v})", {"_variant": _variant}
     if n == "bit":
         return b"\x00", "(b'\\x01\\x01' if {v} else b'\\x01\\x00')", {}
     if n in ("tinyint", "smallint", "int", "bigint", "real", "float"):

@@ -82,6 +82,16 @@ public class JdbcBattery {
                 return String.join("|", out);
             }
         });
+        check("serverproperty_sql_variant", () -> {
+            try (Connection c = connect("clientdb"); Statement s = c.createStatement();
+                 ResultSet rs = s.executeQuery("SELECT SERVERPROPERTY('ProductVersion'), SERVERPROPERTY('EngineEdition'),"
+                     + " SERVERPROPERTY('InstanceName')")) {
+                rs.next();
+                ResultSetMetaData md = rs.getMetaData();
+                return md.getColumnTypeName(1) + "|" + rs.getObject(1) + "|" + rs.getObject(2).getClass().getSimpleName()
+                    + ":" + rs.getObject(2) + "|" + rs.getObject(3);
+            }
+        });
         check("error_then_usable", () -> {
             try (Connection c = connect("clientdb"); Statement s = c.createStatement()) {
                 String first;
@@ -136,7 +146,7 @@ public class JdbcBattery {
                     to = rs.getBytes(2);
                 }
                 try (PreparedStatement p = c.prepareStatement(
-                        "SELECT __$operation, id, name FROM cdc.fn_cdc_get_all_changes_dbo_items(?, ?, N'all') ORDER BY __$seqval")) {
+                        "SELECT __$operation, id, name FROM cdc.fn_cdc_get_all_changes_dbo_items(?, ?, N'all') WHERE id <= 3 ORDER BY __$seqval")) {
                     p.setBytes(1, from);
                     p.setBytes(2, to);
                     StringBuilder sb = new StringBuilder(from.length + "/" + to.length);

@@ -8,6 +8,7 @@ when its client or runtime is missing.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,22 @@ def require_program(name: str) -> str:
     if path is None:
         pytest.skip(f"{name} is not installed (make client-deps / the system packages)")
     return path
+
+
+def run_battery(command: list[str], env: dict[str, str] | None = None) -> dict[str, tuple[bool, str]]:
+    """Run a battery program; its checks by name: (passed, detail or what went wrong)."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    results: dict[str, tuple[bool, str]] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("CHECK "):
+            _, name, status, *detail = line.split(" ", 3)
+            results[name] = (status == "OK", detail[0] if detail else "")
+    assert results, f"the battery printed nothing: {done.stdout[-2000:]} {done.stderr[-2000:]}"
+    return results
+
+
+def outcome(results: dict[str, tuple[bool, str]], name: str) -> str:
+    """The detail a check printed, failing the test when the check failed."""
+    ok, detail = results[name]
+    assert ok, f"{name}: {detail}"
+    return detail

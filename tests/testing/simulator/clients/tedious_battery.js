@@ -90,6 +90,21 @@ async function main() {
     const v = r.rows[0];
     return [v[0], v[1], v[2], v[3], v[4], v[5].toISOString().slice(0, 10), v[6], v[7].toString("hex"), v[8], v[9], v[10]].join("|");
   });
+  await check("serverproperty_sql_variant", async () => {
+    const conn = await connect();
+    const types = [];
+    const request = new Promise((resolve, reject) => {
+      const rows = [];
+      const r = new Request("SELECT SERVERPROPERTY('ProductVersion'), SERVERPROPERTY('EngineEdition')", (err) =>
+        err ? reject(err) : resolve(rows));
+      r.on("columnMetadata", (cols) => cols.forEach((c) => types.push(c.type.name)));
+      r.on("row", (cols) => rows.push(cols.map((c) => c.value)));
+      conn.execSql(r);
+    });
+    const rows = await request;
+    conn.close();
+    return `${types.join(",")}|${rows[0][0]}|${typeof rows[0][1]}:${rows[0][1]}`;
+  });
   await check("error_then_usable", async () => {
     const conn = await connect();
     let first = "no error";
@@ -144,7 +159,7 @@ async function main() {
     const bounds = (await query(conn, "SELECT sys.fn_cdc_get_min_lsn('dbo_items'), sys.fn_cdc_get_max_lsn()")).rows[0];
     const r = await query(
       conn,
-      "SELECT __$operation, id FROM cdc.fn_cdc_get_all_changes_dbo_items(@from, @to, N'all') ORDER BY __$seqval",
+      "SELECT __$operation, id FROM cdc.fn_cdc_get_all_changes_dbo_items(@from, @to, N'all') WHERE id <= 3 ORDER BY __$seqval",
       [
         ["from", TYPES.Binary, bounds[0]],
         ["to", TYPES.Binary, bounds[1]],

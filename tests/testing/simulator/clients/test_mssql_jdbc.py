@@ -6,12 +6,11 @@ test here asserts one check's outcome.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from client_battery_support import CLIENTS, ClientSimulator, require_program
+from client_battery_support import CLIENTS, ClientSimulator, outcome, require_program, run_battery
 
 JAR = CLIENTS / "mssql-jdbc-12.4.2.jre8.jar"
 BATTERY = Path(__file__).with_name("JdbcBattery.java")
@@ -23,25 +22,9 @@ def jdbc(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
     if not JAR.exists():
         pytest.skip(f"{JAR.name} is missing: run `make client-deps`")
     sim = client_simulator
-    done = subprocess.run(
+    return run_battery(
         [java, "-cp", str(JAR), str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
-        capture_output=True,
-        text=True,
-        timeout=120,
     )
-    results: dict[str, tuple[bool, str]] = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("CHECK "):
-            _, name, status, *detail = line.split(" ", 3)
-            results[name] = (status == "OK", detail[0] if detail else "")
-    assert results, f"the battery printed nothing: {done.stdout[-2000:]} {done.stderr[-2000:]}"
-    return results
-
-
-def outcome(jdbc: dict[str, tuple[bool, str]], name: str) -> str:
-    ok, detail = jdbc[name]
-    assert ok, f"{name}: {detail}"
-    return detail
 
 
 def test_login_with_the_drivers_default_tls(jdbc: Any) -> None:
@@ -58,6 +41,11 @@ def test_login_with_tds8_strict(jdbc: Any) -> None:
 
 def test_types_at_their_edges(jdbc: Any) -> None:
     assert outcome(jdbc, "types_at_edges").split("|") == TYPES_EXPECTED
+
+
+def test_serverproperty_is_sql_variant(jdbc: Any) -> None:
+    """serverproperty-transact-sql.md: the return type is sql_variant (EngineEdition's base type int)."""
+    assert outcome(jdbc, "serverproperty_sql_variant") == "sql_variant|16.0.4120.1|Integer:3|null"
 
 
 def test_errors_keep_the_connection_usable(jdbc: Any) -> None:

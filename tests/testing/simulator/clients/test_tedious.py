@@ -8,12 +8,11 @@ request (the name's length in bytes).
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from client_battery_support import CLIENTS, ClientSimulator, require_program
+from client_battery_support import CLIENTS, ClientSimulator, outcome, require_program, run_battery
 
 NODE_MODULES = CLIENTS / "node" / "node_modules"
 BATTERY = Path(__file__).with_name("tedious_battery.js")
@@ -25,26 +24,10 @@ def tedious(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
     if not (NODE_MODULES / "tedious").is_dir():
         pytest.skip(f"tedious is not installed in {NODE_MODULES}: run `make client-deps`")
     sim = client_simulator
-    done = subprocess.run(
+    return run_battery(
         [node, str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
-        capture_output=True,
-        text=True,
-        timeout=120,
         env={**os.environ, "NODE_PATH": str(NODE_MODULES), "NODE_NO_WARNINGS": "1"},
     )
-    results: dict[str, tuple[bool, str]] = {}
-    for line in done.stdout.splitlines():
-        if line.startswith("CHECK "):
-            _, name, status, *detail = line.split(" ", 3)
-            results[name] = (status == "OK", detail[0] if detail else "")
-    assert results, f"the battery printed nothing: {done.stdout[-2000:]} {done.stderr[-2000:]}"
-    return results
-
-
-def outcome(results: dict[str, tuple[bool, str]], name: str) -> str:
-    ok, detail = results[name]
-    assert ok, f"{name}: {detail}"
-    return detail
 
 
 def test_login_with_the_drivers_default_tls(tedious: Any) -> None:
@@ -74,6 +57,10 @@ def test_types_at_their_edges(tedious: Any) -> None:
         "6F9619FF-8B86-D011-B42D-00C04FD430C8",
         "",  # NULL
     ]
+
+
+def test_serverproperty_is_sql_variant(tedious: Any) -> None:
+    assert outcome(tedious, "serverproperty_sql_variant") == "Variant,Variant|16.0.4120.1|number:3"
 
 
 def test_errors_keep_the_connection_usable(tedious: Any) -> None:
