@@ -74,8 +74,10 @@ class CaptureInstance:
     """
     A capture instance: ``cdc.change_tables`` metadata, its columns and its change table.
 
-    ``start_lsn`` is the low-water mark: NULL until the capture job has recognised the instance,
-    then the LSN of the enabling transaction's commit, later moved up by cleanup.
+    ``start_lsn`` is the low-water mark: the LSN of ``sys.sp_cdc_enable_table`` from the start (so
+    ``sys.fn_cdc_get_min_lsn`` can exceed ``sys.fn_cdc_get_max_lsn`` until the capture job has run,
+    as on SQL Server), later moved up by cleanup. cdc-change-tables-transact-sql.md allows NULL ("the
+    low endpoint has not been established"); the simulator never leaves it NULL.
     """
 
     name: str
