@@ -2,7 +2,8 @@
 
 Modules by role:
 
-* :mod:`.tds` -- the TDS wire protocol (packets, requests, tokens, row encoders);
+* :mod:`.tds` -- the TDS wire protocol (packets, requests, tokens, row encoders, TLS);
+* :mod:`.version` -- the one SQL Server version every answer reports;
 * :mod:`.types` and :mod:`.values` -- SQL Server data types, value representation, conversions;
 * :mod:`.sql` -- T-SQL parsing (sqlglot ``tsql``), expressions, queries, DML, DDL, catalogs; it
   runs against :mod:`.sql.context` (the session and engine as protocols), never imports back;

@@ -88,6 +88,21 @@ _LIKE_CACHE: dict[tuple[str, str | None, bool], Any] = {}
 _NEVER = re.compile(r"(?!)")
 
 
+def utf16_units(s: str) -> str:
+    """*s* with each character beyond the BMP as its two surrogates: what a non-SC collation matches on."""
+    if s.isascii() or all(ord(ch) < 0x10000 for ch in s):
+        return s
+    out = []
+    for ch in s:
+        n = ord(ch)
+        if n < 0x10000:
+            out.append(ch)
+        else:
+            n -= 0x10000
+            out.append(chr(0xD800 + (n >> 10)) + chr(0xDC00 + (n & 0x3FF)))
+    return "".join(out)
+
+
 def like_regex(pattern: str, escape: str | None, unicode: bool = False) -> Any:
     """The regular expression of LIKE *pattern* (like-transact-sql.md).
 
@@ -99,6 +114,7 @@ def like_regex(pattern: str, escape: str | None, unicode: bool = False) -> Any:
     rx = _LIKE_CACHE.get(key)
     if rx is not None:
         return rx
+    pattern = utf16_units(pattern)  # "_" matches one UTF-16 code unit (non-SC collation)
     out = []
     i = 0
     while i < len(pattern):
@@ -535,7 +551,7 @@ class Compiler:
                 x = fa(row)
                 if x is None or rx is None:
                     return None
-                return rx.match(x) is not None
+                return rx.match(utf16_units(x)) is not None
 
             return Expr(f, T.BIT)
 
@@ -544,7 +560,7 @@ class Compiler:
             p = fb(row)
             if x is None or p is None:
                 return None
-            return like_regex(p, escape, unicode).match(x) is not None
+            return like_regex(p, escape, unicode).match(utf16_units(x)) is not None
 
         return Expr(g, T.BIT)
 
