@@ -34,6 +34,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.values import round_dateti
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import table_name
+from .empty_catalog_views import EMPTY_INFORMATION_SCHEMA_VIEWS, EMPTY_SYS_VIEWS
 from .expressions import Scope, Source
 from .query import FromItem, cte_item
 from .system_object_names import INFORMATION_SCHEMA_VIEWS, SYSTEM_FUNCTIONS, SYSTEM_VIEWS
@@ -767,6 +768,7 @@ SYS_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "system_views": v_system_views,
     "extended_properties": v_extended_properties,
 }
+SYS_VIEWS.update(EMPTY_SYS_VIEWS)
 
 
 # ---------------------------------------------------------------- INFORMATION_SCHEMA
@@ -926,6 +928,7 @@ INFO_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "constraint_column_usage": i_constraint_column_usage,
     "schemata": i_schemata,
 }
+INFO_VIEWS.update(EMPTY_INFORMATION_SCHEMA_VIEWS)
 
 
 def iter_rows(rowset: Rowset) -> Iterator[tuple[Any, ...]]:
