@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import struct
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pymssql
@@ -14,6 +18,7 @@ import pyodbc
 import pytest
 
 from airflow_provider_sqlserver_cdc.testing.simulator import Engine, SimulatorServer
+from airflow_provider_sqlserver_cdc.testing.simulator.tds import requests as R
 from airflow_provider_sqlserver_cdc.testing.simulator.tds import tls as TLS
 
 PASSWORD = "Tls-Test-1!"
@@ -194,3 +199,60 @@ def test_certificate_is_self_signed_and_made_once() -> None:
     cert_pem, key_pem = TLS.self_signed_certificate()
     assert b"BEGIN CERTIFICATE" in cert_pem and b"PRIVATE KEY" in key_pem
     assert TLS.self_signed_certificate() == (cert_pem, key_pem)
+
+
+def test_command_line_tls_settings(tmp_path: Path) -> None:
+    """``--tls off`` serves FreeTDS without TLS; ``--tls-cert/--tls-key`` serve the user's certificate."""
+    cert_pem, key_pem = TLS.self_signed_certificate()
+    (tmp_path / "cert.pem").write_bytes(cert_pem)
+    (tmp_path / "key.pem").write_bytes(key_pem)
+    for extra in (
+        ["--tls", "off"],
+        ["--tls-cert", str(tmp_path / "cert.pem"), "--tls-key", str(tmp_path / "key.pem")],
+    ):
+        command = [
+            sys.executable,
+            "-m",
+            "airflow_provider_sqlserver_cdc.testing.simulator",
+            "--port",
+            "0",
+            *extra,
+        ]
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},
+        )
+        try:
+            host, port = proc.stdout.readline().split()[1].rsplit(":", 1)
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(_prelogin(TLS.ENCRYPT_ON))
+            _ptype, body = _read_message(sock)
+            sock.close()
+            expected = TLS.ENCRYPT_NOT_SUP if extra[:2] == ["--tls", "off"] else TLS.ENCRYPT_ON
+            assert _encryption_answer(body) == expected
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    refused = subprocess.run(
+        [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.simulator", "--tls", "maybe"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SQLSERVER_SIMULATOR_PASSWORD": PASSWORD},
+    )
+    assert refused.returncode == 2 and "--tls" in refused.stderr
+
+
+def test_a_named_transaction_manager_request_counts_the_name_in_bytes() -> None:
+    """tedious sends ``beginTransaction(cb, name)`` with the name's length in bytes (MS-TDS 2.2.6.9)."""
+    name = "tx\u00e9name".encode("utf-16-le")
+    headers = struct.pack("<IIHQI", 22, 18, 2, 0, 1)
+    begin = headers + struct.pack("<HB", 5, 2) + bytes([len(name)]) + name
+    _headers, request = R.parse_tm(begin)
+    assert (request.kind, request.name, request.isolation) == ("begin", "tx\u00e9name", 2)
+    commit_and_begin = (
+        headers + struct.pack("<H", 7) + bytes([len(name)]) + name + b"\x01\x05\x04" + b"n\x00e\x00w\x00"[:4]
+    )
+    _headers, request = R.parse_tm(commit_and_begin)
+    assert (request.kind, request.begin_new, request.isolation, request.name) == ("commit", True, 5, "ne")
