@@ -775,6 +775,9 @@ class Session:
             self.options.xact_abort = words[2] == "ON"
         elif w1 == "IMPLICIT_TRANSACTIONS":
             self.options.implicit_transactions = words[2] == "ON"
+        elif w1 == "ANSI_DEFAULTS" and words[-1] == "ON":
+            # ON sets ANSI_NULLS, ANSI_WARNINGS, ... and IMPLICIT_TRANSACTIONS (set-ansi-defaults-transact-sql.md)
+            self.options.implicit_transactions = True
         elif w1 == "LOCK_TIMEOUT":
             self.lock_timeout = int(raw.tokens[-1].text) * (-1 if words[2] == "-" else 1)
         elif w1 == "IDENTITY_INSERT":
@@ -826,6 +829,7 @@ class Session:
                 raise not_supported(f"SET {w1} ON")
             if w1 == "DATEFORMAT" and words[-1] not in ("YMD", "MDY"):
                 raise not_supported(f"SET DATEFORMAT {words[-1]}")
+            _refuse_other_semantics(w1, words)
         else:
             raise not_supported(f"SET {w1}")
         yield StatementDone(None)
@@ -1181,6 +1185,30 @@ class Session:
         finally:
             self.param_values = self.variables
             self.variables = saved
+
+
+# SET options whose other values change what a statement answers: the simulator computes only these
+# (what drivers send at connect: ANSI behaviour, us_english, Sunday first); the rest are refused
+_ONLY_SUPPORTED_SETTING = {
+    "ANSI_NULLS": ("ON",),
+    "ANSI_WARNINGS": ("ON",),
+    "ANSI_PADDING": ("ON",),
+    "CONCAT_NULL_YIELDS_NULL": ("ON",),
+    "QUOTED_IDENTIFIER": ("ON",),
+    "NUMERIC_ROUNDABORT": ("OFF",),
+    "DATEFIRST": ("7",),
+    "LANGUAGE": ("US_ENGLISH", "ENGLISH", "[US_ENGLISH]", "N'US_ENGLISH'", "'US_ENGLISH'"),
+}
+
+
+def _refuse_other_semantics(option: str, words: list[str]) -> None:
+    """40517 for ``SET option value`` when that value would make the simulator answer differently."""
+    allowed = _ONLY_SUPPORTED_SETTING.get(option)
+    value = " ".join(words[2:])
+    if allowed is not None and value not in allowed:
+        raise not_supported(f"SET {option} {value} (only {' / '.join(allowed[:2])})")
+    if option == "ANSI_DEFAULTS" and value == "OFF":
+        raise not_supported("SET ANSI_DEFAULTS OFF (it turns ANSI_NULLS and ANSI_WARNINGS off)")
 
 
 _TABLE_VARIABLE = re.compile(r"\s*DECLARE\s+@(\w+)\s+(?:AS\s+)?TABLE\s*\((.*)\)\s*;?\s*$", re.I | re.S)

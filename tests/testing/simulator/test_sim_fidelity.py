@@ -234,3 +234,36 @@ def test_views_of_objects_the_simulator_cannot_create_are_empty(
     cur.execute(f"SELECT * FROM {view}")
     assert [d[0] for d in cur.description][:3] == first_columns
     assert cur.fetchall() == []
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET ANSI_NULLS OFF",  # NULL = NULL would be true (set-ansi-nulls-transact-sql.md)
+        "SET CONCAT_NULL_YIELDS_NULL OFF",  # 'a' + NULL would be 'a'
+        "SET ANSI_WARNINGS OFF",  # truncation and divide by zero would be silent
+        "SET QUOTED_IDENTIFIER OFF",  # "x" would be a string
+        "SET DATEFIRST 1",  # DATEPART(weekday, …) would count from Monday
+        "SET LANGUAGE German",  # date names and formats would change
+        "SELECT 1 AS a FOR JSON PATH",  # the rows would become one JSON document
+    ],
+)
+def test_settings_and_clauses_that_change_answers_are_refused(sqlserver_simulator: Any, sql: str) -> None:
+    cur = _connect(sqlserver_simulator, "master").cursor()
+    with pytest.raises(pyodbc.Error, match="40517"):
+        cur.execute(sql)
+    assert cur.execute("SELECT CASE WHEN NULL = NULL THEN 1 ELSE 0 END").fetchone()[0] == 0
+
+
+def test_the_options_drivers_send_at_connect_are_accepted(sqlserver_simulator: Any) -> None:
+    """pymssql's and tedious's connection options, and SET ANSI_DEFAULTS ON (implicit transactions on)."""
+    cur = _connect(sqlserver_simulator, "master").cursor()
+    cur.execute(
+        "SET ANSI_NULLS ON; SET ANSI_WARNINGS ON; SET ANSI_PADDING ON; SET CONCAT_NULL_YIELDS_NULL ON;"
+        " SET QUOTED_IDENTIFIER ON; SET NUMERIC_ROUNDABORT OFF; SET ARITHABORT ON; SET DATEFIRST 7;"
+        " SET DATEFORMAT mdy; SET LANGUAGE us_english; SET TEXTSIZE 2147483647; SET ANSI_NULL_DFLT_ON ON"
+    )
+    cur.execute("SET ANSI_DEFAULTS ON")
+    cur.execute("SELECT COUNT(*) FROM sys.databases").fetchall()
+    assert cur.execute("SELECT @@TRANCOUNT").fetchone()[0] == 1
+    cur.execute("COMMIT")

@@ -84,6 +84,9 @@ def compile_query(
     if isinstance(node, (exp.Union, exp.Except, exp.Intersect)):
         return _compile_setop(session, node, outer)
     if isinstance(node, exp.Select):
+        clause = node.args.get("for_")
+        if clause is not None:  # FOR XML / FOR JSON turn the rows into one document
+            raise not_supported(f"FOR {clause.args.get('kind') or 'XML'} (the rows as a document)")
         return compile_select(session, node, outer)
     raise not_supported(f"the query form {type(node).__name__}")
 
