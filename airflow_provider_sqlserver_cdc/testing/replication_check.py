@@ -29,6 +29,8 @@ def compare_replicated_tables(
     capture_instances: Iterable[str],
     namespace: str,
     table_name_template: str = "{schema}_{table}",
+    *,
+    every_source_column: bool = True,
 ) -> list[TableComparison]:
     """
     Compare the source table of each capture instance with its Iceberg target, in order.
@@ -41,6 +43,9 @@ def compare_replicated_tables(
     :param capture_instances: the capture instances whose tables to compare.
     :param namespace: the targets' ``catalog.namespace`` (the merge job's ``--namespace``).
     :param table_name_template: the merge job's ``--table-name-template``.
+    :param every_source_column: a source column the capture instance does not follow (added,
+        dropped or retyped on the source) is a difference; False for instances created with a
+        ``@captured_column_list`` on purpose.
     """
     comparisons = []
     for name in capture_instances:
@@ -50,7 +55,8 @@ def compare_replicated_tables(
             spark.catalog.refreshTable(table)
         conn = hook.new_connection()
         try:
-            comparisons.append(compare_table(spark, conn, instance, table))
+            source_columns = hook.get_source_columns(name) if every_source_column else None
+            comparisons.append(compare_table(spark, conn, instance, table, source_columns))
         finally:
             conn.close()
     return comparisons

@@ -408,7 +408,43 @@ def read_target_rows(
     return rows
 
 
-def compare_table(spark: Any, conn: Any, instance: CaptureInstance, target_table: str) -> TableComparison:
+def source_schema_differences(
+    instance: CaptureInstance, source_columns: Sequence[CapturedColumn]
+) -> list[str]:
+    """
+    Return how the source table's columns now differ from what its capture instance captures.
+
+    A column the source has and the instance does not capture is not replicated at all; a captured
+    column the source dropped, or whose type changed, no longer follows the source. Either way the
+    target cannot equal the source (docs/schema-changes.md).
+
+    :param instance: the capture instance with its columns loaded.
+    :param source_columns: the source table's columns now (``SqlServerCdcHook.get_source_columns``).
+    """
+    captured = {c.name.lower(): c for c in instance.columns}
+    source = {c.name.lower(): c for c in source_columns}
+    differences = [
+        f"column {c.name} is in the source table but not captured by {instance.name}: not replicated"
+        for c in source_columns
+        if c.name.lower() not in captured
+    ]
+    for name, column in captured.items():
+        if name not in source:
+            differences.append(f"captured column {column.name} no longer exists in the source table")
+        elif source[name].describe() != column.describe():
+            differences.append(
+                f"column {column.name} is {source[name].describe()} in the source, captured as {column.describe()}"
+            )
+    return differences
+
+
+def compare_table(
+    spark: Any,
+    conn: Any,
+    instance: CaptureInstance,
+    target_table: str,
+    source_columns: Sequence[CapturedColumn] | None = None,
+) -> TableComparison:
     """
     Compare the source table of ``instance`` with its Iceberg target.
 
@@ -416,8 +452,16 @@ def compare_table(spark: Any, conn: Any, instance: CaptureInstance, target_table
     :param conn: a pyodbc connection to the source database.
     :param instance: the capture instance with columns and key columns loaded (``SqlServerCdcHook.get_capture_instance``).
     :param target_table: the dotted Iceberg table name, e.g. ``lake.cdc.dbo_orders``.
+    :param source_columns: the source table's columns now; given, a column the instance does not
+        follow (added, dropped, retyped on the source) is a difference.
     """
     result = TableComparison(instance.name, instance.source, target_table)
+    if source_columns is not None:
+        differences = source_schema_differences(instance, source_columns)
+        if differences:
+            # The instance no longer follows its table: no value comparison can make this a match.
+            result.schema_differences.extend(differences)
+            return result
     if not spark.catalog.tableExists(target_table):
         result.schema_differences.append(f"target table {target_table} does not exist")
         result.source_rows = len(read_source_rows(conn, instance))

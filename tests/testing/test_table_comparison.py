@@ -15,7 +15,9 @@ from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     _decode_time2,
     _decode_timestampoffset,
     compare_rows,
+    compare_table,
     expected_target_type,
+    source_schema_differences,
     source_value,
     target_table_name,
     target_value,
@@ -108,3 +110,19 @@ def test_equal_tables_match() -> None:
 def test_target_table_name_follows_the_merge_template() -> None:
     assert target_table_name(INSTANCE, "lake.cdc") == "lake.cdc.dbo_t"
     assert target_table_name(INSTANCE, "lake.raw", "{capture_instance}_v1") == "lake.raw.dbo_t_v1"
+
+
+def test_source_columns_the_instance_does_not_follow_are_differences() -> None:
+    grown = [*INSTANCE.columns, column("loyalty", "int", 10)]
+    assert source_schema_differences(INSTANCE, grown) == [
+        "column loyalty is in the source table but not captured by dbo_t: not replicated"
+    ]
+    changed = [column("id", "bigint", 19), column("at", "time", 16, 7)]
+    assert source_schema_differences(INSTANCE, changed) == [
+        "column id is bigint in the source, captured as int",
+        "captured column amount no longer exists in the source table",
+    ]
+    assert source_schema_differences(INSTANCE, list(INSTANCE.columns)) == []
+    # The verdict is DIFFERENT before any row is read (no Spark, no connection needed for it).
+    result = compare_table(None, None, INSTANCE, "lake.cdc.dbo_t", grown)
+    assert not result.matches and "loyalty" in result.describe()
