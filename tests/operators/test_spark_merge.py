@@ -114,15 +114,19 @@ def test_manifest_uris_accept_xcom_shapes(value: Any, expected: list[str]) -> No
 
 
 class _FakeTaskInstance:
-    """Stands in for the task instance's XCom pull only; the XCom value is what extract returns."""
+    """Stands in for the task instance's XCom only; the pulled value is what extract returns."""
 
     def __init__(self, value: Any) -> None:
         self.value = value
         self.asked: Any = None
+        self.pushed: dict[str, Any] = {}
 
     def xcom_pull(self, task_ids: Any) -> Any:
         self.asked = task_ids
         return self.value
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
 
 
 def test_execute_builds_arguments_from_the_extract_xcom(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -209,10 +213,15 @@ def test_failed_tables_of_the_job_fail_the_task_by_name(monkeypatch: pytest.Monk
         operator.execute({"ti": _FakeTaskInstance(None)})
     assert operator.merge_result is None
 
-    committed = {"lake.cdc.dbo_good": result["lake.cdc.dbo_good"]}
+    committed = {
+        "lake.cdc.dbo_good": {**result["lake.cdc.dbo_good"], "applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
+    }
     monkeypatch.setattr(hook_submit, _submit_printing([result_line(committed)], 0))
-    assert operator.execute({"ti": _FakeTaskInstance(None)}) == ["/w/a/_manifest.json"]
+    ti = _FakeTaskInstance(None)
+    assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json"]
     assert operator.merge_result == committed
+    # The ranges each table holds after the merge, for WatermarkCommitOperator to mirror.
+    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
 
 
 DAG_FILE = """
