@@ -78,6 +78,9 @@ class Engine:
             log.exception("the simulator's CDC package failed to import; CDC objects are unavailable")
             return
         register_cdc(self.registry, self)
+        from .change_tracking.registration import register_change_tracking
+
+        register_change_tracking(self.registry)
 
     # ---------------------------------------------------------------- state
     def _reset_state(self) -> None:
@@ -425,6 +428,8 @@ class Engine:
                     )
             # publish
             self.commit_seq = cts
+            for hook in self.registry.commit_hooks:  # e.g. Change Tracking: versions commit with the data
+                hook(self, records, cts)
             # prune old versions nobody can see any more
             for entry in xact.undo:
                 if entry[0] == "ddl":

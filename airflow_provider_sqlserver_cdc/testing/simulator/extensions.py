@@ -149,6 +149,8 @@ class ExtensionRegistry:
         self.ddl_hooks: list[DdlHook] = []
         self.reset_hooks: list[Callable[[Any], None]] = []
         self.state_hooks: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], None]]] = {}
+        self.commit_hooks: list[Callable[[Any, list[tuple[Any, Any]], int], None]] = []
+        self.statement_hooks: list[Callable[[Any, Any], Any]] = []
 
     def procedure(self, name: str, fn: ProcedureFn) -> None:
         """Register ``EXEC name``."""
@@ -175,6 +177,14 @@ class ExtensionRegistry:
     def ddl_hook(self, fn: DdlHook) -> None:
         """Call *fn* before and after DDL on tables."""
         self.ddl_hooks.append(fn)
+
+    def commit_hook(self, fn: Callable[[Any, list[tuple[Any, Any]], int], None]) -> None:
+        """Call ``fn(engine, [(database, CommittedTransaction)], commit_seq)`` inside every commit."""
+        self.commit_hooks.append(fn)
+
+    def statement_hook(self, fn: Callable[[Any, Any], Any]) -> None:
+        """Offer every DDL statement to ``fn(session, raw)``: an iterator of events if it handles it, else None."""
+        self.statement_hooks.append(fn)
 
     # -- lookups used by the engine
     def find_procedure(self, name: str) -> ProcedureFn | None:

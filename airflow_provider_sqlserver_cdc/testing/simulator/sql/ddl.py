@@ -1002,6 +1002,10 @@ def try_special_ddl(session: ExecutionContext, raw: RawStatement) -> Iterator[An
     w1 = words[1] if len(words) > 1 else ""
     if w0 not in ("CREATE", "ALTER", "DROP"):
         return None
+    for hook in session.engine.registry.statement_hooks:  # e.g. ALTER ... CHANGE_TRACKING
+        handled = hook(session, raw)
+        if handled is not None:
+            return handled
     handler = _TOKEN_DDL.get((w0, w1))
     if handler is not None:
         return handler(session, raw, _Cursor(raw, 2))

@@ -247,8 +247,14 @@ def _parse_cached(text: str) -> exp.Expression:
     return stmts[0]
 
 
+#: functions ``text -> text`` applied before parsing (e.g. CHANGETABLE(...) into a table function call)
+TEXT_REWRITERS: list[Callable[[str], str]] = []
+
+
 def parse_statement(text: str) -> exp.Expression:
     """Parse one statement (cached; callers must not modify the tree)."""
+    for rewrite in TEXT_REWRITERS:
+        text = rewrite(text)
     try:
         return _parse_cached(text)
     except ParseError as e:
