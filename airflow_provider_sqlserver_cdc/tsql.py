@@ -369,3 +369,85 @@ def snapshot_chunk_query(
     where = f" WHERE {keyset_predicate(key_columns)}" if after_key else ""
     order = ", ".join(f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(c.name)}" for c in key_columns)
     return f"SELECT TOP (?) {select} FROM {source}{where} ORDER BY {order}"
+
+
+# --- Change Tracking (a second source; see docs/change-tracking.md) --------------------------------
+
+CT_CURRENT_VERSION = "SELECT CHANGE_TRACKING_CURRENT_VERSION()"
+"""The version of the last committed transaction that changed a tracked table (NULL: CT is off)."""
+
+CT_TRACKED_TABLE = (
+    "SELECT s.name, t.name, ctt.begin_version, ctt.is_track_columns_updated_on "
+    "FROM sys.change_tracking_tables AS ctt "
+    "JOIN sys.tables AS t ON t.object_id = ctt.object_id "
+    "JOIN sys.schemas AS s ON s.schema_id = t.schema_id "
+    "WHERE s.name = ? AND t.name = ?"
+)
+"""One table's change tracking registration; no row when the table is not tracked."""
+
+CT_DATABASE_RETENTION = (
+    "SELECT retention_period, retention_period_units_desc FROM sys.change_tracking_databases "
+    "WHERE database_id = DB_ID()"
+)
+
+TABLE_COLUMNS = (
+    "SELECT c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable "
+    "FROM sys.columns AS c "
+    "JOIN sys.types AS ty ON ty.user_type_id = c.user_type_id "
+    "JOIN sys.tables AS t ON t.object_id = c.object_id "
+    "JOIN sys.schemas AS s ON s.schema_id = t.schema_id "
+    "WHERE s.name = ? AND t.name = ? "
+    "ORDER BY c.column_id"
+)
+"""A table's columns with their full types, in column order (a Change Tracking source reads them all)."""
+
+CT_VERSION_AT = "SELECT MAX(commit_ts) FROM sys.dm_tran_commit_table WHERE commit_time < ?"
+"""The last change tracking version committed before a UTC time (needs VIEW SERVER STATE)."""
+
+CT_OPERATION_COLUMN = "__$ct_operation"
+CT_VERSION_COLUMN = "__$ct_version"
+CT_ROW_ALIAS = "T"
+CT_CHANGE_ALIAS = "CT"
+
+
+def ct_min_valid_version_query(schema: str, table: str) -> str:
+    """``CHANGE_TRACKING_MIN_VALID_VERSION`` of one table (NULL: not tracked)."""
+    name = _source_table(schema, table).replace("'", "''")
+    return f"SELECT CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID(N'{name}'))"
+
+
+def _aliased_read(alias: str, column: CapturedColumn) -> str:
+    """:func:`column_read_expression` of a column of the row source ``alias``."""
+    read = column_read_expression(column)
+    name = quote_name(column.name)
+    qualified = f"{quote_name(alias)}.{name}"
+    if read == name:
+        return f"{qualified} AS {name}"
+    return read.replace(f"CAST({name} ", f"CAST({qualified} ", 1)
+
+
+def ct_changes_query(
+    schema: str, table: str, columns: Sequence[CapturedColumn], key_columns: Sequence[str]
+) -> str:
+    """
+    The net changes of a tracked table after a version, with the row's current values.
+
+    ``CHANGETABLE(CHANGES t, ?)`` LEFT JOIN the table on the primary key (a deleted row has only
+    its key): version, operation (``I``/``U``/``D``), then every column in column order, key
+    columns from the change table, the others from the table. Parameter: the last synchronized
+    version. Run it in the SNAPSHOT transaction that read CHANGE_TRACKING_CURRENT_VERSION() so the
+    versions and the values agree.
+    """
+    source = _source_table(schema, table)
+    keys = {k.lower() for k in key_columns}
+    change, row = quote_name(CT_CHANGE_ALIAS), quote_name(CT_ROW_ALIAS)
+    select = [
+        f"{change}.[SYS_CHANGE_VERSION] AS {quote_name(CT_VERSION_COLUMN)}",
+        f"{change}.[SYS_CHANGE_OPERATION] AS {quote_name(CT_OPERATION_COLUMN)}",
+    ]
+    select += [_aliased_read(CT_CHANGE_ALIAS if c.name.lower() in keys else CT_ROW_ALIAS, c) for c in columns]
+    on = " AND ".join(f"{row}.{quote_name(k)} = {change}.{quote_name(k)}" for k in key_columns)
+    return (
+        f"SELECT {', '.join(select)} FROM CHANGETABLE(CHANGES {source}, ?) AS {change} "
+        f"LEFT OUTER JOIN {source} AS {row} ON {on} ORDER BY {change}.[SYS_CHANGE_VERSION]"
+    )

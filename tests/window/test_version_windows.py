@@ -1,0 +1,185 @@
+"""Change Tracking windows end to end against the simulator over pyodbc + FreeTDS: hook, snapshot, extraction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
+    ChangeTrackingHook,
+    ChangeTrackingNotEnabledError,
+    ChangeTrackingRetentionError,
+    lsn_version,
+    version_lsn,
+)
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
+    connection_variable,
+    mssql_connection_json,
+)
+from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
+from airflow_provider_sqlserver_cdc.window.version_windows import (
+    VersionWindow,
+    extract_version_window,
+    extract_version_windows,
+    plan_version_window,
+)
+
+CONN = "ct_src"
+
+
+@pytest.fixture
+def source(sqlserver_simulator, monkeypatch):
+    """A database ``ctshop`` with change tracking, snapshot isolation and a tracked ``dbo.orders``."""
+    sqlserver_simulator.clock.set(dt.datetime(2026, 1, 1, 9, 0), frozen=True)
+    sqlserver_simulator.execute("CREATE DATABASE ctshop")
+    sqlserver_simulator.execute(
+        "ALTER DATABASE ctshop SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 1 DAYS, AUTO_CLEANUP = ON);"
+        "ALTER DATABASE ctshop SET ALLOW_SNAPSHOT_ISOLATION ON"
+    )
+    sqlserver_simulator.execute(
+        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, customer nvarchar(40) NULL, "
+        "amount decimal(12,2) NULL, placed datetime2(7) NULL);"
+        "ALTER TABLE dbo.orders ENABLE CHANGE_TRACKING;"
+        "INSERT INTO dbo.orders VALUES (1, N'ann', 10.50, '2026-01-01 10:00:00.1234567'), (2, N'bob', 20, NULL)",
+        "ctshop",
+    )
+    monkeypatch.setenv(
+        connection_variable(CONN),
+        mssql_connection_json(
+            sqlserver_simulator.host, sqlserver_simulator.port, "sa", sqlserver_simulator.password, "ctshop"
+        ),
+    )
+    return sqlserver_simulator
+
+
+def _rows(window_uri: str) -> list[dict]:
+    manifest = WindowManifest.from_json(Path(window_uri, "_manifest.json").read_text())
+    rows = []
+    for f in manifest.files:
+        rows += pq.read_table(f"{window_uri}/{f.path}").to_pylist()
+    return rows
+
+
+def test_version_positions_encode_as_lsns_that_sort_like_versions():
+    assert version_lsn(1234).hex == "0x000000000000000004D2"
+    assert lsn_version(Lsn.from_hex("0x000000000000000004D2")) == 1234
+    assert version_lsn(9) < version_lsn(10) < version_lsn(2**62)
+
+
+def test_tracked_table_metadata(source):
+    hook = ChangeTrackingHook(CONN)
+    table = hook.get_tracked_table("dbo.orders")
+    assert (table.name, table.key_columns) == ("dbo_orders", ("order_id",))
+    assert [c.name for c in table.columns] == ["order_id", "customer", "amount", "placed"]
+    assert hook.current_version() == 1
+    source.execute("CREATE TABLE dbo.plain (id int PRIMARY KEY)", "ctshop")
+    with pytest.raises(
+        ChangeTrackingNotEnabledError, match=r"ALTER TABLE \[dbo\]\.\[plain\] ENABLE CHANGE_TRACKING"
+    ):
+        hook.get_tracked_table("dbo.plain")
+
+
+def test_snapshot_then_change_windows(source, tmp_path):
+    hook = ChangeTrackingHook(CONN)
+    [snap] = snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))
+    assert (snap.kind, snap.to_position) == ("snapshot", version_lsn(1).hex)
+    assert sorted(r["order_id"] for r in _rows(snap.window_uri)) == [1, 2]
+    source.execute(
+        "UPDATE dbo.orders SET amount = 11 WHERE order_id = 1;"
+        "DELETE FROM dbo.orders WHERE order_id = 2;"
+        "INSERT INTO dbo.orders VALUES (3, N'cy', 30, NULL);"
+        "UPDATE dbo.orders SET order_id = 4 WHERE order_id = 3",
+        "ctshop",
+    )
+    table = hook.get_tracked_table("dbo.orders")
+    result, empty = extract_version_window(
+        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert not empty
+    m = result.manifest
+    assert (m.from_lsn, m.to_lsn) == (version_lsn(2).hex, version_lsn(5).hex)
+    rows = {r["order_id"]: r for r in _rows(result.window_uri)}
+    assert {k: (r["__$operation"], lsn_version(Lsn(r["__$start_lsn"]))) for k, r in rows.items()} == {
+        1: (4, 2),
+        2: (1, 3),
+        3: (1, 5),
+        4: (2, 5),
+    }
+    assert rows[1]["amount"] == 11 and rows[2]["customer"] is None  # a delete carries only its key
+    assert m.operation_counts == {"delete": 2, "insert": 1, "update_before": 0, "update_after": 1}
+    again, empty = extract_version_window(
+        hook, table, VersionWindow(5, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert empty and again.manifest.row_count == 0 and again.manifest.to_lsn == version_lsn(5).hex
+
+
+def test_retention_gap_fails_loudly_naming_the_table_and_the_remedy(source, tmp_path):
+    source.clock.set(dt.datetime(2026, 1, 1, 12, 0), frozen=True)
+    source.execute("UPDATE dbo.orders SET amount = 1 WHERE order_id = 1", "ctshop")  # v2
+    source.clock.advance(dt.timedelta(days=2))
+    source.execute("UPDATE dbo.orders SET amount = 2 WHERE order_id = 1", "ctshop")  # v3; v1, v2 expire
+    hook = ChangeTrackingHook(CONN)
+    table = hook.get_tracked_table("dbo.orders")
+    with pytest.raises(ChangeTrackingRetentionError) as excinfo:
+        extract_version_window(
+            hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        )
+    text = str(excinfo.value)
+    assert "dbo.orders" in text and "below CHANGE_TRACKING_MIN_VALID_VERSION 2" in text
+    assert '"resnapshot": ["dbo_orders"]' in text and "auto_resnapshot" in text
+
+
+def test_interval_windows_map_the_data_interval_through_the_commit_table(source, tmp_path, monkeypatch):
+    clock = source.clock
+    clock.set(dt.datetime(2026, 1, 1, 10, 30), frozen=True)
+    source.execute("UPDATE dbo.orders SET amount = 5 WHERE order_id = 1", "ctshop")  # v2 at 10:30
+    clock.set(dt.datetime(2026, 1, 1, 11, 30), frozen=True)
+    source.execute("UPDATE dbo.orders SET amount = 6 WHERE order_id = 2", "ctshop")  # v3 at 11:30
+    hook = ChangeTrackingHook(CONN)
+    table = hook.get_tracked_table("dbo.orders")
+    start = dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)
+    window = plan_version_window(
+        hook,
+        table,
+        mode="interval",
+        watermark_version=None,
+        data_interval_start=start,
+        data_interval_end=start + dt.timedelta(hours=1),
+    )
+    assert (window.last_version, window.stop_version, window.mode) == (1, 2, "interval")
+    # a login without VIEW SERVER STATE cannot read the commit table: the window is watermark-based
+    monkeypatch.setattr(ChangeTrackingHook, "version_at", lambda self, when: None)
+    window = plan_version_window(
+        hook,
+        table,
+        mode="interval",
+        watermark_version=1,
+        data_interval_start=start,
+        data_interval_end=start + dt.timedelta(hours=1),
+    )
+    assert (window.last_version, window.stop_version, window.mode) == (1, None, "watermark")
+
+
+def test_extract_version_windows_continues_after_the_stored_watermark(source, tmp_path, monkeypatch):
+    key = f"sqlserver_cdc__{CONN}__ctshop__dbo_orders"
+    monkeypatch.setenv(f"AIRFLOW_VAR_{key.upper()}", json.dumps({"lsn": version_lsn(1).hex}))
+    source.execute("INSERT INTO dbo.orders VALUES (9, N'z', 1, NULL)", "ctshop")
+    [window] = extract_version_windows(
+        ChangeTrackingHook(CONN),
+        ["dbo.orders"],
+        conn_id=CONN,
+        base_uri=str(tmp_path),
+        window_mode="watermark",
+    )
+    assert (window.from_position, window.to_position, window.row_count) == (
+        version_lsn(2).hex,
+        version_lsn(2).hex,
+        1,
+    )
+    assert window.state_key == key
