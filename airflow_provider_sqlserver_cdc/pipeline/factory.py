@@ -70,6 +70,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     CdcSparkMergeOperator,
 )
 from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
+from airflow_provider_sqlserver_cdc.pipeline.change_tracking_tasks import add_change_tracking_tasks
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
@@ -214,9 +215,15 @@ def add_replication_tasks(
         **source,
     ).expand(capture_instance=to_extract)
     wait >> extract
+    # Change Tracking tables (docs/change-tracking.md): their own plan/snapshot/wait/extract, same merge and commit
+    tracked = (
+        add_change_tracking_tasks(settings, window_mode=window_mode)
+        if settings.change_tracking.tables
+        else []
+    )
     merge = CdcSparkMergeOperator(
         task_id="merge",
-        extract_task_ids=[snapshot.task_id, extract.task_id],
+        extract_task_ids=[snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)],
         namespace=settings.merge.namespace,
         table_name_template=settings.merge.table_name_template,
         delete_mode=settings.merge.delete_mode,
@@ -230,11 +237,11 @@ def add_replication_tasks(
     )
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
-        windows=[snapshot.output, extract.output],
+        windows=[snapshot.output, extract.output, *(t.output for t in tracked)],
         applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
     )
-    [snapshot, extract] >> merge >> commit
+    [snapshot, extract, *tracked] >> merge >> commit
     check_shared_paths(
         {"staging_path": settings.staging_path}
         | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},

@@ -251,6 +251,31 @@ class DagSettings(_Section):
         return {"retries": self.retries, "retry_delay": dt.timedelta(seconds=self.retry_delay_seconds)}
 
 
+# --- Change Tracking source (docs/change-tracking.md) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangeTrackingSettings(_Section):
+    """
+    Tables replicated through Change Tracking instead of CDC, next to the CDC ``tables`` of the same pipeline.
+
+    :param tables: tracked tables as ``schema.table`` (their windows, watermarks and targets are named
+        ``schema_table``); they share the merge and watermark tasks with the CDC tables.
+    :param auto_resnapshot: when a table's changes after its watermark were cleaned up (retention),
+        snapshot it again instead of failing the run.
+    """
+
+    key: ClassVar[str] = "change_tracking"
+    tables: tuple[str, ...] = ()
+    auto_resnapshot: bool = False
+
+    def check(self) -> None:
+        """Refuse empty or repeated table names."""
+        self._require("tables", all(self.tables), f"table names must not be empty: {self.tables}")
+        repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
+        self._require("tables", not repeated, f"lists a table twice: {', '.join(repeated)}")
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -267,6 +292,7 @@ class ReplicationSettings(_Section):
     :param snapshot: the initial copy.
     :param spark: spark-submit.
     :param dag: schedule, retries and runs of the DAG.
+    :param change_tracking: tables read through Change Tracking instead of CDC.
     """
 
     tables: tuple[str, ...]
@@ -278,6 +304,7 @@ class ReplicationSettings(_Section):
     snapshot: SnapshotSettings = field(default_factory=SnapshotSettings)
     spark: SparkSettings = field(default_factory=SparkSettings)
     dag: DagSettings = field(default_factory=DagSettings)
+    change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

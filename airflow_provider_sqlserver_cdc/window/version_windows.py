@@ -20,6 +20,10 @@ Window modes:
   the window falls back to ``watermark`` and the log says so.
 - ``watermark``: from the stored watermark to the current version.
 
+An interval window never starts above the stored watermark (the target's applied-through
+version): CHANGETABLE from the watermark takes in whatever earlier runs missed, so the contiguity
+guard's "heal" is what a Change Tracking window always does.
+
 A row's version may lie above ``stop``: CHANGETABLE reports a key's *latest* change, and the row's
 values are those of that latest version, so the row is kept with its true version (dropping it
 would lose the key's change inside the window). The position guard makes the later window that
@@ -125,7 +129,19 @@ def plan_version_window(
         first = hook.version_at(data_interval_start.astimezone(UTC))
         last = hook.version_at(data_interval_end.astimezone(UTC)) if first is not None else None
         if first is not None and last is not None:
-            return VersionWindow(first, last, "interval", data_interval_start, data_interval_end)
+            if watermark_version is not None and watermark_version < first:
+                # The target holds every change up to the watermark only: CHANGETABLE from there takes
+                # in whatever earlier runs missed (it reports each key once, so nothing is repeated).
+                if log is not None:
+                    log.warning(
+                        "%s: the target holds changes up to version %d only, the interval starts after %d: "
+                        "this window starts at the watermark to take in the versions in between",
+                        instance.name,
+                        watermark_version,
+                        first,
+                    )
+                first = watermark_version
+            return VersionWindow(first, max(first, last), "interval", data_interval_start, data_interval_end)
         if log is not None:
             log.warning(
                 "%s: sys.dm_tran_commit_table is not readable (GRANT VIEW SERVER STATE to map the data "

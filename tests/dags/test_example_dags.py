@@ -12,6 +12,7 @@ from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings, Setting
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
 CONFIG = DAGS_FOLDER / "sqlserver_cdc_config.yaml"
 EXAMPLE_DAG_IDS = {"sqlserver_cdc_to_iceberg", "sqlserver_cdc_to_iceberg_watermark"}
+CHANGE_TRACKING_DAG_ID = "sqlserver_change_tracking_to_iceberg"
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +24,7 @@ def dag_bag():
 
 def test_every_example_dag_loads_without_import_errors(dag_bag) -> None:
     assert dag_bag.import_errors == {}
-    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS
+    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID}
     # Every Python file in dags/ is a DAG of a few lines: the pipeline is the package's factory.
     for path in DAGS_FOLDER.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 30, path.name
@@ -129,3 +130,14 @@ def test_incomplete_settings_name_what_is_missing(tmp_path: Path) -> None:
     config.write_text(yaml.safe_dump({"source": {"conn_id": "x"}, "tables": ["dbo_orders"]}))
     with pytest.raises(SettingsError, match=r"config\.yaml: staging_path: required"):
         ReplicationSettings.from_yaml(config)
+
+
+def test_change_tracking_tables_share_the_merge_and_the_watermark_commit(dag_bag) -> None:
+    tasks = dag_bag.dags[CHANGE_TRACKING_DAG_ID].task_dict
+    for task_id in ("ct_snapshot", "ct_wait_for_version", "ct_extract"):
+        assert tasks[task_id].is_mapped, task_id
+    assert tasks["ct_extract"].upstream_task_ids >= {"ct_wait_for_version", "ct_extract_list"}
+    assert tasks["merge"].upstream_task_ids == {"snapshot", "extract", "ct_snapshot", "ct_extract"}
+    assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "ct_snapshot", "ct_extract"}
+    assert tasks["ct_extract"].partial_kwargs["window_mode"] == "watermark"
+    assert tasks["ct_plan"].tables == ["dbo.orders", "dbo.order_lines", "dbo.type_zoo"]

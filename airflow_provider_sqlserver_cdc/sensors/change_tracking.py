@@ -1,0 +1,74 @@
+"""ChangeTrackingVersionSensor: wait until CHANGE_TRACKING_CURRENT_VERSION() can serve the run's windows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.bases.sensor import BaseSensorOperator
+
+from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
+from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTrackingSourceMixin
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator):
+    """
+    Succeed when ``CHANGE_TRACKING_CURRENT_VERSION()`` is readable and not below any table's watermark.
+
+    Change tracking has no capture job: a version exists as soon as its transaction commits, so
+    there is no lag to wait for on a primary. The sensor waits while the version is below a
+    watermark (a readable secondary or a restored database that is behind), and fails at once
+    when change tracking is off for the database.
+
+    :param capture_instance: the tracked tables (``schema.table``) whose watermarks are checked.
+    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
+    :param database: source database; defaults to the connection's schema.
+    """
+
+    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database")
+    ui_color = "#fff2cc"
+
+    def __init__(
+        self,
+        *,
+        capture_instance: str | list[str] | None = None,
+        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
+        database: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.capture_instance = capture_instance
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+
+    def poke(self, context: Context) -> bool:
+        from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
+            lsn_version,
+            split_table_name,
+            tracked_table_name,
+        )
+        from airflow_provider_sqlserver_cdc.state import read_watermark
+        from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+
+        with self.source_hook() as hook:
+            current = hook.current_version()
+            database = hook.source_database()
+        behind = []
+        for name in capture_instance_names(self.capture_instance):
+            key = watermark_key(
+                self.sqlserver_cdc_conn_id, database, tracked_table_name(*split_table_name(name))
+            )
+            mark = read_watermark(key)
+            if mark is not None and lsn_version(mark.position) > current:
+                behind.append(f"{name} (watermark {lsn_version(mark.position)})")
+        if behind:
+            self.log.info(
+                "waiting: CHANGE_TRACKING_CURRENT_VERSION() %d is below %s", current, ", ".join(behind)
+            )
+            return False
+        self.log.info("ready: CHANGE_TRACKING_CURRENT_VERSION() is %d", current)
+        return True
