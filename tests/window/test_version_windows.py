@@ -183,3 +183,58 @@ def test_extract_version_windows_continues_after_the_stored_watermark(source, tm
         1,
     )
     assert window.state_key == key
+
+
+class _TaskInstance:
+    """What the plan operator pushes to: Airflow's task instance in a real run (XComs kept here)."""
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.xcom[key] = value
+
+
+def _plan(auto_resnapshot: bool, conf: dict | None = None) -> tuple[list[dict], dict]:
+    from types import SimpleNamespace
+
+    from airflow_provider_sqlserver_cdc.operators.change_tracking import ChangeTrackingLoadPlanOperator
+
+    operator = ChangeTrackingLoadPlanOperator(
+        task_id="ct_plan", tables=["dbo.orders"], sqlserver_cdc_conn_id=CONN, auto_resnapshot=auto_resnapshot
+    )
+    ti = _TaskInstance()
+    decisions = operator.execute({"ti": ti, "dag_run": SimpleNamespace(conf=conf or {})})
+    return decisions, ti.xcom
+
+
+def test_load_plan_snapshots_new_tables_fails_on_a_retention_gap_or_resnapshots_when_asked(
+    source, monkeypatch
+):
+    decisions, xcom = _plan(auto_resnapshot=False)
+    assert xcom == {"snapshot": ["dbo.orders"], "extract": []} and "no watermark" in decisions[0]["reason"]
+    key = f"AIRFLOW_VAR_SQLSERVER_CDC__{CONN.upper()}__CTSHOP__DBO_ORDERS"
+    monkeypatch.setenv(key, json.dumps({"lsn": version_lsn(1).hex}))
+    assert _plan(auto_resnapshot=False)[1] == {"snapshot": [], "extract": ["dbo.orders"]}
+    assert _plan(False, {"resnapshot": ["dbo_orders"]})[1] == {"snapshot": ["dbo.orders"], "extract": []}
+    source.execute("UPDATE dbo.orders SET amount = 1 WHERE order_id = 1", "ctshop")  # v2 at 09:00
+    source.clock.advance(dt.timedelta(days=1, minutes=1))
+    source.execute("UPDATE dbo.orders SET amount = 2 WHERE order_id = 1", "ctshop")  # v3; v1, v2 expire
+    with pytest.raises(ChangeTrackingRetentionError, match=r"dbo\.orders .*version 1 is below"):
+        _plan(auto_resnapshot=False)
+    decisions, xcom = _plan(auto_resnapshot=True)
+    assert xcom == {"snapshot": ["dbo.orders"], "extract": []} and "retention gap" in decisions[0]["reason"]
+
+
+def test_a_column_added_to_a_tracked_table_is_in_the_next_window(source, tmp_path):
+    hook = ChangeTrackingHook(CONN)
+    source.execute(
+        "ALTER TABLE dbo.orders ADD note nvarchar(20) NULL;UPDATE dbo.orders SET note = N'new' WHERE order_id = 2",
+        "ctshop",
+    )
+    table = hook.get_tracked_table("dbo.orders")  # every window reads the column list afresh
+    result, _ = extract_version_window(
+        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert [c["name"] for c in result.manifest.columns][-1] == "note"
+    assert [(r["order_id"], r["note"]) for r in _rows(result.window_uri)] == [(2, "new")]
