@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 
-class ChangeTrackingSourceMixin:
+class ChangeTrackingSourceMixin(SourceHookMixin):
     """Open the source as a ChangeTrackingHook when the task runs (never when the DAG is parsed)."""
 
-    sqlserver_cdc_conn_id: str
-    database: str | None
-    server_time_zone: str | None = None
-
-    @contextmanager
-    def source_hook(self, connection: Any = None) -> Iterator[ChangeTrackingHook]:
-        """Yield a ChangeTrackingHook of the source and close its connection afterwards."""
+    def new_source_hook(self) -> ChangeTrackingHook:
+        """A new ChangeTrackingHook of the source."""
         from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
-        hook = ChangeTrackingHook(
+        return ChangeTrackingHook(
             self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
         )
-        if connection is not None:
-            hook.connection = connection
-        try:
-            yield hook
-        finally:
-            hook.close()

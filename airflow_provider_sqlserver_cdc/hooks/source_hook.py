@@ -25,6 +25,14 @@ class SourceHookMixin:
     database: str | None
     server_time_zone: str | None = None
 
+    def new_source_hook(self) -> SqlServerCdcHook:
+        """A new hook of the source (a subclass opens a subclass of SqlServerCdcHook)."""
+        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+
+        return SqlServerCdcHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+
     @contextmanager
     def source_hook(self, connection: Connection | None = None) -> Iterator[SqlServerCdcHook]:
         """
@@ -33,11 +41,7 @@ class SourceHookMixin:
         :param connection: the Airflow connection, when the caller fetched it already (the trigger
             fetches it with the async API); None: the hook looks it up itself.
         """
-        from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-
-        hook = SqlServerCdcHook(
-            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
-        )
+        hook = self.new_source_hook()
         if connection is not None:
             hook.connection = connection  # fills the hook's cached property: no second lookup
         try:

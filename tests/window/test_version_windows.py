@@ -36,7 +36,7 @@ CONN = "ct_src"
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
     """A database ``ctshop`` with change tracking, snapshot isolation and a tracked ``dbo.orders``."""
-    sqlserver_simulator.clock.set(dt.datetime(2026, 1, 1, 9, 0), frozen=True)
+    sqlserver_simulator.clock.set(dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC), frozen=True)
     sqlserver_simulator.execute("CREATE DATABASE ctshop")
     sqlserver_simulator.execute(
         "ALTER DATABASE ctshop SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 1 DAYS, AUTO_CLEANUP = ON);"
@@ -120,7 +120,7 @@ def test_snapshot_then_change_windows(source, tmp_path):
 
 
 def test_retention_gap_fails_loudly_naming_the_table_and_the_remedy(source, tmp_path):
-    source.clock.set(dt.datetime(2026, 1, 1, 12, 0), frozen=True)
+    source.clock.set(dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC), frozen=True)
     source.execute("UPDATE dbo.orders SET amount = 1 WHERE order_id = 1", "ctshop")  # v2
     source.clock.advance(dt.timedelta(days=2))
     source.execute("UPDATE dbo.orders SET amount = 2 WHERE order_id = 1", "ctshop")  # v3; v1, v2 expire
@@ -137,9 +137,9 @@ def test_retention_gap_fails_loudly_naming_the_table_and_the_remedy(source, tmp_
 
 def test_interval_windows_map_the_data_interval_through_the_commit_table(source, tmp_path, monkeypatch):
     clock = source.clock
-    clock.set(dt.datetime(2026, 1, 1, 10, 30), frozen=True)
+    clock.set(dt.datetime(2026, 1, 1, 10, 30, tzinfo=dt.UTC), frozen=True)
     source.execute("UPDATE dbo.orders SET amount = 5 WHERE order_id = 1", "ctshop")  # v2 at 10:30
-    clock.set(dt.datetime(2026, 1, 1, 11, 30), frozen=True)
+    clock.set(dt.datetime(2026, 1, 1, 11, 30, tzinfo=dt.UTC), frozen=True)
     source.execute("UPDATE dbo.orders SET amount = 6 WHERE order_id = 2", "ctshop")  # v3 at 11:30
     hook = ChangeTrackingHook(CONN)
     table = hook.get_tracked_table("dbo.orders")

@@ -175,7 +175,7 @@ def test_catalog_views(ct, sqlserver_simulator):
 
 def test_retention_cleanup_raises_the_min_valid_version(ct, sqlserver_simulator):
     clock = sqlserver_simulator.clock
-    clock.set(dt.datetime(2026, 1, 1, 12, 0), frozen=True)
+    clock.set(dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC), frozen=True)
     ct.execute("INSERT INTO dbo.t VALUES (1, N'x', 1)")  # v1
     clock.advance(dt.timedelta(days=1))
     ct.execute("UPDATE dbo.t SET b = 2 WHERE id = 1")  # v2
