@@ -22,7 +22,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.values import (
     convert,
-    round_datetime_ticks,
+    round_smalldatetime_ticks,
 )
 
 from . import errors
@@ -273,11 +273,11 @@ def v_change_tracking_databases(session: Any, database: Any) -> Rowset:
 def v_dm_tran_commit_table(session: Any, database: Any) -> Rowset:
     """sys.dm_tran_commit_table: one row per retained transaction that changed tracked tables.
 
-    ``commit_ts`` is the change tracking version; ``commit_time`` is in UTC. Needs VIEW SERVER STATE.
+    ``commit_ts`` is the change tracking version; ``commit_time`` (smalldatetime, to the minute) is in UTC. Needs VIEW SERVER STATE.
     """
     session.require_server_permission("VIEW SERVER STATE")
     columns = result_columns(
-        "commit_ts bigint, xdes_id bigint, commit_lbn bigint, commit_csn bigint, commit_time datetime"
+        "commit_ts bigint, xdes_id bigint, commit_lbn bigint, commit_csn bigint, commit_time smalldatetime"
     )
     state = state_of(database)
     if state is None:
@@ -286,7 +286,7 @@ def v_dm_tran_commit_table(session: Any, database: Any) -> Rowset:
     return Rowset(
         columns,
         [
-            (version, xid, seq_, seq_, round_datetime_ticks(commit_utc))
+            (version, xid, seq_, seq_, round_smalldatetime_ticks(commit_utc))
             for seq_, version, commit_utc, xid in state.commits
             if seq_ <= seq and version > state.floor_version
         ],
