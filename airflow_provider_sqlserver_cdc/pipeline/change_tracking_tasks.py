@@ -69,6 +69,7 @@ def add_change_tracking_tasks(settings: ReplicationSettings, *, window_mode: str
     to_extract = extract_list(plan.output[EXTRACT])
     wait = ChangeTrackingVersionSensor.partial(
         task_id="ct_wait_for_version",
+        window_mode=window_mode,
         mode=settings.sensor.mode,
         poke_interval=settings.sensor.poke_interval_seconds,
         timeout=settings.sensor.timeout_seconds,

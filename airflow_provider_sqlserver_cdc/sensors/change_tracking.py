@@ -21,15 +21,17 @@ class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator)
 
     Change tracking has no capture job: a version exists as soon as its transaction commits, so
     there is no lag to wait for on a primary. The sensor waits while the version is below a
-    watermark (a readable secondary or a restored database that is behind), and fails at once
-    when change tracking is off for the database.
+    watermark (a readable secondary or a restored database that is behind) and, in interval mode,
+    until the server clock has passed the run's ``data_interval_end``; it fails at once when change
+    tracking is off for the database.
 
     :param capture_instance: the tracked tables (``schema.table``) whose watermarks are checked.
     :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
     :param database: source database; defaults to the connection's schema.
+    :param window_mode: ``interval`` or ``watermark`` (as the extract's).
     """
 
-    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database")
+    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database", "window_mode")
     ui_color = "#fff2cc"
 
     def __init__(
@@ -38,9 +40,11 @@ class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator)
         capture_instance: str | list[str] | None = None,
         sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
         database: str | None = None,
+        window_mode: str = "interval",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.window_mode = window_mode
         self.capture_instance = capture_instance
         self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
         self.database = database
@@ -57,6 +61,12 @@ class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator)
         with self.source_hook() as hook:
             current = hook.current_version()
             database = hook.source_database()
+            interval_end = context.get("data_interval_end")
+            if self.window_mode == "interval" and interval_end is not None:
+                server_now = hook.get_server_now()
+                if server_now < interval_end:
+                    self.log.info("waiting: the server clock %s has not passed %s", server_now, interval_end)
+                    return False
         behind = []
         for name in capture_instance_names(self.capture_instance):
             key = watermark_key(

@@ -238,3 +238,29 @@ def test_a_column_added_to_a_tracked_table_is_in_the_next_window(source, tmp_pat
     )
     assert [c["name"] for c in result.manifest.columns][-1] == "note"
     assert [(r["order_id"], r["note"]) for r in _rows(result.window_uri)] == [(2, "new")]
+
+
+def test_version_sensor_waits_for_a_secondary_behind_the_watermark_and_for_the_interval_end(
+    source, monkeypatch
+):
+    from airflow_provider_sqlserver_cdc.sensors.change_tracking import ChangeTrackingVersionSensor
+
+    def sensor(mode: str) -> ChangeTrackingVersionSensor:
+        return ChangeTrackingVersionSensor(
+            task_id="ct_wait", capture_instance="dbo.orders", sqlserver_cdc_conn_id=CONN, window_mode=mode
+        )
+
+    end = dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)  # the server clock shows 09:00
+    assert not sensor("interval").poke({"data_interval_end": end})
+    assert sensor("interval").poke({"data_interval_end": end - dt.timedelta(hours=1)})
+    key = f"AIRFLOW_VAR_SQLSERVER_CDC__{CONN.upper()}__CTSHOP__DBO_ORDERS"
+    monkeypatch.setenv(key, json.dumps({"lsn": version_lsn(7).hex}))  # the current version is 1
+    assert not sensor("watermark").poke({})
+    monkeypatch.setenv(key, json.dumps({"lsn": version_lsn(1).hex}))
+    assert sensor("watermark").poke({})
+    source.execute(
+        "ALTER TABLE dbo.orders DISABLE CHANGE_TRACKING; ALTER DATABASE ctshop SET CHANGE_TRACKING = OFF",
+        "ctshop",
+    )
+    with pytest.raises(ChangeTrackingNotEnabledError, match="SET CHANGE_TRACKING = ON"):
+        sensor("watermark").poke({})
