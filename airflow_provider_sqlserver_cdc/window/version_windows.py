@@ -55,6 +55,11 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, watermark_key
+from airflow_provider_sqlserver_cdc.window.column_changes import (
+    column_hash,
+    describe_column_changes,
+    previous_columns,
+)
 from airflow_provider_sqlserver_cdc.window.extraction import ExtractResult, finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
     WindowManifest,
@@ -247,6 +252,7 @@ def extract_version_window(
                     cursor.close()
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
+        _log_column_changes(filesystem, f"{base_path}/{instance.name}", instance, last, log)
     first = version_lsn(last if empty else last + 1).hex
     manifest = WindowManifest(
         kind="changes",
@@ -269,6 +275,26 @@ def extract_version_window(
     )
     window_dir = f"{base_path}/{instance.name}/{directory}"
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log), empty
+
+
+def _log_column_changes(
+    filesystem: Any, table_dir: str, instance: CaptureInstance, last: int, log: logging.Logger
+) -> None:
+    """Warn when the table's columns differ from its previous window's (``window.column_changes``)."""
+    before = previous_columns(filesystem, table_dir, version_lsn(last))
+    changes = describe_column_changes(before, column_descriptions(instance)) if before is not None else []
+    if changes:
+        log.warning(
+            "%s: the table's columns changed since its previous window (%s; column hash %s -> %s). The target "
+            "gets the new column list with this window, and the changed keys carry their current values; rows "
+            "that did not change since keep NULL in added columns. Re-snapshot the table to fill them: "
+            'trigger the DAG with conf {"resnapshot": ["%s"]}.',
+            instance.name,
+            "; ".join(changes),
+            column_hash(before or []),
+            column_hash(column_descriptions(instance)),
+            instance.name,
+        )
 
 
 def extract_version_windows(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -226,16 +227,26 @@ def test_load_plan_snapshots_new_tables_fails_on_a_retention_gap_or_resnapshots_
     assert xcom == {"snapshot": ["dbo.orders"], "extract": []} and "retention gap" in decisions[0]["reason"]
 
 
-def test_a_column_added_to_a_tracked_table_is_in_the_next_window(source, tmp_path):
+def test_a_column_added_to_a_tracked_table_is_in_the_next_window_and_logged(source, tmp_path, caplog):
     hook = ChangeTrackingHook(CONN)
+    snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))  # columns before
     source.execute(
         "ALTER TABLE dbo.orders ADD note nvarchar(20) NULL;UPDATE dbo.orders SET note = N'new' WHERE order_id = 2",
         "ctshop",
     )
     table = hook.get_tracked_table("dbo.orders")  # every window reads the column list afresh
-    result, _ = extract_version_window(
-        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
-    )
+    log = logging.getLogger("ct-test")
+    with caplog.at_level(logging.WARNING, logger="ct-test"):
+        result, _ = extract_version_window(
+            hook,
+            table,
+            VersionWindow(1, None, "watermark"),
+            base_uri=str(tmp_path),
+            database="ctshop",
+            log=log,
+        )
+    warning = " ".join(r.getMessage() for r in caplog.records)
+    assert "added note nvarchar" in warning and '"resnapshot": ["dbo_orders"]' in warning
     assert [c["name"] for c in result.manifest.columns][-1] == "note"
     assert [(r["order_id"], r["note"]) for r in _rows(result.window_uri)] == [(2, "new")]
 

@@ -1,0 +1,30 @@
+"""Column-list hashing of Change Tracking tables: what changed, in words."""
+
+from __future__ import annotations
+
+from airflow_provider_sqlserver_cdc.window.column_changes import column_hash, describe_column_changes
+
+
+def _column(name: str, sql_type: str = "int", max_length: int = 4, nullable: bool = True) -> dict:
+    return {
+        "name": name,
+        "sql_type": sql_type,
+        "max_length": max_length,
+        "precision": 10,
+        "scale": 0,
+        "nullable": nullable,
+        "ordinal": 1,
+        "arrow_type": "int32",
+    }
+
+
+def test_the_hash_ignores_what_is_not_the_tables_shape_and_sees_what_is():
+    base = [_column("id", nullable=False), _column("name", "nvarchar", 40)]
+    moved = [{**c, "ordinal": 9, "arrow_type": "x"} for c in base]
+    assert column_hash(base) == column_hash(moved) and describe_column_changes(base, moved) == []
+    widened = [base[0], _column("name", "nvarchar", 200)]
+    assert column_hash(widened) != column_hash(base)
+    assert describe_column_changes(base, widened)[0].startswith("changed name from ['nvarchar', 40")
+    assert describe_column_changes(base, [*base, _column("note", "nvarchar", 40)]) == ["added note nvarchar"]
+    assert describe_column_changes(base, base[:1]) == ["dropped name"]
+    assert describe_column_changes(base, base[::-1]) == ["column order changed"]
