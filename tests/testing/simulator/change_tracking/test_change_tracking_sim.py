@@ -237,3 +237,17 @@ def test_database_without_change_tracking(sqlserver_simulator):
     cursor.execute("ALTER DATABASE plaindb SET CHANGE_TRACKING = OFF")
     assert cursor.execute("SELECT COUNT(*) FROM sys.change_tracking_databases").fetchone()[0] == 0
     conn.close()
+
+
+def test_commit_table_needs_view_server_state(ct, sqlserver_simulator):
+    ct.execute("CREATE LOGIN ct_reader WITH PASSWORD = 'Reader-Pw-1!'")
+    ct.execute("CREATE USER ct_reader FOR LOGIN ct_reader")
+    odbc = sqlserver_simulator.odbc_connection_string("ctdb").replace("UID=sa;", "UID=ct_reader;")
+    odbc = odbc.replace(f"PWD={sqlserver_simulator.password};", "PWD=Reader-Pw-1!;")
+    reader = pyodbc.connect(odbc, autocommit=True)
+    with pytest.raises(pyodbc.Error) as excinfo:
+        reader.execute("SELECT commit_ts FROM sys.dm_tran_commit_table").fetchall()
+    assert _number(excinfo.value) == 300
+    ct.execute("GRANT VIEW SERVER STATE TO ct_reader")
+    assert reader.execute("SELECT COUNT(*) FROM sys.dm_tran_commit_table").fetchval() == 0
+    reader.close()
