@@ -1,7 +1,8 @@
 """The Iceberg target: tables in an Iceberg catalog of the Spark session, written with MERGE INTO.
 
 The applied LSN ranges live in the snapshot summary of the commit that applies the windows
-(``sqlserver-cdc.applied-lsn-ranges.<capture instance>``), so data and bookkeeping commit together.
+(``sqlserver-cdc.applied-lsn-ranges.<capture instance>``), so data and bookkeeping commit together;
+a copy in the table properties outlives snapshot expiry (``iceberg_state``, docs/maintenance.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_META_COLUMNS
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
@@ -33,7 +33,24 @@ from airflow_provider_sqlserver_cdc.spark.merge.statements import (
     snapshot_clause,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRanges, ChangeBatch, MergeTarget
-from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges, parse_ranges
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
+    STATE_PREFIX,
+    RecordedState,
+    entries_for,
+    mark_merge_started,
+    newest_summary_state,
+    ranges_of,
+    read_state,
+    record_state,
+    state_entries,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
+    SUMMARY_MAX_LSN as SUMMARY_MAX_LSN,  # re-exported: the summary keys, by their historical home
+)
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
+    SUMMARY_RANGES as SUMMARY_RANGES,
+)
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -42,10 +59,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
 
-#: Snapshot-summary keys the job writes with every commit (suffix: capture instance name).
-SUMMARY_PREFIX = "sqlserver-cdc."
-SUMMARY_RANGES = SUMMARY_PREFIX + "applied-lsn-ranges."
-SUMMARY_MAX_LSN = SUMMARY_PREFIX + "max-applied-lsn."
 MERGE_SOURCE_VIEW = "sqlserver_cdc_merge_source"
 #: How often a bookkeeping commit is tried when other merges keep committing beside it.
 COMMIT_ATTEMPTS = 5
@@ -64,12 +77,26 @@ def job_table_properties(write_mode: str) -> dict[str, str]:
     }
 
 
+#: Properties of the tables the job creates that ``--table-property`` may replace (docs/maintenance.md).
+DEFAULT_TABLE_PROPERTIES = {
+    # Every commit writes a new metadata.json; keep a few, not all (a minutely merge makes thousands a day).
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "20",
+    # Rows are shuffled to the writers, so a write makes files near the target size, not one per task.
+    "write.distribution-mode": "hash",
+    "write.target-file-size-bytes": str(128 * 1024 * 1024),
+    # One position-delete file per write task, not one per data file a merge touches (measured:
+    # docs/maintenance.md, "Files sized on write").
+    "write.delete.granularity": "partition",
+}
+
+
 def is_job_table_property(key: str) -> bool:
     """Say whether the job sets this table property itself (a user may not give it).
 
     :param key: the property name.
     """
-    return key.lower() in job_table_properties("") or key.lower().startswith(SUMMARY_PREFIX)
+    return key.lower() in job_table_properties("") or key.lower().startswith(STATE_PREFIX)
 
 
 def summary_properties(applied: AppliedRanges) -> dict[str, str]:
@@ -77,11 +104,7 @@ def summary_properties(applied: AppliedRanges) -> dict[str, str]:
 
     :param applied: capture instance -> joined LSN ranges.
     """
-    properties = {}
-    for ci, ranges in applied.items():
-        properties[SUMMARY_RANGES + ci] = format_ranges(ranges)
-        properties[SUMMARY_MAX_LSN + ci] = Lsn.from_int(max(hi for _, hi in ranges)).hex
-    return properties
+    return entries_for(applied)
 
 
 def format_state(ranges: AppliedRanges) -> str:
@@ -97,8 +120,7 @@ def iceberg_table(spark: SparkSession, table: str) -> Any:
 
 def snapshot_state(snapshot: Any) -> dict[str, str]:
     """Return the job's entries of one snapshot's summary (empty for another writer's snapshot)."""
-    summary = snapshot.summary()
-    return {str(k): str(summary.get(k)) for k in summary.keySet() if str(k).startswith(SUMMARY_PREFIX)}
+    return state_entries(snapshot.summary())
 
 
 def job_snapshots(iceberg: Any) -> Iterator[dict[str, str]]:
@@ -112,21 +134,25 @@ def job_snapshots(iceberg: Any) -> Iterator[dict[str, str]]:
         snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
 
 
-def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
-    """Return the job's snapshot-summary entries of the newest snapshot, in the main branch's history, holding them.
+def recorded_state(spark: SparkSession, table: str) -> RecordedState:
+    """Return the table's applied state and where it was read (``iceberg_state.read_state``): metadata only.
 
-    Reads table metadata only (no Spark job).
+    :raises AppliedStateLostError: the table has snapshots but its state cannot be read exactly.
     """
-    return next(job_snapshots(iceberg_table(spark, table)), {})
+    return read_state(iceberg_table(spark, table), table)
+
+
+def applied_state(spark: SparkSession, table: str) -> dict[str, str]:
+    """Return the table's applied-state entries: the newest retained summary's, else the exact property copy.
+
+    :raises AppliedStateLostError: the table has snapshots but its state cannot be read exactly.
+    """
+    return recorded_state(spark, table).entries
 
 
 def ranges_in_state(state: Mapping[str, str]) -> AppliedRanges:
     """Return capture instance -> applied LSN ranges of a snapshot's job entries."""
-    return {
-        key[len(SUMMARY_RANGES) :]: parse_ranges(value)
-        for key, value in state.items()
-        if key.startswith(SUMMARY_RANGES)
-    }
+    return ranges_of(state)
 
 
 def _joined(ranges: AppliedRanges, more: AppliedRanges) -> AppliedRanges:
@@ -284,8 +310,10 @@ class IcebergTarget(MergeTarget):
             return False
 
     def applied_ranges(self, table: str) -> AppliedRanges:
-        """Return the applied LSN ranges recorded in the newest snapshot summary that holds them."""
-        return ranges_in_state(applied_state(self.spark, table))
+        """Return the applied LSN ranges: the newest retained snapshot summary, else the exact property copy."""
+        state = recorded_state(self.spark, table)
+        LOG.info("target %s: applied state read from %s", table, state.source)
+        return ranges_of(state.entries)
 
     def table_schema(self, table: str) -> dict[str, str]:
         """Return lower-cased column name -> Spark SQL type of the table."""
@@ -314,6 +342,7 @@ class IcebergTarget(MergeTarget):
         first = plan.windows[0].manifest
         source = ".".join(str(first.source.get(k, "")) for k in ("database", "schema", "table"))
         properties = {
+            **DEFAULT_TABLE_PROPERTIES,
             **job_table_properties(self.write_mode),
             "sqlserver-cdc.source-table": source,
             **self.table_properties,
@@ -344,9 +373,15 @@ class IcebergTarget(MergeTarget):
             )
 
     def apply(self, batch: ChangeBatch) -> None:
-        """MERGE the batch's net effect; its commit's snapshot summary carries the applied LSN ranges."""
+        """MERGE the batch's net effect with the applied state in its snapshot summary, then copy it to the properties.
+
+        The marker set before the MERGE and removed with the property copy after it tells a later
+        reader that the copy may lack this merge (``iceberg_state``).
+        """
         plan, snapshot = batch.plan, batch.snapshot
         properties = summary_properties(batch.applied)
+        iceberg = iceberg_table(self.spark, plan.table)
+        mark_merge_started(iceberg)
         if snapshot is not None:
             # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
             # of the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
@@ -363,6 +398,9 @@ class IcebergTarget(MergeTarget):
                 f"does not carry its applied LSN ranges (found {format_state(recorded)}). Re-running is safe "
                 "(changes only apply when newer)"
             )
+        newest = newest_summary_state(iceberg)
+        if newest is not None:
+            record_state(iceberg, newest[1], newest[0])
 
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
         """MERGE change windows, with the key range and, where it pays, the runtime key filter."""

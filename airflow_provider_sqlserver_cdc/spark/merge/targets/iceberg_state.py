@@ -1,0 +1,252 @@
+"""The applied state of an Iceberg target table: where it is recorded and how it is read back.
+
+The state is, per capture instance, the applied LSN ranges and the max applied LSN. It is kept in
+three places, read in this order (docs/maintenance.md gives the argument):
+
+1. the snapshot summary of every merge commit: the full state, in the same commit as the data.
+   The reader takes the newest snapshot of the current snapshot's retained ancestry that has it;
+2. the same keys as table properties, with ``sqlserver-cdc.state-snapshot-id``, written after
+   each merge commit and by the maintenance job before it expires snapshots. They are used when
+   no retained ancestor has the summary (compaction added snapshots without it, and expiry removed
+   the ones that had it);
+3. the marker ``sqlserver-cdc.merge-started-at`` (the snapshot current when a merge started), set
+   before a merge commits and removed by the property write after it. While it stands, the
+   properties may lack that merge, so they are only trusted when the retained ancestry shows that
+   the merge never committed.
+
+When none of this gives an exact state for a table that has snapshots, reading fails with
+``AppliedStateLostError`` instead of treating the table as new.
+
+The functions take Iceberg's Java ``Table`` (through py4j), so the merge and maintenance jobs share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, format_ranges, parse_ranges
+
+#: Prefix of every snapshot-summary key and table property the provider owns.
+STATE_PREFIX = "sqlserver-cdc."
+SUMMARY_RANGES = STATE_PREFIX + "applied-lsn-ranges."
+SUMMARY_MAX_LSN = STATE_PREFIX + "max-applied-lsn."
+#: Table property: the snapshot whose applied state the property copy describes.
+STATE_SNAPSHOT_PROPERTY = STATE_PREFIX + "state-snapshot-id"
+#: Table property: set while a merge may commit; the snapshot current when it started.
+MERGE_MARKER_PROPERTY = STATE_PREFIX + "merge-started-at"
+#: The marker's value when the table had no snapshot yet.
+NO_SNAPSHOT = "none"
+
+
+class AppliedStateLostError(MergeJobError):
+    """The table has data but its applied state cannot be read exactly; merging would not be exactly once."""
+
+
+def state_entries(mapping: Mapping[Any, Any]) -> dict[str, str]:
+    """Return the applied-state entries (ranges and max LSN per capture instance) of a summary or properties.
+
+    :param mapping: a snapshot summary or the table properties (a Java map or a Python mapping).
+    """
+    keys = mapping.keySet() if hasattr(mapping, "keySet") else mapping.keys()
+    return {
+        str(key): str(mapping.get(key))
+        for key in keys
+        if str(key).startswith(SUMMARY_RANGES) or str(key).startswith(SUMMARY_MAX_LSN)
+    }
+
+
+def entries_for(applied: Mapping[str, list[LsnRange]]) -> dict[str, str]:
+    """Return the state entries that record applied LSN ranges.
+
+    :param applied: capture instance -> joined LSN ranges.
+    """
+    entries = {}
+    for ci, ranges in applied.items():
+        entries[SUMMARY_RANGES + ci] = format_ranges(ranges)
+        entries[SUMMARY_MAX_LSN + ci] = Lsn.from_int(max(hi for _, hi in ranges)).hex
+    return entries
+
+
+def ranges_of(entries: Mapping[str, str]) -> dict[str, list[LsnRange]]:
+    """Return capture instance -> applied LSN ranges from state entries.
+
+    :param entries: as :func:`state_entries` returns them.
+    """
+    return {
+        key[len(SUMMARY_RANGES) :]: parse_ranges(value)
+        for key, value in entries.items()
+        if key.startswith(SUMMARY_RANGES)
+    }
+
+
+@dataclass(frozen=True)
+class RecordedState:
+    """The applied state of a table and where it was read.
+
+    :param entries: the state entries (empty for a table no merge has committed to).
+    :param source: where they were read, for logs and messages.
+    """
+
+    entries: dict[str, str]
+    source: str
+
+
+def _ancestry(table: Any) -> tuple[list[Any], int | None]:
+    """Return the retained ancestry of the current snapshot, newest first, and the id of the first missing parent.
+
+    The missing parent is None when the oldest retained ancestor is the table's first snapshot.
+    """
+    snapshots = []
+    snapshot = table.currentSnapshot()
+    missing = None
+    while snapshot is not None:
+        snapshots.append(snapshot)
+        parent_id = snapshot.parentId()
+        snapshot = table.snapshot(parent_id) if parent_id is not None else None
+        if parent_id is not None and snapshot is None:
+            missing = int(parent_id)
+    return snapshots, missing
+
+
+def _newest_summary_state(ancestry: list[Any]) -> tuple[int, dict[str, str]] | None:
+    for snapshot in ancestry:
+        entries = state_entries(snapshot.summary())
+        if entries:
+            return int(snapshot.snapshotId()), entries
+    return None
+
+
+def newest_summary_state(table: Any) -> tuple[int, dict[str, str]] | None:
+    """Return (snapshot id, state entries) of the newest retained ancestor whose summary has them, or None.
+
+    :param table: the Iceberg ``Table``; refreshed first.
+    """
+    table.refresh()
+    return _newest_summary_state(_ancestry(table)[0])
+
+
+def read_state(table: Any, name: str) -> RecordedState:
+    """Return the table's applied state: newest retained summary, else the exact property copy.
+
+    :param table: the Iceberg ``Table`` (Java, through py4j); refreshed first.
+    :param name: the table's name, for messages.
+    :raises AppliedStateLostError: the table has snapshots but no exact state can be found.
+    """
+    table.refresh()
+    ancestry, missing = _ancestry(table)
+    newest = _newest_summary_state(ancestry)
+    if newest is not None:
+        return RecordedState(newest[1], f"snapshot {newest[0]}")
+    if not ancestry:
+        return RecordedState({}, "no snapshot: a new table")
+    properties = table.properties()
+    entries = state_entries(properties)
+    retained = {str(s.snapshotId()) for s in ancestry}
+    if missing is None:
+        retained.add(NO_SNAPSHOT)
+    if not entries:
+        if missing is None:  # the whole history is there and no merge ever committed to it
+            return RecordedState({}, "no merge commit in the table's history")
+        raise AppliedStateLostError(
+            _lost_message(
+                name,
+                "no retained snapshot of the current ancestry carries the sqlserver-cdc.* summary (they were "
+                "expired after compaction or another commit without it) and the table has no copy of it in "
+                "its properties (the table was last merged by a provider version without that copy, or the "
+                "properties were removed)",
+            )
+        )
+    marker = properties.get(MERGE_MARKER_PROPERTY)
+    if marker is not None and str(marker) not in retained:
+        raise AppliedStateLostError(
+            _lost_message(
+                name,
+                f"a merge that started at snapshot {marker} was interrupted before it recorded its applied "
+                "state in the table properties, and the snapshots that would show whether it committed have "
+                "been expired",
+            )
+        )
+    described = properties.get(STATE_SNAPSHOT_PROPERTY)
+    if described is not None and str(described) not in retained and _exists(table, str(described)):
+        raise AppliedStateLostError(
+            _lost_message(
+                name,
+                f"the state in the table properties describes snapshot {described}, which is no longer an "
+                "ancestor of the current snapshot (the table was rolled back) and no retained ancestor "
+                "carries the sqlserver-cdc.* summary",
+            )
+        )
+    return RecordedState(entries, f"table properties (as of snapshot {described})")
+
+
+def _exists(table: Any, snapshot_id: str) -> bool:
+    try:
+        return table.snapshot(int(snapshot_id)) is not None
+    except ValueError:
+        return False
+
+
+def _lost_message(name: str, what: str) -> str:
+    return (
+        f"target table {name}: the applied LSN ranges cannot be read: {what}. Merging now could apply "
+        "windows twice or bring back deleted rows, so the merge stops. To recover, either set the state "
+        "from the Airflow watermark, which holds the max LSN of the last successful merge task: ALTER TABLE "
+        f"{name} SET TBLPROPERTIES ('{SUMMARY_RANGES}<capture instance>'='0x00000000000000000000-<watermark>', "
+        f"'{SUMMARY_MAX_LSN}<capture instance>'='<watermark>') and ALTER TABLE {name} UNSET TBLPROPERTIES "
+        f"IF EXISTS ('{MERGE_MARKER_PROPERTY}', '{STATE_SNAPSHOT_PROPERTY}'), then re-run (windows after the "
+        "watermark are merged again, which the LSN-position rule makes harmless); or merge a new snapshot "
+        'into a new table (delete the watermark Variable, or pass dag_run.conf {"resnapshot": [...]}, '
+        "with a new target). docs/maintenance.md, 'Recovering a lost state'"
+    )
+
+
+def mark_merge_started(table: Any) -> None:
+    """Set the marker that a merge may commit (before its commit); the next :func:`record_state` removes it.
+
+    :param table: the Iceberg ``Table``.
+    """
+    table.refresh()
+    current = table.currentSnapshot()
+    started_at = NO_SNAPSHOT if current is None else str(current.snapshotId())
+    table.updateProperties().set(MERGE_MARKER_PROPERTY, started_at).commit()
+
+
+def record_state(
+    table: Any, entries: Mapping[str, str], snapshot_id: int, *, clear_marker: bool = True
+) -> None:
+    """Copy a snapshot's applied state into the table properties (one metadata commit), removing the marker.
+
+    :param table: the Iceberg ``Table``.
+    :param entries: the state entries of the snapshot.
+    :param snapshot_id: the snapshot they were read from.
+    :param clear_marker: remove the interrupted-merge marker (the merge's own write, or a refresh that no
+        merge can run beside).
+    """
+    update = table.updateProperties()
+    for key, value in entries.items():
+        update = update.set(key, value)
+    update = update.set(STATE_SNAPSHOT_PROPERTY, str(snapshot_id))
+    if clear_marker:
+        update = update.remove(MERGE_MARKER_PROPERTY)
+    update.commit()
+
+
+def refresh_state(table: Any, name: str) -> RecordedState:
+    """Copy the newest retained summary state into the table properties; return the state.
+
+    Run before expiring snapshots, and only when no merge of the table runs at the same time (the
+    marker of an interrupted merge is removed: the newest retained summary shows whether it committed).
+
+    :param table: the Iceberg ``Table``.
+    :param name: the table's name, for messages.
+    :raises AppliedStateLostError: as :func:`read_state`.
+    """
+    state = read_state(table, name)
+    current = table.currentSnapshot()
+    if current is not None and state.entries:
+        record_state(table, state.entries, current.snapshotId())
+    return state
