@@ -1,4 +1,4 @@
-"""The Spark side of the provider: the merge job that spark-submit runs.
+"""The Spark side of the provider: the merge job and the table maintenance job that spark-submit runs.
 
 ``MERGE_JOB_PATH`` is the application file to give ``SparkSubmitOperator(application=...)``;
 ``merge_job_py_files()`` builds the zip of the job's modules to give as ``py_files`` (not needed
@@ -14,5 +14,7 @@ from airflow_provider_sqlserver_cdc.spark.job_archive import merge_job_py_files
 
 #: Absolute path of the PySpark application (``merge_job.py``) inside the installed package.
 MERGE_JOB_PATH: str = str(Path(__file__).resolve().parent / "merge_job.py")
+#: Absolute path of the table maintenance job (``maintenance_job.py``); the same zip carries its modules.
+MAINTENANCE_JOB_PATH: str = str(Path(__file__).resolve().parent / "maintenance_job.py")
 
-__all__ = ["MERGE_JOB_PATH", "merge_job_py_files"]
+__all__ = ["MAINTENANCE_JOB_PATH", "MERGE_JOB_PATH", "merge_job_py_files"]

@@ -26,6 +26,7 @@ JOB_MODULES = (
     "spark/__init__.py",
     "spark/job_archive.py",
     "spark/merge",
+    "spark/maintenance",
 )
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 

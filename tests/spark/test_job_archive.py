@@ -27,6 +27,7 @@ ALLOWED_IMPORTS = {
     "collections",
     "contextlib",
     "dataclasses",
+    "datetime",
     "functools",
     "typing",
     "pyspark",

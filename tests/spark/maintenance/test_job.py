@@ -1,0 +1,102 @@
+"""The maintenance job on real Iceberg tables: thresholds, procedures, figures, the state kept, tombstones."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from merge_runs import contents, run, snapshot_count
+from window_builder import ChangeLog, WindowSpec, flatten, write_window
+
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings, Thresholds
+from airflow_provider_sqlserver_cdc.spark.maintenance.job import run as maintain
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import applied_state
+
+pytestmark = pytest.mark.spark
+
+#: The retention ages count from now: every snapshot is older than a time-travel window of 0 hours.
+NO_TIME_TRAVEL = {"snapshot_retention_hours": 0.0, "retain_last": 1}
+
+
+def _windows(base: Path, count: int, log: ChangeLog | None = None) -> list[str]:
+    """Windows of 6 inserts each, then an update and a delete of the previous window's keys."""
+    log = log or ChangeLog()
+    manifests = []
+    for number in range(count):
+        start = log.lsn + 1
+        keys = range(number * 6, number * 6 + 6)
+        rows = [log.insert(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in keys]
+        if number:
+            k = (number - 1) * 6
+            rows += [
+                log.update({"id": k, "name": f"n{k}", "amount": decimal.Decimal(k)}, name="u"),
+                log.delete(id=k + 1, name=f"n{k + 1}", amount=decimal.Decimal(k + 1)),
+            ]
+        manifests.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, flatten(rows))))
+    return manifests
+
+
+def test_maintenance_compacts_expires_and_keeps_the_applied_state(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    windows = _windows(base, 5)
+    for window in windows[:4]:
+        run(spark, namespace, window)
+    settings = MaintenanceSettings(
+        namespace=namespace, thresholds=Thresholds(delete_files=3), **NO_TIME_TRAVEL
+    )
+    before = contents(spark, table)
+    # Under the thresholds: figures logged, nothing committed.
+    quiet = MaintenanceSettings(namespace=namespace, thresholds=Thresholds(delete_files=100))
+    snapshots = snapshot_count(spark, table)
+    assert maintain(spark, quiet, dt.datetime.now(dt.UTC))[table]["status"] == "skipped"
+    assert snapshot_count(spark, table) == snapshots
+
+    entry = maintain(spark, settings, dt.datetime.now(dt.UTC))[table]
+    assert entry["status"] == "maintained" and entry["reasons"] == ["delete files 3 >= 3"]
+    assert entry["before"]["delete_files"] == 3 and entry["before"]["data_files"] == 4
+    assert entry["after"]["delete_files"] == 0 and entry["after"]["data_files"] == 1
+    assert entry["after"]["snapshots"] == 2  # the rewrite (retained, the last one) and the manifest rewrite
+    assert entry["after"]["metadata_bytes"] < entry["before"]["metadata_bytes"]
+    assert entry["after"]["state_chars"] > 0
+    assert contents(spark, table) == before
+    assert applied_state(spark, table).source.startswith("table properties")
+    # Every applied window is still skipped; the next one merges.
+    result = run(spark, namespace, *windows)
+    assert len(result[table]["skipped"]) == 4 and len(result[table]["applied"]) == 1
+    after = contents(spark, table)
+    assert after[6] == (False, "u", decimal.Decimal(6)) and after[7] == (True, "n7", decimal.Decimal(7))
+    assert after[24] == (False, "n24", decimal.Decimal(24))  # window 4, merged after the maintenance
+
+
+def test_tombstones_below_the_source_retention_are_purged_and_stay_gone_on_replay(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    log = ChangeLog()
+    w0, w1, w2 = _windows(base, 3, log)  # w1 deletes key 1, w2 deletes key 7
+    for window in (w0, w1, w2):
+        run(spark, namespace, window)
+    assert {k for k, row in contents(spark, table).items() if row[0]} == {1, 7}
+    # The source's cleanup has removed w0 and w1's changes: its min LSN is w2's first LSN.
+    min_lsn = Lsn.from_hex(Path(w2).parent.name.split("_")[0])
+    settings = MaintenanceSettings(
+        namespace=namespace, cdc_min_lsn={"dbo_orders": min_lsn}, tombstone_margin_hours=1.0, **NO_TIME_TRAVEL
+    )
+    entry = maintain(spark, settings, dt.datetime.now(dt.UTC))[table]
+    assert entry["tombstones_purged"] == 1 and entry["after"]["tombstones"] == 1
+    assert 1 not in contents(spark, table) and contents(spark, table)[7][0]
+    # The oldest replayable window (from the min LSN on) and every older one: skipped, nothing comes back.
+    result = run(spark, namespace, w2, w1, w0)
+    assert len(result[table]["skipped"]) == 3
+    assert 1 not in contents(spark, table)
+    # Off by default, and never without the capture instance's min LSN.
+    assert (
+        maintain(spark, MaintenanceSettings(namespace=namespace, force=True), dt.datetime.now(dt.UTC))[table][
+            "tombstones_purged"
+        ]
+        == 0
+    )
