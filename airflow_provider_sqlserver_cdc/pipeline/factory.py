@@ -14,6 +14,10 @@ path (a mapped task with nothing to do is skipped). One Spark application merges
 of the run: Spark's start-up dominates a small merge, and each target table is its own Iceberg
 commit, so a failure leaves the other tables committed and the retry skips them.
 
+With ``maintenance.enabled``, ``commit_watermarks -> maintenance_window -> maintain_tables`` follows:
+in the runs whose data interval holds a time of ``maintenance.schedule``, CdcTableMaintenanceOperator
+compacts and expires the target tables that pass a threshold (docs/maintenance.md).
+
 Window modes:
 
 - ``interval``: each run extracts the transactions committed in its data interval. The DAG's
@@ -64,6 +68,7 @@ from typing import Any
 from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
 
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
+from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
@@ -242,12 +247,7 @@ def add_replication_tasks(
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
     )
     [snapshot, extract, *tracked] >> merge >> commit
-    check_shared_paths(
-        {"staging_path": settings.staging_path}
-        | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},
-        [t.executor for t in (snapshot, extract, merge)],
-    )
-    return {
+    tasks = {
         "plan": plan,
         "snapshot": snapshot,
         "wait": wait,
@@ -255,6 +255,70 @@ def add_replication_tasks(
         "merge": merge,
         "commit": commit,
     }
+    if settings.maintenance.enabled:
+        tasks |= add_maintenance_tasks(settings, after=commit)
+    check_shared_paths(
+        {"staging_path": settings.staging_path}
+        | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},
+        [t.executor for t in (snapshot, extract, merge)],
+    )
+    return tasks
+
+
+# --- table maintenance (docs/maintenance.md) -------------------------------------------------------
+def maintenance_due(schedule: str, interval_start: dt.datetime, interval_end: dt.datetime) -> bool:
+    """
+    Say whether a run's data interval holds a time of the maintenance schedule.
+
+    An empty interval (a run whose timetable gives none) is due when its time is a schedule time.
+
+    :param schedule: cron expression or preset.
+    :param interval_start: the run's data interval start.
+    :param interval_end: the run's data interval end.
+    """
+    from croniter import croniter
+
+    after = interval_start if interval_end > interval_start else interval_start - dt.timedelta(microseconds=1)
+    return croniter(schedule, after).get_next(dt.datetime) <= interval_end
+
+
+def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[str, Any]:
+    """
+    Add the table maintenance (a due check, then CdcTableMaintenanceOperator) after ``after``; return them.
+
+    It runs after the run's merge and watermark commit, so with one active run it never runs beside a
+    merge of the same tables; a commit conflict with a merge from elsewhere (a backfill) fails the
+    rewrite, and the task's retries run it again.
+
+    :param settings: the pipeline's settings (``settings.maintenance``).
+    :param after: the task it follows.
+    """
+    maintenance = settings.maintenance
+
+    @task.short_circuit(ignore_downstream_trigger_rules=False)
+    def maintenance_window(data_interval_start: Any = None, data_interval_end: Any = None) -> bool:
+        """Whether this run's data interval holds a time of ``maintenance.schedule``."""
+        return maintenance_due(maintenance.schedule, data_interval_start, data_interval_end)
+
+    due = maintenance_window()
+    maintain = CdcTableMaintenanceOperator(
+        task_id="maintain_tables",
+        namespace=settings.merge.namespace,
+        thresholds=maintenance.thresholds(),
+        snapshot_retention_hours=maintenance.snapshot_retention_hours,
+        retain_last=maintenance.retain_last,
+        orphan_age_hours=maintenance.orphan_age_hours,
+        tombstone_margin_hours=maintenance.tombstone_margin_hours,
+        capture_instances=list(settings.tables),
+        sqlserver_cdc_conn_id=settings.source.conn_id,
+        database=settings.source.database,
+        conn_id=settings.spark.conn_id,
+        jars=settings.spark.jars,
+        conf=dict(settings.spark.conf),
+        execution_timeout=_minutes(maintenance.execution_timeout_minutes),
+    )
+    after >> due >> maintain
+    return {"maintenance_window": due, "maintain": maintain}
 
 
 def _check_window_mode(window_mode: str) -> None:

@@ -34,9 +34,11 @@ from typing import Any, ClassVar
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
+from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
 
@@ -276,6 +278,71 @@ class ChangeTrackingSettings(_Section):
         self._require("tables", not repeated, f"lists a table twice: {', '.join(repeated)}")
 
 
+# --- table maintenance (docs/maintenance.md) -------------------------------------------------------
+@dataclass(frozen=True)
+class TableMaintenanceSettings(_Section):
+    """
+    CdcTableMaintenanceOperator: Iceberg's procedures on the target tables, after the merge of a run.
+
+    :param enabled: add the maintenance task to the pipeline (off by default in the library; the
+        example DAGs turn it on).
+    :param schedule: cron or preset: the runs whose data interval holds one of its times run the task
+        (the others skip it); the job itself then maintains only tables past a threshold.
+    :param min_delete_files: position-delete files that make a table due (merge-on-read adds some per merge).
+    :param min_small_files: data files under 3/4 of the target file size that make a table due.
+    :param min_snapshots: snapshots that make a table due.
+    :param min_metadata_bytes: metadata.json size that makes a table due.
+    :param snapshot_retention_hours: the time-travel window: older snapshots are expired.
+    :param retain_last: snapshots kept whatever their age.
+    :param orphan_age_hours: unreferenced files older than this are deleted (Iceberg's floor: 24).
+    :param tombstone_margin_hours: purge soft-deleted rows older than the source's CDC retention by
+        this margin; None (default): keep every tombstone.
+    :param execution_timeout_minutes: stop a hung maintenance run (each procedure commits atomically).
+    """
+
+    key: ClassVar[str] = "maintenance"
+    enabled: bool = False
+    schedule: str = "@hourly"
+    min_delete_files: int = Thresholds().delete_files
+    min_small_files: int = Thresholds().small_files
+    min_snapshots: int = Thresholds().snapshots
+    min_metadata_bytes: int = Thresholds().metadata_bytes
+    snapshot_retention_hours: float = operator_default(
+        CdcTableMaintenanceOperator, "snapshot_retention_hours"
+    )
+    retain_last: int = operator_default(CdcTableMaintenanceOperator, "retain_last")
+    orphan_age_hours: float = operator_default(CdcTableMaintenanceOperator, "orphan_age_hours")
+    tombstone_margin_hours: float | None = None
+    execution_timeout_minutes: float = 60.0
+
+    def check(self) -> None:
+        """Refuse a bad schedule, negative thresholds and an orphan age under Iceberg's floor."""
+        from croniter import croniter
+
+        self._require(
+            "schedule", croniter.is_valid(self.schedule), f"is not a cron expression: {self.schedule!r}"
+        )
+        for name in ("min_delete_files", "min_small_files", "min_snapshots", "min_metadata_bytes"):
+            self._require(name, getattr(self, name) >= 0, "must not be negative")
+        self._require("retain_last", self.retain_last >= 1, "must be at least 1")
+        self._require("snapshot_retention_hours", self.snapshot_retention_hours >= 0, "must not be negative")
+        self._require(
+            "orphan_age_hours", self.orphan_age_hours >= 24, "must be at least 24 (Iceberg's floor)"
+        )
+        self._require(
+            "tombstone_margin_hours",
+            self.tombstone_margin_hours is None or self.tombstone_margin_hours >= 0,
+            "must not be negative",
+        )
+        self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
+
+    def thresholds(self) -> Thresholds:
+        """The job's thresholds."""
+        return Thresholds(
+            self.min_delete_files, self.min_small_files, self.min_snapshots, self.min_metadata_bytes
+        )
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -293,6 +360,7 @@ class ReplicationSettings(_Section):
     :param spark: spark-submit.
     :param dag: schedule, retries and runs of the DAG.
     :param change_tracking: tables read through Change Tracking instead of CDC.
+    :param maintenance: the table maintenance task (off unless enabled).
     """
 
     tables: tuple[str, ...]
@@ -305,6 +373,7 @@ class ReplicationSettings(_Section):
     spark: SparkSettings = field(default_factory=SparkSettings)
     dag: DagSettings = field(default_factory=DagSettings)
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
+    maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

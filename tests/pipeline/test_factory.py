@@ -244,3 +244,25 @@ def test_local_paths_under_a_declared_shared_mount_are_accepted(monkeypatch: pyt
 def test_local_paths_are_accepted_with_the_local_executor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
     cdc_replication_dag(settings(spark={"conf": WAREHOUSE}), dag_id="local")
+
+
+# --- table maintenance (docs/maintenance.md) -------------------------------------------------------
+def test_maintenance_is_added_after_the_watermark_commit_when_enabled() -> None:
+    from airflow_provider_sqlserver_cdc.pipeline.factory import maintenance_due
+
+    off = cdc_replication_dag(settings(), dag_id="no_maintenance")
+    assert "maintain_tables" not in off.task_dict
+    on = settings(maintenance={"enabled": True, "schedule": "0 3 * * *", "min_delete_files": 7})
+    dag = cdc_replication_dag(on, dag_id="with_maintenance")
+    maintain = dag.task_dict["maintain_tables"]
+    assert dag.task_dict["maintenance_window"].upstream_task_ids == {"commit_watermarks"}
+    assert maintain.upstream_task_ids == {"maintenance_window"}
+    assert maintain.namespace == "lake.cdc" and maintain.thresholds.delete_files == 7
+    assert maintain.tombstone_margin_hours is None and maintain.jars == "/jars/iceberg.jar"
+    hour = dt.datetime(2026, 1, 1, 2, tzinfo=dt.UTC)
+    assert maintenance_due("0 3 * * *", hour, hour + dt.timedelta(hours=1))  # (02:00, 03:00] holds 03:00
+    assert not maintenance_due("0 3 * * *", hour + dt.timedelta(hours=1), hour + dt.timedelta(hours=2))
+    three = hour + dt.timedelta(hours=1)
+    assert maintenance_due("0 3 * * *", three, three)  # an empty interval at a schedule time
+    with pytest.raises(Exception, match="maintenance.orphan_age_hours"):
+        settings(maintenance={"enabled": True, "orphan_age_hours": 1})

@@ -1,0 +1,188 @@
+"""CdcTableMaintenanceOperator: spark-submit the provider's table maintenance job for the target tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
+from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_sqlserver_cdc.lsn import Lsn
+
+#: Iceberg's own floor for the age of files remove_orphan_files may delete.
+MIN_ORPHAN_AGE_HOURS = 24.0
+
+
+def maintenance_job_arguments(
+    *,
+    namespace: str | None = None,
+    tables: Sequence[str] = (),
+    thresholds: Thresholds | None = None,
+    force: bool = False,
+    snapshot_retention_hours: float = 24.0,
+    retain_last: int = 10,
+    orphan_age_hours: float = 72.0,
+    cdc_min_lsns: Mapping[str, Lsn] | None = None,
+    tombstone_margin_hours: float | None = None,
+) -> list[str]:
+    """Return the command-line arguments of ``maintenance_job.py`` (see docs/maintenance.md).
+
+    :param namespace: ``catalog.namespace``: every table the merge job created there is maintained.
+    :param tables: further dotted tables.
+    :param thresholds: when a table is maintained; default ``Thresholds()``.
+    :param force: maintain every table whatever its figures.
+    :param snapshot_retention_hours: the time-travel window; older snapshots are expired.
+    :param retain_last: snapshots kept whatever their age.
+    :param orphan_age_hours: unreferenced files older than this are deleted (at least 24).
+    :param cdc_min_lsns: capture instance -> the source's min LSN, for the tombstone purge.
+    :param tombstone_margin_hours: purge tombstones older than the source's retention by this margin; None: never.
+    """
+    if not namespace and not tables:
+        raise ValueError("pass namespace (the merge's target namespace) or tables")
+    if orphan_age_hours < MIN_ORPHAN_AGE_HOURS:
+        raise ValueError(
+            f"orphan_age_hours must be at least {MIN_ORPHAN_AGE_HOURS:g}: a younger unreferenced file may "
+            f"belong to a commit in progress, got {orphan_age_hours}"
+        )
+    thresholds = thresholds or Thresholds()
+    arguments = ["--namespace", namespace] if namespace else []
+    for table in tables:
+        arguments += ["--table", table]
+    arguments += [
+        "--min-delete-files",
+        str(thresholds.delete_files),
+        "--min-small-files",
+        str(thresholds.small_files),
+        "--min-snapshots",
+        str(thresholds.snapshots),
+        "--min-metadata-bytes",
+        str(thresholds.metadata_bytes),
+        "--snapshot-retention-hours",
+        f"{snapshot_retention_hours:g}",
+        "--retain-last",
+        str(retain_last),
+        "--orphan-age-hours",
+        f"{orphan_age_hours:g}",
+    ]
+    if force:
+        arguments.append("--force")
+    if tombstone_margin_hours is not None:
+        arguments += ["--tombstone-margin-hours", f"{tombstone_margin_hours:g}"]
+        for capture_instance, lsn in (cdc_min_lsns or {}).items():
+            arguments += ["--cdc-min-lsn", f"{capture_instance}={lsn.hex}"]
+    return arguments
+
+
+class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
+    """
+    Maintain the provider's Iceberg target tables with Iceberg's procedures, keeping the applied state.
+
+    A ``SparkSubmitOperator`` whose application is ``maintenance_job.py``, shipped like the merge job
+    (the same ``py_files`` zip). Per table the job copies the applied state into the table properties,
+    reads the figures (data and delete files, small files, snapshots, metadata.json bytes), and when one
+    passes its threshold runs ``rewrite_data_files`` (sorted on the key, deletes applied),
+    ``rewrite_position_delete_files``, ``expire_snapshots`` (older than the time-travel window),
+    ``rewrite_manifests`` and ``remove_orphan_files``, logging the figures before and after.
+
+    Run it where no merge of the same tables runs at the same time: after the merge task of the
+    pipeline's run (the factory does, with one active run); a commit conflict with a merge from
+    elsewhere (a backfill) fails the rewrite, and the task's retries run it again.
+
+    :param namespace: ``catalog.namespace`` whose provider tables are maintained. (templated)
+    :param tables: further dotted tables. (templated)
+    :param thresholds: when a table is maintained (any figure at or above its threshold).
+    :param force: maintain every table whatever its figures.
+    :param snapshot_retention_hours: the time-travel window kept (snapshots older are expired).
+    :param retain_last: snapshots kept whatever their age.
+    :param orphan_age_hours: unreferenced files older than this are deleted (at least 24).
+    :param tombstone_margin_hours: purge soft-deleted rows older than the source's CDC retention (the
+        capture instances' min LSN) whose delete committed more than this many hours ago; None (default):
+        never purge. Needs the source connection and ``capture_instances``.
+    :param capture_instances: capture instances whose min LSN bounds the purge. (templated)
+    :param sqlserver_cdc_conn_id: the source connection (read only for the tombstone purge).
+    :param database: the source database; default the connection's.
+    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default).
+    """
+
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "namespace",
+        "tables",
+        "capture_instances",
+    )
+
+    def __init__(
+        self,
+        *,
+        namespace: str | None = None,
+        tables: Sequence[str] = (),
+        thresholds: Thresholds | None = None,
+        force: bool = False,
+        snapshot_retention_hours: float = 24.0,
+        retain_last: int = 10,
+        orphan_age_hours: float = 72.0,
+        tombstone_margin_hours: float | None = None,
+        capture_instances: Sequence[str] = (),
+        sqlserver_cdc_conn_id: str = "mssql_default",
+        database: str | None = None,
+        ship_job_modules: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "sqlserver-cdc-maintenance")
+        super().__init__(application=MAINTENANCE_JOB_PATH, **kwargs)
+        if orphan_age_hours < MIN_ORPHAN_AGE_HOURS:
+            raise ValueError(f"{self.task_id}: orphan_age_hours must be at least {MIN_ORPHAN_AGE_HOURS:g}")
+        if retain_last < 1 or snapshot_retention_hours < 0:
+            raise ValueError(f"{self.task_id}: retain_last must be at least 1, snapshot_retention_hours >= 0")
+        if tombstone_margin_hours is not None and tombstone_margin_hours < 0:
+            raise ValueError(f"{self.task_id}: tombstone_margin_hours must not be negative")
+        self.namespace = namespace
+        self.tables = tables
+        self.thresholds = thresholds or Thresholds()
+        self.force = force
+        self.snapshot_retention_hours = snapshot_retention_hours
+        self.retain_last = retain_last
+        self.orphan_age_hours = orphan_age_hours
+        self.tombstone_margin_hours = tombstone_margin_hours
+        self.capture_instances = capture_instances
+        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
+        self.database = database
+        self.ship_job_modules = ship_job_modules
+
+    def source_min_lsns(self) -> dict[str, Lsn]:
+        """Return capture instance -> ``sys.fn_cdc_get_min_lsn`` for the tombstone purge (empty when it is off)."""
+        if self.tombstone_margin_hours is None or not self.capture_instances:
+            return {}
+        with self.source_hook() as hook:
+            return {ci: hook.get_min_lsn(ci) for ci in self.capture_instances}
+
+    def execute(self, context: Context) -> None:
+        """Read the source's min LSNs if purging, fill in the job's arguments and run spark-submit."""
+        min_lsns = self.source_min_lsns()
+        if self.tombstone_margin_hours is not None:
+            self.log.info(
+                "Tombstone purge floors (source min LSN): %s", {k: v.hex for k, v in min_lsns.items()}
+            )
+        self.application_args = maintenance_job_arguments(
+            namespace=self.namespace,
+            tables=list(self.tables or ()),
+            thresholds=self.thresholds,
+            force=self.force,
+            snapshot_retention_hours=self.snapshot_retention_hours,
+            retain_last=self.retain_last,
+            orphan_age_hours=self.orphan_age_hours,
+            cdc_min_lsns=min_lsns,
+            tombstone_margin_hours=self.tombstone_margin_hours,
+        )
+        if self.ship_job_modules:
+            job_modules = merge_job_py_files()
+            files = [f for f in (self.py_files or "").split(",") if f]
+            self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+        super().execute(context)
