@@ -28,10 +28,20 @@ def test_table_properties_are_set_on_tables_the_job_creates_only(
     spark: Any, base: Path, namespace: str, table: str
 ) -> None:
     w1, w2 = rows_then_a_few_changes(base)
-    run(spark, namespace, w1, table_properties={"write.merge.distribution-mode": "none"})
+    run(
+        spark,
+        namespace,
+        w1,
+        table_properties={"write.merge.distribution-mode": "none", "write.delete.granularity": "file"},
+    )
     properties = iceberg_table(spark, table).properties()
     assert properties.get("write.merge.distribution-mode") == "none"
     assert properties.get("write.merge.mode") == "merge-on-read"
+    # The job's defaults for bounded metadata and sized files; a user's property replaces one.
+    assert properties.get("write.metadata.delete-after-commit.enabled") == "true"
+    assert properties.get("write.metadata.previous-versions-max") == "20"
+    assert properties.get("write.distribution-mode") == "hash"
+    assert properties.get("write.delete.granularity") == "file"
     run(spark, namespace, w2, table_properties={"write.merge.distribution-mode": "hash"})
     properties = iceberg_table(spark, table).properties()
     assert properties.get("write.merge.distribution-mode") == "none"  # an existing table keeps its own

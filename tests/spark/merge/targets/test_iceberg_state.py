@@ -126,17 +126,24 @@ def test_replays_after_each_maintenance_action_are_skipped(
         assert len(contents(spark, table)) == len(expected)
 
 
+def _interrupted_merge(
+    spark: Any, base: Path, namespace: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> list[str]:
+    """Merge w1, then w2 whose job dies after its commit, before it copies the state; compact; return w1-w3."""
+    windows = _windows(base, 3)
+    run(spark, namespace, windows[0], delete_mode="hard")
+    with monkeypatch.context() as patched:
+        patched.setattr(iceberg_target, "record_state", lambda *args, **kwargs: None)
+        run(spark, namespace, windows[1], delete_mode="hard")
+    assert iceberg_table(spark, table).properties().get(MERGE_MARKER_PROPERTY) is not None
+    rewrite_data_files(spark, table)
+    return windows
+
+
 def test_an_interrupted_merge_whose_snapshots_were_expired_stops_the_next_merge(
     spark: Any, base: Path, namespace: str, table: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    w1, w2, w3 = _windows(base, 3)
-    run(spark, namespace, w1, delete_mode="hard")
-    # w2 commits, then the job dies before it copies the state into the table properties.
-    with monkeypatch.context() as patched:
-        patched.setattr(iceberg_target, "record_state", lambda *args, **kwargs: None)
-        run(spark, namespace, w2, delete_mode="hard")
-    assert iceberg_table(spark, table).properties().get(MERGE_MARKER_PROPERTY) is not None
-    rewrite_data_files(spark, table)
+    _, w2, w3 = _interrupted_merge(spark, base, namespace, table, monkeypatch)
     expire_all_but_current(spark, table)
     before = contents(spark, table)
     with pytest.raises(TableMergeError) as raised:
@@ -150,16 +157,11 @@ def test_an_interrupted_merge_whose_snapshots_were_expired_stops_the_next_merge(
 def test_the_maintenance_refresh_before_expiry_heals_an_interrupted_merge(
     spark: Any, base: Path, namespace: str, table: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    w1, w2, w3 = _windows(base, 3)
-    run(spark, namespace, w1, delete_mode="hard")
-    with monkeypatch.context() as patched:
-        patched.setattr(iceberg_target, "record_state", lambda *args, **kwargs: None)
-        run(spark, namespace, w2, delete_mode="hard")
-    rewrite_data_files(spark, table)
+    windows = _interrupted_merge(spark, base, namespace, table, monkeypatch)
     refresh_state(iceberg_table(spark, table), table)  # what the provider's maintenance does first
     assert iceberg_table(spark, table).properties().get(MERGE_MARKER_PROPERTY) is None
     expire_all_but_current(spark, table)
-    result = run(spark, namespace, w1, w2, w3, delete_mode="hard")
+    result = run(spark, namespace, *windows, delete_mode="hard")
     assert len(result[table]["skipped"]) == 2 and len(result[table]["applied"]) == 1
 
 
