@@ -156,6 +156,7 @@ def main() -> None:
         work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(args.rows, rng)
     )
     run(spark, MergeSettings(manifests=(snapshot,), **options))
+    full_scan_seconds(spark)  # JIT warm-up: the first scan of a session is several times slower
     first = figures(spark, [])
     print(f"initial load of {args.rows:,} rows: scan {first['scan_s']:.2f} s, {first}", flush=True)
     keys, last_lsn, merge_seconds, reports = LiveKeys(args.rows), SNAPSHOT_LSN, [], []
