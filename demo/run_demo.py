@@ -247,7 +247,8 @@ def print_maintenance(run_log: Path) -> None:
     ]
     log(f"table maintenance in the last run ({run_log.name}): " + ("" if lines else "no figures in the log"))
     for line in lines:
-        print("    " + line[line.find("table ") :] if "table " in line else line)
+        text = line[line.find("table ") :] if "table " in line else line
+        print("    " + text.split(" [airflow.")[0])  # without the task log's logger suffix
 
 
 def next_boundary(after: dt.datetime) -> dt.datetime:
