@@ -381,7 +381,7 @@ class IcebergTarget(MergeTarget):
         plan, snapshot = batch.plan, batch.snapshot
         properties = summary_properties(batch.applied)
         iceberg = iceberg_table(self.spark, plan.table)
-        mark_merge_started(iceberg)
+        marker = mark_merge_started(iceberg)
         if snapshot is not None:
             # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
             # of the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
@@ -400,7 +400,7 @@ class IcebergTarget(MergeTarget):
             )
         newest = newest_summary_state(iceberg)
         if newest is not None:
-            record_state(iceberg, newest[1], newest[0])
+            record_state(iceberg, newest[1], newest[0], markers=[marker])
 
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
         """MERGE change windows, with the key range and, where it pays, the runtime key filter."""

@@ -9,7 +9,7 @@ three places, read in this order (docs/maintenance.md gives the argument):
    each merge commit and by the maintenance job before it expires snapshots. They are used when
    no retained ancestor has the summary (compaction added snapshots without it, and expiry removed
    the ones that had it);
-3. the marker ``sqlserver-cdc.merge-started-at`` (the snapshot current when a merge started), set
+3. a marker ``sqlserver-cdc.merge-started-at.<token>`` (the snapshot current when a merge started), set
    before a merge commits and removed by the property write after it. While it stands, the
    properties may lack that merge, so they are only trusted when the retained ancestry shows that
    the merge never committed.
@@ -22,7 +22,8 @@ The functions take Iceberg's Java ``Table`` (through py4j), so the merge and mai
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +37,9 @@ SUMMARY_RANGES = STATE_PREFIX + "applied-lsn-ranges."
 SUMMARY_MAX_LSN = STATE_PREFIX + "max-applied-lsn."
 #: Table property: the snapshot whose applied state the property copy describes.
 STATE_SNAPSHOT_PROPERTY = STATE_PREFIX + "state-snapshot-id"
-#: Table property: set while a merge may commit; the snapshot current when it started.
-MERGE_MARKER_PROPERTY = STATE_PREFIX + "merge-started-at"
+#: Table properties ``<prefix><token>``, one per merge: set while it may commit; the snapshot current
+#: when it started. One per merge, so concurrent merges never remove each other's.
+MERGE_MARKER_PREFIX = STATE_PREFIX + "merge-started-at."
 #: The marker's value when the table had no snapshot yet.
 NO_SNAPSHOT = "none"
 
@@ -160,16 +162,16 @@ def read_state(table: Any, name: str) -> RecordedState:
                 "properties were removed)",
             )
         )
-    marker = properties.get(MERGE_MARKER_PROPERTY)
-    if marker is not None and str(marker) not in retained:
-        raise AppliedStateLostError(
-            _lost_message(
-                name,
-                f"a merge that started at snapshot {marker} was interrupted before it recorded its applied "
-                "state in the table properties, and the snapshots that would show whether it committed have "
-                "been expired",
+    for marker in merge_markers(properties).values():
+        if marker not in retained:
+            raise AppliedStateLostError(
+                _lost_message(
+                    name,
+                    f"a merge that started at snapshot {marker} was interrupted before it recorded its applied "
+                    "state in the table properties, and the snapshots that would show whether it committed "
+                    "have been expired",
+                )
             )
-        )
     described = properties.get(STATE_SNAPSHOT_PROPERTY)
     if described is not None and str(described) not in retained and _exists(table, str(described)):
         raise AppliedStateLostError(
@@ -197,41 +199,52 @@ def _lost_message(name: str, what: str) -> str:
         "from the Airflow watermark, which holds the max LSN of the last successful merge task: ALTER TABLE "
         f"{name} SET TBLPROPERTIES ('{SUMMARY_RANGES}<capture instance>'='0x00000000000000000000-<watermark>', "
         f"'{SUMMARY_MAX_LSN}<capture instance>'='<watermark>') and ALTER TABLE {name} UNSET TBLPROPERTIES "
-        f"IF EXISTS ('{MERGE_MARKER_PROPERTY}', '{STATE_SNAPSHOT_PROPERTY}'), then re-run (windows after the "
+        f"IF EXISTS ('{STATE_SNAPSHOT_PROPERTY}', '{MERGE_MARKER_PREFIX}...' for each such property), then "
+        "re-run (windows after the "
         "watermark are merged again, which the LSN-position rule makes harmless); or merge a new snapshot "
         'into a new table (delete the watermark Variable, or pass dag_run.conf {"resnapshot": [...]}, '
         "with a new target). docs/maintenance.md, 'Recovering a lost state'"
     )
 
 
-def mark_merge_started(table: Any) -> None:
-    """Set the marker that a merge may commit (before its commit); the next :func:`record_state` removes it.
+def merge_markers(properties: Mapping[Any, Any]) -> dict[str, str]:
+    """Return the interrupted-merge markers of table properties: property -> snapshot the merge started at.
+
+    :param properties: the table properties (a Java map or a Python mapping).
+    """
+    keys = properties.keySet() if hasattr(properties, "keySet") else properties.keys()
+    return {str(k): str(properties.get(k)) for k in keys if str(k).startswith(MERGE_MARKER_PREFIX)}
+
+
+def mark_merge_started(table: Any) -> str:
+    """Set this merge's marker (before its commit); return its property, which :func:`record_state` removes.
 
     :param table: the Iceberg ``Table``.
     """
     table.refresh()
     current = table.currentSnapshot()
     started_at = NO_SNAPSHOT if current is None else str(current.snapshotId())
-    table.updateProperties().set(MERGE_MARKER_PROPERTY, started_at).commit()
+    marker = MERGE_MARKER_PREFIX + uuid.uuid4().hex
+    table.updateProperties().set(marker, started_at).commit()
+    return marker
 
 
 def record_state(
-    table: Any, entries: Mapping[str, str], snapshot_id: int, *, clear_marker: bool = True
+    table: Any, entries: Mapping[str, str], snapshot_id: int, *, markers: Iterable[str] = ()
 ) -> None:
     """Copy a snapshot's applied state into the table properties (one metadata commit), removing the marker.
 
     :param table: the Iceberg ``Table``.
     :param entries: the state entries of the snapshot.
     :param snapshot_id: the snapshot they were read from.
-    :param clear_marker: remove the interrupted-merge marker (the merge's own write, or a refresh that no
-        merge can run beside).
+    :param markers: the marker properties to remove (the merge's own; a refresh: every marker).
     """
     update = table.updateProperties()
     for key, value in entries.items():
         update = update.set(key, value)
     update = update.set(STATE_SNAPSHOT_PROPERTY, str(snapshot_id))
-    if clear_marker:
-        update = update.remove(MERGE_MARKER_PROPERTY)
+    for marker in markers:
+        update = update.remove(marker)
     update.commit()
 
 
@@ -248,5 +261,5 @@ def refresh_state(table: Any, name: str) -> RecordedState:
     state = read_state(table, name)
     current = table.currentSnapshot()
     if current is not None and state.entries:
-        record_state(table, state.entries, current.snapshotId())
+        record_state(table, state.entries, current.snapshotId(), markers=merge_markers(table.properties()))
     return state

@@ -15,9 +15,9 @@ from airflow_provider_sqlserver_cdc.spark.merge.errors import TableMergeError
 from airflow_provider_sqlserver_cdc.spark.merge.targets import iceberg as iceberg_target
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table, recorded_state
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
-    MERGE_MARKER_PROPERTY,
     SUMMARY_MAX_LSN,
     AppliedStateLostError,
+    merge_markers,
     refresh_state,
 )
 
@@ -135,7 +135,7 @@ def _interrupted_merge(
     with monkeypatch.context() as patched:
         patched.setattr(iceberg_target, "record_state", lambda *args, **kwargs: None)
         run(spark, namespace, windows[1], delete_mode="hard")
-    assert iceberg_table(spark, table).properties().get(MERGE_MARKER_PROPERTY) is not None
+    assert merge_markers(iceberg_table(spark, table).properties())
     rewrite_data_files(spark, table)
     return windows
 
@@ -159,7 +159,7 @@ def test_the_maintenance_refresh_before_expiry_heals_an_interrupted_merge(
 ) -> None:
     windows = _interrupted_merge(spark, base, namespace, table, monkeypatch)
     refresh_state(iceberg_table(spark, table), table)  # what the provider's maintenance does first
-    assert iceberg_table(spark, table).properties().get(MERGE_MARKER_PROPERTY) is None
+    assert not merge_markers(iceberg_table(spark, table).properties())
     expire_all_but_current(spark, table)
     result = run(spark, namespace, *windows, delete_mode="hard")
     assert len(result[table]["skipped"]) == 2 and len(result[table]["applied"]) == 1
