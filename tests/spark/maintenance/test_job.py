@@ -14,7 +14,7 @@ from window_builder import ChangeLog, WindowSpec, flatten, write_window
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings, Thresholds
 from airflow_provider_sqlserver_cdc.spark.maintenance.job import run as maintain
-from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import applied_state
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import recorded_state
 
 pytestmark = pytest.mark.spark
 
@@ -64,7 +64,7 @@ def test_maintenance_compacts_expires_and_keeps_the_applied_state(
     assert entry["after"]["metadata_bytes"] < entry["before"]["metadata_bytes"]
     assert entry["after"]["state_chars"] > 0
     assert contents(spark, table) == before
-    assert applied_state(spark, table).source.startswith("table properties")
+    assert recorded_state(spark, table).source.startswith("table properties")
     # Every applied window is still skipped; the next one merges.
     result = run(spark, namespace, *windows)
     assert len(result[table]["skipped"]) == 4 and len(result[table]["applied"]) == 1
