@@ -36,6 +36,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRange
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
     STATE_PREFIX,
     RecordedState,
+    drop_marker,
     entries_for,
     mark_merge_started,
     newest_summary_state,
@@ -382,14 +383,21 @@ class IcebergTarget(MergeTarget):
         properties = summary_properties(batch.applied)
         iceberg = iceberg_table(self.spark, plan.table)
         marker = mark_merge_started(iceberg)
-        if snapshot is not None:
-            # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter
-            # of the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
-            statement = self._merge_statement(batch, net_effect_frame(batch.changes, plan.key_columns), None)
-            statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
-            with_commit_properties(self.spark, properties, lambda: self.spark.sql(statement))
-        else:
-            self._merge_changes(batch, properties)
+        try:
+            if snapshot is not None:
+                # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter of
+                # the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
+                frame = net_effect_frame(batch.changes, plan.key_columns)
+                statement = self._merge_statement(batch, frame, None)
+                statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
+                with_commit_properties(self.spark, properties, lambda: self.spark.sql(statement))
+            else:
+                self._merge_changes(batch, properties)
+        except Exception as err:
+            # Failed before or at its commit: nothing committed, unless Iceberg cannot tell (then it stays).
+            if "CommitStateUnknownException" not in f"{type(err).__name__}: {err}":
+                drop_marker(iceberg, marker)
+            raise
         self.spark.catalog.dropTempView(MERGE_SOURCE_VIEW)
         recorded = reconcile_applied_state(self.spark, plan.table, batch.applied, batch.applied_before)
         if not _holds(recorded, batch.applied):

@@ -229,6 +229,15 @@ def mark_merge_started(table: Any) -> str:
     return marker
 
 
+def drop_marker(table: Any, marker: str) -> None:
+    """Remove a merge's marker when the merge failed without committing (a conflict, an error before it).
+
+    :param table: the Iceberg ``Table``.
+    :param marker: the property :func:`mark_merge_started` returned.
+    """
+    table.updateProperties().remove(marker).commit()
+
+
 def record_state(
     table: Any, entries: Mapping[str, str], snapshot_id: int, *, markers: Iterable[str] = ()
 ) -> None:

@@ -193,3 +193,20 @@ def test_a_rollback_behind_the_recorded_state_is_read_from_the_retained_summary(
     # The properties say w2 is applied; the data and its retained summary say it is not.
     result = run(spark, namespace, w1, w2)
     assert len(result[table]["applied"]) == 1 and len(result[table]["skipped"]) == 1
+
+
+def test_a_merge_that_fails_before_its_commit_leaves_no_marker(
+    spark: Any, base: Path, namespace: str, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w1, w2 = _windows(base, 2)
+    run(spark, namespace, w1)
+
+    def conflict(*args: Any) -> None:
+        raise RuntimeError("org.apache.iceberg.exceptions.ValidationException: found conflicting files")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(iceberg_target.IcebergTarget, "_merge_changes", conflict)
+        with pytest.raises(TableMergeError):
+            run(spark, namespace, w2)
+    # Else a later expiry would leave a marker no retained snapshot explains, and merges would stop.
+    assert not merge_markers(iceberg_table(spark, table).properties())
