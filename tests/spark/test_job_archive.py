@@ -30,6 +30,7 @@ ALLOWED_IMPORTS = {
     "datetime",
     "functools",
     "typing",
+    "uuid",
     "pyspark",
     "py4j",  # ships with pyspark
     "airflow_provider_sqlserver_cdc",
