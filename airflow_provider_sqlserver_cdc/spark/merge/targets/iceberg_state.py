@@ -258,7 +258,7 @@ def record_state(
 
 
 def refresh_state(table: Any, name: str) -> RecordedState:
-    """Copy the newest retained summary state into the table properties; return the state.
+    """Copy the newest retained summary state into the table properties (unless they hold it); return the state.
 
     Run before expiring snapshots, and only when no merge of the table runs at the same time (the
     marker of an interrupted merge is removed: the newest retained summary shows whether it committed).
@@ -269,6 +269,13 @@ def refresh_state(table: Any, name: str) -> RecordedState:
     """
     state = read_state(table, name)
     current = table.currentSnapshot()
-    if current is not None and state.entries:
-        record_state(table, state.entries, current.snapshotId(), markers=merge_markers(table.properties()))
+    properties = table.properties()
+    markers = merge_markers(properties)
+    held = state_entries(properties), str(properties.get(STATE_SNAPSHOT_PROPERTY))
+    if (
+        current is not None
+        and state.entries
+        and (markers or held != (state.entries, str(current.snapshotId())))
+    ):
+        record_state(table, state.entries, current.snapshotId(), markers=markers)
     return state
