@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := .make
 SYSTEM_PACKAGES := unixodbc-dev tdsodbc docker-compose
+# The relational (PostgreSQL) target's tests: a throw-away server and the JDBC driver Spark loads.
+SYSTEM_PACKAGES += postgresql libpostgresql-jdbc-java
 # The lowest Airflow the provider declares (pyproject.toml; tests/test_airflow_versions.py keeps the
 # two in step). `make test` runs the suite on the newest Airflow the range resolves to (.venv), then
 # the import, DAG-parse and dag.test() smoke tests on this one, in a second virtualenv.
@@ -23,7 +25,8 @@ LOWEST_SMOKE_TESTS := tests/test_airflow_versions.py tests/test_get_provider_inf
 $(STAMP):
 	mkdir -p $(STAMP)
 
-# System packages: ODBC driver manager + FreeTDS ODBC driver, and a Java runtime for Spark.
+# System packages: ODBC driver manager + FreeTDS ODBC driver, PostgreSQL and its JDBC driver, and a
+# Java runtime for Spark.
 system-deps: | $(STAMP)
 	@missing=""; \
 	for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

@@ -12,6 +12,8 @@ Fixtures:
   need one server for many tests without resets.
 * ``shared_fernet_key`` -- one Fernet key for the test process and the DAG-run processes it
   starts (see :mod:`airflow_provider_sqlserver_cdc.testing.dag_runs`).
+* ``postgres_server`` -- one throw-away PostgreSQL cluster per test session on a free loopback
+  port (:mod:`airflow_provider_sqlserver_cdc.testing.postgres_server`); skipped without PostgreSQL.
 """
 
 from __future__ import annotations
@@ -166,3 +168,24 @@ def shared_fernet_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     get_fernet.cache_clear()
     yield key
     get_fernet.cache_clear()
+
+
+# --------------------------------------------------------------------------- PostgreSQL (relational targets)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One throw-away PostgreSQL cluster for the test session (``testing.postgres_server.PostgresServer``).
+
+    Skips the test with the reason when the server binaries are not installed.
+    """
+    from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailable as err:
+        pytest.skip(str(err))
+    try:
+        yield server
+    finally:
+        server.stop()
