@@ -86,6 +86,16 @@ def iceberg_spark_conf(
     return conf
 
 
+def _relational_target_jars() -> list[str]:
+    """The PostgreSQL JDBC driver when installed: one local session serves the relational target too."""
+    from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresUnavailable, postgres_jdbc_jar
+
+    try:
+        return [postgres_jdbc_jar()]
+    except PostgresUnavailable:
+        return []
+
+
 def local_spark_session(
     conf: Mapping[str, str],
     *,
@@ -96,7 +106,8 @@ def local_spark_session(
     log_level: str = "ERROR",
 ) -> SparkSession:
     """
-    Build (or get) a local SparkSession with the Iceberg runtime jar, the web UI off and ``conf``.
+    Build (or get) a local SparkSession with the Iceberg runtime jar (and the PostgreSQL JDBC driver when
+    installed), the web UI off and ``conf``.
 
     Spark keeps one session per process: when one is running, ``getOrCreate`` returns it and only
     the SQL settings of ``conf`` take effect (a new catalog does; the jar and master do not).
@@ -115,7 +126,7 @@ def local_spark_session(
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
-        .config("spark.jars", iceberg_runtime_jar())
+        .config("spark.jars", ",".join([iceberg_runtime_jar(), *_relational_target_jars()]))
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))

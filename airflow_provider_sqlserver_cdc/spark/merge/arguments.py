@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 DELETE_MODES = ("soft", "hard")
 WRITE_MODES = ("copy-on-write", "merge-on-read")
+#: Kinds of target: Iceberg tables of the session's catalogs, or tables of a JDBC (PostgreSQL) database.
+TARGET_KINDS = ("iceberg", "jdbc")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class MergeSettings:
     delete_mode: str = "soft"
     write_mode: str = "merge-on-read"
     table_properties: dict[str, str] = field(default_factory=dict)
+    # The relational target (docs/targets-postgres.md): credentials come from the environment or a file.
+    target_kind: str = "iceberg"
+    jdbc_url: str | None = None
+    jdbc_connections: int = 4
+    jdbc_credentials_file: str | None = None
 
     def target_for(self, window: Window) -> str:
         """Return the dotted target table name for a window."""
@@ -109,7 +116,15 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         default=[],
         help="KEY=VALUE Iceberg table property for the tables the job creates",
     )
+    parser.add_argument("--target-kind", choices=TARGET_KINDS, default="iceberg")
+    parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
+    parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
+    parser.add_argument("--jdbc-credentials-file", help="file (mode 600) with user= and password= lines")
     args = parser.parse_args(list(argv))
+    if args.target_kind == "jdbc" and not args.jdbc_url:
+        parser.error("--target-kind jdbc needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)")
+    if args.jdbc_connections < 1:
+        parser.error(f"--jdbc-connections must be at least 1, got {args.jdbc_connections}")
     try:
         properties = parse_table_properties(args.table_property)
     except MergeJobError as err:
@@ -129,7 +144,11 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             )
         if manifest_uri(reference) not in manifests:
             manifests.append(manifest_uri(reference))
-    as_given = {name: getattr(args, name) for name in ("namespace", "table_name_template", "delete_mode")}
+    as_given = {
+        name: getattr(args, name)
+        for name in ("namespace", "table_name_template", "delete_mode")
+        + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
+    }
     return MergeSettings(
         tuple(manifests), targets=targets, write_mode=args.write_mode, table_properties=properties, **as_given
     )

@@ -23,7 +23,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.base import (
     MergeTarget,
     ranges_after,
 )
-from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget
+from airflow_provider_sqlserver_cdc.spark.merge.targets.selection import target_from_settings
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     Window,
     check_files,
@@ -255,11 +255,11 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     does not stop the others: every table is attempted, then ``TableMergeError`` names the failed ones.
 
     :param settings: the job's settings.
-    :param target: the kind of target table; default the Iceberg target with the settings' write mode.
+    :param target: the kind of target table; default the one the settings select (``targets.selection``).
     """
     configure_session(spark)
     if target is None:
-        target = IcebergTarget(spark, settings.write_mode, settings.table_properties)
+        target = target_from_settings(spark, settings)
     target.check_session()
     if not settings.manifests:
         raise MergeJobError("no window manifests given: pass --manifest (the extract task's manifest URI)")
