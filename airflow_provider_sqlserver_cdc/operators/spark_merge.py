@@ -9,9 +9,14 @@ from urllib.parse import urlsplit
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
+    JdbcTarget,
+    jdbc_target_from_connection,
+)
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
+    TARGET_KINDS,
     WRITE_MODES,
     parse_table_properties,
 )
@@ -22,6 +27,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
     parse_result_line,
     tables_with_status,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
@@ -39,6 +45,9 @@ def merge_job_arguments(
     delete_mode: str = "soft",
     write_mode: str = "merge-on-read",
     properties: Mapping[str, str] | None = None,
+    jdbc_url: str | None = None,
+    jdbc_connections: int = 4,
+    jdbc_credentials_file: str | None = None,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -50,8 +59,22 @@ def merge_job_arguments(
     :param write_mode: Iceberg row-level write mode set when a target is created.
     :param properties: further Iceberg table properties set when a target is created, e.g.
         ``{"write.target-file-size-bytes": "134217728"}``.
+    :param jdbc_url: the relational target's JDBC URL (docs/targets-postgres.md), without credentials;
+        None for Iceberg.
+    :param jdbc_connections: connections that load a batch into the relational target at once.
+    :param jdbc_credentials_file: a file (mode 600, where the Spark driver runs) holding the login.
     """
     property_arguments = table_property_arguments(properties)
+    target_arguments: list[str] = []
+    if jdbc_url is not None:
+        try:
+            check_jdbc_url(jdbc_url)
+        except MergeJobError as err:
+            raise ValueError(str(err)) from None
+        target_arguments = ["--target-kind", "jdbc", "--jdbc-url", jdbc_url]
+        target_arguments += ["--jdbc-connections", str(jdbc_connections)]
+        if jdbc_credentials_file:
+            target_arguments += ["--jdbc-credentials-file", jdbc_credentials_file]
     if delete_mode not in DELETE_MODES:
         raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
     if write_mode not in WRITE_MODES:
@@ -71,7 +94,15 @@ def merge_job_arguments(
         arguments += ["--table-name-template", table_name_template]
     for capture_instance, table in (targets or {}).items():
         arguments += ["--target", f"{capture_instance}={table}"]
-    return [*arguments, "--delete-mode", delete_mode, "--write-mode", write_mode, *property_arguments]
+    return [
+        *arguments,
+        "--delete-mode",
+        delete_mode,
+        "--write-mode",
+        write_mode,
+        *property_arguments,
+        *target_arguments,
+    ]
 
 
 def window_manifest_uris(value: Any) -> list[str]:
@@ -174,6 +205,16 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param table_properties: further Iceberg table properties set on table creation. (templated)
     :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default); False when
         the cluster's Python has this provider installed, at the same version.
+    :param target_kind: ``iceberg`` (default) or ``jdbc``: tables ``namespace.table`` of a PostgreSQL
+        database (``namespace`` is then the schema; docs/targets-postgres.md). Spark needs the JDBC
+        driver in ``jars`` (Debian: ``/usr/share/java/postgresql.jar``).
+    :param target_conn_id: for ``jdbc``, the Airflow connection (type ``postgres``) of the target
+        database: the job gets the URL as an argument and the login in the environment of the
+        spark-submit process (client deploy mode), never on the command line. (templated)
+    :param jdbc_url: for ``jdbc`` instead of a connection: the URL, with ``jdbc_credentials_file``.
+    :param jdbc_credentials_file: a file (mode 600, ``user=`` / ``password=`` lines) where the Spark
+        driver runs, for cluster deploy mode, where the spark-submit environment does not reach it.
+    :param jdbc_connections: connections that load each batch into the target at once.
     """
 
     template_fields: Sequence[str] = (
@@ -183,6 +224,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "table_name_template",
         "targets",
         "table_properties",
+        "target_conn_id",
+        "jdbc_url",
     )
 
     def __init__(
@@ -197,6 +240,11 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         write_mode: str = "merge-on-read",
         table_properties: Mapping[str, str] | None = None,
         ship_job_modules: bool = True,
+        target_kind: str = "iceberg",
+        target_conn_id: str | None = None,
+        jdbc_url: str | None = None,
+        jdbc_credentials_file: str | None = None,
+        jdbc_connections: int = 4,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -218,6 +266,23 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
         self.ship_job_modules = ship_job_modules
+        if target_kind not in TARGET_KINDS:
+            raise ValueError(
+                f"{self.task_id}: target_kind must be one of {TARGET_KINDS}, got {target_kind!r}"
+            )
+        if target_kind == "jdbc" and not (target_conn_id or (jdbc_url and jdbc_credentials_file)):
+            raise ValueError(
+                f"{self.task_id}: target_kind 'jdbc' needs target_conn_id (an Airflow connection to the target "
+                "database), or jdbc_url with jdbc_credentials_file"
+            )
+        if jdbc_connections < 1:
+            raise ValueError(f"{self.task_id}: jdbc_connections must be at least 1, got {jdbc_connections}")
+        self.target_kind = target_kind
+        self.target_conn_id = target_conn_id
+        self.jdbc_url = jdbc_url
+        self.jdbc_credentials_file = jdbc_credentials_file
+        self.jdbc_connections = jdbc_connections
+        self._jdbc_target: JdbcTarget | None = None
         self.merge_result: dict[str, Any] | None = None
 
     def _window_value(self, context: Context) -> Any:
@@ -234,6 +299,14 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "
                 "check that the extract task ran and returned its window description"
             )
+        url = self.jdbc_url
+        self._jdbc_target = None
+        if self.target_kind == "jdbc" and self.target_conn_id:
+            from airflow.sdk import BaseHook
+
+            connection = BaseHook.get_connection(self.target_conn_id)
+            self._jdbc_target = jdbc_target_from_connection(self.target_conn_id, connection)
+            url = url or self._jdbc_target.url
         self.application_args = merge_job_arguments(
             manifests,
             namespace=self.namespace,
@@ -242,6 +315,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             delete_mode=self.delete_mode,
             write_mode=self.write_mode,
             properties=self.table_properties,
+            jdbc_url=url if self.target_kind == "jdbc" else None,
+            jdbc_connections=self.jdbc_connections,
+            jdbc_credentials_file=self.jdbc_credentials_file,
         )
         if self.ship_job_modules:
             job_modules = merge_job_py_files()
@@ -269,7 +345,31 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             log_output(self._read_result_line(lines))
 
         hook._process_spark_submit_log = log_and_read_result  # type: ignore[method-assign]
+        if self._jdbc_target is not None and not self.jdbc_credentials_file:
+            self._pass_login_in_environment(hook, self._jdbc_target)
         return hook
+
+    def _pass_login_in_environment(self, hook: SparkSubmitHook, target: JdbcTarget) -> None:
+        """Give the spark-submit process the target's login in its environment, not its arguments.
+
+        The hook turns ``env_vars`` into ``--conf`` arguments on YARN and Kubernetes, so the login
+        is added to the process environment after the command is built. It reaches the job's driver
+        in client deploy mode only.
+        """
+        build = hook._build_spark_submit_command
+
+        def build_then_add_login(application: str) -> list[str]:
+            command = build(application)
+            if hook._connection.get("deploy_mode") == "cluster":
+                raise AirflowException(
+                    f"{self.task_id}: the JDBC target's login reaches the Spark driver through the spark-submit "
+                    "process's environment, which a driver in cluster deploy mode does not get. Use deploy mode "
+                    "client, or pass jdbc_url and jdbc_credentials_file (a mode-600 file where the driver runs)"
+                )
+            hook._env = {**(hook._env or {}), **target.environment()}
+            return command
+
+        hook._build_spark_submit_command = build_then_add_login  # type: ignore[method-assign]
 
     def _read_result_line(self, lines: Iterator[Any]) -> Iterator[Any]:
         for line in lines:

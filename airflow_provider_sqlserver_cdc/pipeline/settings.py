@@ -39,6 +39,7 @@ from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperato
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
 
@@ -177,6 +178,40 @@ class SnapshotSettings(_Section):
 
 
 @dataclass(frozen=True)
+class TargetSettings(_Section):
+    """
+    Where the merge writes: Iceberg (default) or a relational database over JDBC (docs/targets-postgres.md).
+
+    One target database per pipeline; ``merge.namespace`` is then the schema, and ``merge.tables``
+    names each capture instance's table.
+
+    :param kind: ``iceberg`` or ``jdbc`` (PostgreSQL).
+    :param conn_id: Airflow connection (type ``postgres``) of the target database: the job gets its
+        URL, and the login in the spark-submit process's environment (client deploy mode).
+    :param url: the JDBC URL instead of a connection, with ``credentials_file``.
+    :param credentials_file: a mode-600 file (``user=``/``password=``) where the Spark driver runs.
+    :param connections: JDBC connections that load each batch at once (rows hashed by key).
+    """
+
+    key: ClassVar[str] = "merge.target"
+    kind: str = operator_default(CdcSparkMergeOperator, "target_kind")
+    conn_id: str | None = None
+    url: str | None = None
+    credentials_file: str | None = None
+    connections: int = operator_default(CdcSparkMergeOperator, "jdbc_connections")
+
+    def check(self) -> None:
+        """Refuse an unknown kind, a JDBC target without a login, and fewer than one connection."""
+        self._require("kind", self.kind in TARGET_KINDS, f"must be one of {TARGET_KINDS}, got {self.kind!r}")
+        self._require(
+            "conn_id",
+            self.kind != "jdbc" or bool(self.conn_id or (self.url and self.credentials_file)),
+            "a jdbc target needs conn_id (or url with credentials_file)",
+        )
+        self._require("connections", self.connections >= 1, "must be at least 1")
+
+
+@dataclass(frozen=True)
 class MergeSettings(_Section):
     """
     CdcSparkMergeOperator: one Spark application merges every window of a run.
@@ -189,6 +224,8 @@ class MergeSettings(_Section):
     :param write_mode: ``merge-on-read`` or ``copy-on-write``, set when a target table is created.
     :param table_properties: further Iceberg properties of the tables the merge creates.
     :param execution_timeout_minutes: stop a hung merge (its retry skips windows already applied).
+    :param tables: capture instance -> target table (``namespace.table``), overriding the template.
+    :param target: the kind of target (Iceberg or a JDBC database) and how to reach it.
     """
 
     key: ClassVar[str] = "merge"
@@ -198,6 +235,8 @@ class MergeSettings(_Section):
     write_mode: str = operator_default(CdcSparkMergeOperator, "write_mode")
     table_properties: Mapping[str, str] = field(default_factory=dict)
     execution_timeout_minutes: float = 60.0
+    tables: Mapping[str, str] = field(default_factory=dict)
+    target: TargetSettings = field(default_factory=TargetSettings)
 
     def check(self) -> None:
         """Refuse a non-positive timeout (the operator checks the modes when the DAG is built)."""

@@ -21,6 +21,9 @@ ALLOWED_IMPORTS = {
     "os",
     "pathlib",
     "re",
+    "secrets",  # the JDBC target: staging table names
+    "stat",  # the JDBC target: credentials file mode
+    "urllib",  # the JDBC target: URL checks
     "sys",
     "tempfile",
     "zipfile",
