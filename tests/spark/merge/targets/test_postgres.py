@@ -345,3 +345,29 @@ def test_a_target_lacking_the_driver_or_login_is_refused_with_what_to_do(
     monkeypatch.setenv(PASSWORD_ENV, "wrong")
     with pytest.raises(TableMergeError, match="password authentication failed"):
         run_job(spark, settings)
+
+
+def test_columns_the_source_adds_or_widens_are_added_and_widened(
+    merge: Any, base: Path, postgres_server: PostgresServer, database: str
+) -> None:
+    log = ChangeLog()
+    merge(users_window(base, 0x100, log, [log.insert(id=1, email="a@x")]))
+    wider = Column("email", "varchar", pa.string(), max_length=200)
+    phone = Column("phone", "nvarchar", pa.string(), max_length=40)
+    start = log.lsn + 1
+    changes = flatten([log.insert(id=2, email="b" * 150, phone="+49 30 1234")])
+    columns = (Column("id", "bigint", pa.int64(), nullable=False, max_length=8), wider, phone)
+    merge(write_window(base, WindowSpec("dbo_users", start, log.lsn, changes, columns=columns)))
+    with postgres_server.connect(database) as conn:
+        types = dict(
+            conn.execute(
+                "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute "
+                "WHERE attrelid = 'cdc.dbo_users'::regclass AND attnum > 0"
+            ).fetchall()
+        )
+    assert (types["id"], types["email"], types["phone"]) == (
+        "bigint",
+        "character varying(200)",
+        "character varying(20)",
+    )
+    assert rows(postgres_server, database) == {1: (False, "a@x", None), 2: (False, "b" * 150, "+49 30 1234")}
