@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -187,9 +188,19 @@ class PostgresTarget(MergeTarget):
             )
             conn.commit()
         try:
-            LOG.info("target %s: staging the net effect over %d connection(s)", plan.table, self.connections)
+            started = time.monotonic()
             self._load_stage(staged, stage)
+            loaded = time.monotonic()
+            LOG.info(
+                "target %s: net effect staged over %d connection(s) in %.1f s",
+                plan.table,
+                self.connections,
+                loaded - started,
+            )
             self._apply_stage(batch, columns, stage)
+            LOG.info(
+                "target %s: apply transaction committed in %.1f s", plan.table, time.monotonic() - loaded
+            )
         finally:
             with self._connect() as conn:
                 conn.execute(f"DROP TABLE IF EXISTS {stage}")
@@ -252,7 +263,6 @@ class PostgresTarget(MergeTarget):
                 )
             self._before_commit(conn)
             conn.commit()
-        LOG.info("target %s: applied %s", plan.table, batch.labels)
 
     def _before_commit(self, conn: JdbcConnection) -> None:
         """Run just before the apply transaction commits (tests stop the job here)."""
