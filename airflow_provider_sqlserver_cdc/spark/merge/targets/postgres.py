@@ -210,9 +210,7 @@ class PostgresTarget(MergeTarget):
         from pyspark.sql import functions as F
 
         plan = batch.plan
-        net = net_effect_frame(
-            batch.changes.select(*[spark_quote(c) for c in batch.changes.columns]), plan.key_columns
-        )
+        net = net_effect_frame(batch.changes, plan.key_columns)
         selected = []
         for name in [*columns, START_LSN, SEQVAL, OPERATION, COMMIT_TIME, DELETED]:
             field = net.schema[name]
