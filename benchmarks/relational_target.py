@@ -21,6 +21,7 @@ import datetime as dt
 import decimal
 import io
 import json
+import logging
 import os
 import statistics
 import tempfile
@@ -178,6 +179,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", default="1,2,4")
     args = parser.parse_args()
+    # The target logs how long the staging load and the apply transaction took: the split of each run.
+    logging.basicConfig(format="  %(message)s")
+    logging.getLogger("sqlserver_cdc.merge_job").setLevel(logging.INFO)
+    logging.getLogger("sqlserver_cdc.merge_job").addFilter(
+        lambda r: "staged" in r.msg or "committed" in r.msg
+    )
     rows, changes = int(5_000_000 * args.scale), int(1_000_000 * args.scale)
     counts = [int(c) for c in args.connections.split(",")]
     with PostgresServer.start() as server, tempfile.TemporaryDirectory() as work:
