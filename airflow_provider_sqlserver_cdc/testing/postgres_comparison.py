@@ -27,6 +27,7 @@ from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     compare_rows,
     expected_target_type,
     read_source_rows,
+    target_table_name,
     target_value,
 )
 
@@ -167,12 +168,7 @@ def compare_postgres_tables(
     comparisons = []
     for name in capture_instances:
         instance = hook.get_capture_instance(name)
-        table = f"{schema}." + template.format(
-            capture_instance=instance.name,
-            schema=instance.source_schema,
-            table=instance.source_table,
-            database="",
-        )
+        table = target_table_name(instance, schema, template)
         conn = hook.new_connection()
         try:
             comparisons.append(compare_postgres_table(pg_conn, conn, instance, table))

@@ -28,6 +28,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     POSITION_COLUMNS,
     SEQVAL,
     START_LSN,
+    TARGET_META_COLUMNS,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 
@@ -39,14 +40,14 @@ STAGE_PREFIX = "_cdc_stage_"
 #: PostgreSQL truncates identifiers to 63 bytes.
 MAX_IDENTIFIER = 63
 
-#: The change columns of a target table: name, PostgreSQL type, nullable.
-META_COLUMNS = (
-    (START_LSN, "bytea", False),
-    (SEQVAL, "bytea", False),
-    (OPERATION, "integer", False),
-    (COMMIT_TIME, "timestamp with time zone", True),
-    (DELETED, "boolean", False),
-)
+#: The change columns of a target table (``change_columns.TARGET_META_COLUMNS``): name, PostgreSQL type, nullable.
+_META_TYPES = {
+    "BINARY": "bytea",
+    "INT": "integer",
+    "TIMESTAMP": "timestamp with time zone",
+    "BOOLEAN": "boolean",
+}
+META_COLUMNS = tuple((name, _META_TYPES[spark], nullable) for name, spark, nullable in TARGET_META_COLUMNS)
 
 _FIXED = {
     "bit": "boolean",
