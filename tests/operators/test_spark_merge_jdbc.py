@@ -40,6 +40,14 @@ class _Popen:
         return 0
 
 
+class _TaskInstance:
+    def __init__(self) -> None:
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.pushed[key] = value
+
+
 @pytest.fixture
 def spark_submit(monkeypatch: pytest.MonkeyPatch) -> type[_Popen]:
     _Popen.calls = []
@@ -60,7 +68,7 @@ def test_the_login_goes_to_the_environment_of_spark_submit_not_its_arguments(
         task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target",
         jars="/usr/share/java/postgresql.jar", env_vars={"OTHER": "1"}, jdbc_connections=2,
     )  # fmt: skip
-    operator.execute({})
+    operator.execute({"ti": _TaskInstance()})
     command, env = spark_submit.calls[0]
     assert not any(SECRET in argument or "replicator" in argument for argument in command)
     assert env[USER_ENV] == "replicator" and env[PASSWORD_ENV] == SECRET and env["OTHER"] == "1"
@@ -82,13 +90,13 @@ def test_cluster_deploy_mode_needs_a_credentials_file(
         task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target"
     )
     with pytest.raises(AirflowException, match="jdbc_credentials_file"):
-        operator.execute({})
+        operator.execute({"ti": _TaskInstance()})
     assert spark_submit.calls == []
     with_file = CdcSparkMergeOperator(
         task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc",
         jdbc_url="jdbc:postgresql://pg.internal:5433/reporting", jdbc_credentials_file="/etc/cdc/pg.login",
     )  # fmt: skip
-    with_file.execute({})
+    with_file.execute({"ti": _TaskInstance()})
     command, env = spark_submit.calls[0]
     assert command[-2:] == ["--jdbc-credentials-file", "/etc/cdc/pg.login"] and USER_ENV not in env
 

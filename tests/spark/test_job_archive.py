@@ -23,6 +23,7 @@ ALLOWED_IMPORTS = {
     "re",
     "secrets",  # the JDBC target: staging table names
     "stat",  # the JDBC target: credentials file mode
+    "time",  # the JDBC target: how long the staging load and the apply took
     "urllib",  # the JDBC target: URL checks
     "sys",
     "tempfile",
