@@ -116,6 +116,8 @@ clean:
 
 # The pipeline end to end on the SQL Server CDC simulator: a few minutely DAG runs and a
 # source-versus-target check per table (demo/run_demo.py; everything it writes is in .demo/).
+# `make demo DEMO_ARGS="--target postgres"` replicates into a throw-away PostgreSQL instead.
+DEMO_ARGS ?=
 .PHONY: demo
 demo: venv
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/run_demo.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python demo/run_demo.py $(DEMO_ARGS)

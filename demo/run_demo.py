@@ -186,13 +186,47 @@ def spark_session(settings: Any) -> Iterator[Any]:
         session.stop()
 
 
-def summarize(settings: Any) -> bool:
+def postgres_environment(server: Any) -> dict[str, str]:
+    """The variables that turn the example DAG's target into PostgreSQL (``--target postgres``)."""
+    from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
+    from airflow_provider_sqlserver_cdc.testing.postgres_server import postgres_jdbc_jar
+
+    database = server.create_database("demo_target")
+    return {
+        "SQLSERVER_CDC_TARGET_KIND": "jdbc",
+        "SQLSERVER_CDC_TARGET_CONN_ID": "demo_postgres",
+        "SQLSERVER_CDC_NAMESPACE": "cdc",
+        "SQLSERVER_CDC_SPARK_JARS": f"{iceberg_runtime_jar()},{postgres_jdbc_jar()}",
+        airflow_connections.connection_variable("demo_postgres"): server.airflow_connection(database),
+    }
+
+
+@contextlib.contextmanager
+def target_comparisons(settings: Any, hook: Any, postgres: Any) -> Iterator[list[Any]]:
+    """Compare every table with its target: Iceberg read with Spark, or PostgreSQL read with psycopg."""
+    merge = settings.merge
+    if postgres is not None:
+        from airflow_provider_sqlserver_cdc.testing.postgres_comparison import compare_postgres_tables
+
+        with postgres.connect("demo_target") as pg:
+            yield compare_postgres_tables(
+                pg, hook, settings.tables, merge.namespace, merge.table_name_template
+            )
+        return
+    from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
+
+    with spark_session(settings) as spark:
+        yield compare_replicated_tables(
+            spark, hook, settings.tables, merge.namespace, merge.table_name_template
+        )
+
+
+def summarize(settings: Any, postgres: Any = None) -> bool:
     """Print the per-table summary; return whether every table matches its source."""
     from airflow.models.variable import Variable
 
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.state import Watermark
-    from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
     from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
     hook = SqlServerCdcHook(CONN_ID)
@@ -200,17 +234,13 @@ def summarize(settings: Any) -> bool:
     tz = hook.get_server_time_zone()
     server_now_utc = tz.to_utc(status.server_now.replace(tzinfo=None))
     staging = Path(settings.staging_path)
-    merge = settings.merge
     all_match = True
     print()
     print("=" * 100)
     print(f"capture job: {status.describe()}")
     print("=" * 100)
-    with spark_session(settings) as spark:
+    with target_comparisons(settings, hook, postgres) as comparisons:
         names = settings.tables
-        comparisons = compare_replicated_tables(
-            spark, hook, names, merge.namespace, merge.table_name_template
-        )
         for name, comparison in zip(names, comparisons, strict=True):
             counts = windows_summary(staging, name)
             key = watermark_key(CONN_ID, hook.database, name)
@@ -272,6 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=15.0, help="workload transactions per second")
     parser.add_argument("--initial-rows", type=int, default=200, help="rows per table before the first run")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--target",
+        choices=("iceberg", "postgres"),
+        default="iceberg",
+        help="postgres: replicate into a throw-away PostgreSQL instead (docs/targets-postgres.md)",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
 
@@ -279,11 +315,18 @@ def main(argv: list[str] | None = None) -> int:
     (DEMO_DIR / "logs").mkdir(parents=True)
     password = "Demo-" + secrets.token_urlsafe(12)  # throwaway; lives only in this process tree's env
     processes = Processes()
+    postgres = None
     try:
         log("starting the SQL Server CDC simulator")
         host, port = start_simulator(processes, password)
         log(f"simulator ready on {host}:{port} (server time zone {SERVER_TIME_ZONE})")
         env = {**os.environ, **demo_environment(host, port, password)}
+        if args.target == "postgres":
+            from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServer
+
+            postgres = PostgresServer.start()
+            env.update(postgres_environment(postgres))
+            log(f"PostgreSQL target on {postgres.host}:{postgres.port}, schema cdc")
         os.environ.update(env)  # this process reads Variables and the source for the summary
         source_env = {**env, "SQLSERVER_CDC_ODBC": odbc_connection_string(host, port, password)}
 
@@ -349,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             log("the workload generator failed; see .demo/logs/workload-run.log")
         log("workload: " + (DEMO_DIR / "logs" / "workload-run.log").read_text().strip().splitlines()[-1])
         print_maintenance(sorted((DEMO_DIR / "logs").glob("run-*.log"))[-1])
-        matches = summarize(settings)
+        matches = summarize(settings, postgres)
         failed = [s for s in states if s != "success"]
         if failed:
             print(f"{len(failed)} DAG run(s) did not succeed: logs in {DEMO_DIR / 'logs'}")
@@ -357,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if matches and not failed else 1
     finally:
         processes.stop_all()
+        if postgres is not None:
+            postgres.stop()
 
 
 if __name__ == "__main__":

@@ -44,3 +44,15 @@ def test_the_demo_environment_keeps_everything_under_dot_demo() -> None:
         assert env[key].startswith(str(demo.DEMO_DIR)), key
     assert env["SQLSERVER_CDC_SCHEDULE"] == "* * * * *"
     assert "iceberg-spark-runtime-3.5_2.12" in env["SQLSERVER_CDC_SPARK_JARS"]
+
+
+def test_the_postgres_flag_points_the_example_dag_at_a_postgresql_target(postgres_server: object) -> None:
+    from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings
+
+    env = demo.postgres_environment(postgres_server)
+    settings = ReplicationSettings.from_yaml(demo.DAGS_FOLDER / "sqlserver_cdc_config.yaml", environ=env)
+    target = settings.merge.target
+    assert (target.kind, target.conn_id, settings.merge.namespace) == ("jdbc", "demo_postgres", "cdc")
+    connection = json.loads(env["AIRFLOW_CONN_DEMO_POSTGRES"])
+    assert connection["conn_type"] == "postgres" and connection["schema"] == "demo_target"
+    assert env["SQLSERVER_CDC_SPARK_JARS"].endswith("postgresql.jar")
