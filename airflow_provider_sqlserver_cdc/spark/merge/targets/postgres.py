@@ -179,7 +179,8 @@ class PostgresTarget(MergeTarget):
     def apply(self, batch: ChangeBatch) -> None:
         """Stage the batch's net effect over several connections, then apply it and its LSN ranges in one transaction."""
         plan = batch.plan
-        columns = {name: planned_columns(plan)[name] for name in _table_names(plan, batch.columns)}
+        planned = planned_columns(plan)
+        columns = {name: planned[name] for name in _table_names(plan, batch.columns)}
         staged = self._staged_frame(batch, columns)
         stage = sibling_table(plan.table, prefix=STAGE_PREFIX, suffix="_" + secrets.token_hex(4))
         with self._connect() as conn:
@@ -202,9 +203,17 @@ class PostgresTarget(MergeTarget):
                 "target %s: apply transaction committed in %.1f s", plan.table, time.monotonic() - loaded
             )
         finally:
-            with self._connect() as conn:
-                conn.execute(f"DROP TABLE IF EXISTS {stage}")
-                conn.commit()
+            try:
+                with self._connect() as conn:
+                    conn.execute(f"DROP TABLE IF EXISTS {stage}")
+                    conn.commit()
+            except Exception as err:  # never hide the apply's own error behind the clean-up's
+                LOG.warning(
+                    "target %s: could not drop the staging table %s (%s); drop it later",
+                    plan.table,
+                    stage,
+                    err,
+                )
 
     def _staged_frame(self, batch: ChangeBatch, columns: Mapping[str, Any]) -> DataFrame:
         from pyspark.sql import functions as F
