@@ -7,8 +7,8 @@ set-based (``postgres_sql.ApplyStatements``: older rows out, newer rows in, the 
 guard on every key) and records the applied LSN ranges in the schema's bookkeeping table: the
 data and the ranges commit together, or neither does. A crash before the commit leaves the
 target as it was (PostgreSQL rolls back a transaction whose connection is gone); the staging
-table is dropped afterwards, unless the driver itself died (then an unlogged ``_cdc_stage_*``
-table is left, safe to drop).
+table is dropped afterwards, unless the driver itself died: then the next apply of the table drops
+the unlogged ``_cdc_stage_*`` table once it is a day old.
 """
 
 from __future__ import annotations
@@ -184,9 +184,11 @@ class PostgresTarget(MergeTarget):
         staged = self._staged_frame(batch, columns)
         stage = sibling_table(plan.table, prefix=STAGE_PREFIX, suffix="_" + secrets.token_hex(4))
         with self._connect() as conn:
+            _drop_stale_stages(conn, plan.table)
             conn.execute(
                 create_stage_sql(stage, {f.name: stage_type(_spark(f)) for f in staged.schema.fields})
             )
+            conn.execute(f"COMMENT ON TABLE {stage} IS '{STAGE_COMMENT}{int(time.time())}'")
             conn.commit()
         try:
             started = time.monotonic()
@@ -273,6 +275,28 @@ class PostgresTarget(MergeTarget):
 
     def _before_commit(self, conn: JdbcConnection) -> None:
         """Run just before the apply transaction commits (tests stop the job here)."""
+
+
+#: The comment of a staging table, then its creation time (Unix seconds); one older than STALE_STAGE_HOURS was left by a
+#: driver that died (a live run drops its own staging table when it ends).
+STAGE_COMMENT = "sqlserver-cdc staging table created "
+STALE_STAGE_HOURS = 24
+_STALE_STAGES_SQL = (
+    "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE n.nspname = ? AND c.relkind = 'r' AND starts_with(c.relname, ?) "
+    "AND starts_with(coalesce(obj_description(c.oid, 'pg_class'), ''), ?) "
+    "AND to_timestamp(substr(obj_description(c.oid, 'pg_class'), ?)::bigint) < now() - make_interval(hours => ?)"
+)
+
+
+def _drop_stale_stages(conn: JdbcConnection, table: str) -> None:
+    """Drop the table's staging tables that drivers which died left more than STALE_STAGE_HOURS ago."""
+    schema, _ = split_table(table)
+    prefix = sibling_table(table, prefix=STAGE_PREFIX, suffix="_00000000").split(".", 1)[1].strip('"')[:-8]
+    parameters = [schema, prefix, STAGE_COMMENT, len(STAGE_COMMENT) + 1, STALE_STAGE_HOURS]
+    for (name,) in conn.query(_STALE_STAGES_SQL, parameters):
+        LOG.warning("target %s: dropping the staging table %s a failed run left behind", table, name)
+        conn.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 _PRIMARY_KEY_SQL = (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+import time
 import uuid
 import zlib
 from pathlib import Path
@@ -239,8 +240,24 @@ def test_a_kill_mid_apply_changes_nothing_and_a_rerun_completes(
         merge(w2, w3, target=stopped)
     assert rows(postgres_server, database) == before
     assert recorded_ranges(postgres_server, database) == {"dbo_users": f"{lsn_hex(0x100)}-{lsn_hex(0x160)}"}
+    day_old, recent = int(time.time()) - 25 * 3600, int(time.time()) - 60
+    with postgres_server.connect(database) as conn:  # what drivers that died left (the job dropped its own)
+        assert stage_tables(conn) == []
+        for name, created in (
+            ("_cdc_stage_dbo_users_0000dead", day_old),
+            ("_cdc_stage_dbo_users_0000beef", recent),
+        ):
+            conn.execute(f"CREATE UNLOGGED TABLE cdc.{name} (id int)")
+            conn.execute(f"COMMENT ON TABLE cdc.{name} IS 'sqlserver-cdc staging table created {created}'")
     merge(w2, w3)
     assert rows(postgres_server, database) == EXPECTED_AFTER_THREE
+    with postgres_server.connect(database) as conn:  # another run's staging table may still be loading
+        assert stage_tables(conn) == ["_cdc_stage_dbo_users_0000beef"]
+
+
+def stage_tables(conn: Any) -> list[str]:
+    found = conn.execute("SELECT relname FROM pg_class WHERE starts_with(relname, '_cdc_stage_') ORDER BY 1")
+    return [name for (name,) in found.fetchall()]
 
 
 DECIMAL = Column("big", "decimal", pa.decimal128(38, 10), precision=38, scale=10, max_length=17)
