@@ -261,7 +261,8 @@ def add_replication_tasks(
         "merge": merge,
         "commit": commit,
     }
-    if settings.maintenance.enabled:
+    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
+    if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
     check_shared_paths(
         {"staging_path": settings.staging_path}

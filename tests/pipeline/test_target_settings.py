@@ -11,7 +11,12 @@ from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsErro
 
 def _settings(merge: dict) -> ReplicationSettings:
     return ReplicationSettings.from_mapping(
-        {"tables": ["dbo_orders", "dbo_users"], "staging_path": "/tmp/staging", "merge": merge},
+        {
+            "tables": ["dbo_orders", "dbo_users"],
+            "staging_path": "/tmp/staging",
+            "merge": merge,
+            "maintenance": {"enabled": True},
+        },
         environ={"PG_CONN": "reporting_pg"},
     )
 
@@ -24,11 +29,14 @@ def test_a_jdbc_target_and_per_table_names_reach_the_merge_operator() -> None:
             "target": {"kind": "jdbc", "conn_id": "${PG_CONN}", "connections": 2},
         }
     )
-    merge = cdc_replication_dag(settings, dag_id="cdc_to_pg").task_dict["merge"]
+    tasks = cdc_replication_dag(settings, dag_id="cdc_to_pg").task_dict
+    assert "maintain_tables" not in tasks  # Iceberg maintenance: nothing to do for PostgreSQL tables
+    merge = tasks["merge"]
     assert (merge.target_kind, merge.target_conn_id, merge.jdbc_connections) == ("jdbc", "reporting_pg", 2)
     assert merge.targets == {"dbo_users": "crm.users"} and merge.namespace == "cdc"
     default = _settings({"namespace": "lake.cdc"})
     assert default.merge.target.kind == "iceberg" and default.merge.target.connections == 4
+    assert "maintain_tables" in cdc_replication_dag(default, dag_id="cdc_to_lake").task_dict
 
 
 @pytest.mark.parametrize(
