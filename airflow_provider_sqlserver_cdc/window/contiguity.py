@@ -52,8 +52,6 @@ class ChangeCount:
 class ChangeSource(LsnSource, Protocol):
     """The questions the guard asks the server (implemented by SqlServerCdcHook)."""
 
-    def decrement_lsn(self, lsn: Lsn) -> Lsn: ...
-
     def count_changes(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> ChangeCount: ...
 
 
@@ -155,8 +153,10 @@ def guard_window(
         return GuardedWindow(window)
     if not window.is_empty and covers(applied.ranges, int(window.from_lsn), int(window.to_lsn)):
         return GuardedWindow(window)
-    hole_from = source.increment_lsn(through)
-    hole_to = window.to_lsn if window.is_empty else source.decrement_lsn(window.from_lsn)
+    # The hole's bounds are LSN values, not log positions: integer neighbours, as the applied ranges
+    # count them (fn_cdc_get_all_changes takes any value inside the instance's range).
+    hole_from = Lsn.from_int(int(through) + 1)
+    hole_to = window.to_lsn if window.is_empty else Lsn.from_int(int(window.from_lsn) - 1)
     hole_from = clamp_to_instance(source, instance, hole_from, hole_to, tz)
     for lo, hi in _holes(int(hole_from), int(hole_to), applied.ranges):
         count = source.count_changes(instance.name, Lsn.from_int(lo), Lsn.from_int(hi))

@@ -326,6 +326,7 @@ def extract_windows(
         data_interval_end=data_interval_end,
         watermarks=watermarks,
     )
+    remedy = _backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end)
     guarded_windows = []
     for instance, window in zip(instances, planned, strict=True):
         mark = marks[instance.name]
@@ -337,7 +338,7 @@ def extract_windows(
             applied,
             tz,
             on_gap=on_gap,
-            remedy=_backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end),
+            remedy=remedy,
         )
         window = guarded.window
         events = _ddl_events(hook, instance, window, on_schema_change=on_schema_change, log=log)
