@@ -105,14 +105,21 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: venv client-deps
+# The suite runs on PYTEST_WORKERS processes (pytest-xdist; a test module stays on one worker, each
+# worker has its own Airflow home and Spark session), and the lowest-Airflow smoke tests run beside it:
+# most of their time is spent waiting on Airflow's start-up, not on the CPU.
+PYTEST_WORKERS ?= 2
+test: venv venv-lowest client-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest
-	$(MAKE) test-lowest
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-suite test-lowest
+
+.PHONY: test-suite
+test-suite: venv client-deps
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 clean:
-	rm -rf $(VENV) $(LOWEST_VENV) $(STAMP) .airflow-test-home .airflow-test-home-lowest .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST_VENV) $(STAMP) .airflow-test-home .airflow-test-home-* .pytest_cache .ruff_cache
 
 # The pipeline end to end on the SQL Server CDC simulator: a few minutely DAG runs and a
 # source-versus-target check per table (demo/run_demo.py; everything it writes is in .demo/).

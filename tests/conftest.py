@@ -19,7 +19,14 @@ from airflow_provider_sqlserver_cdc.testing.dag_runs import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-AIRFLOW_HOME = REPO_ROOT / ".airflow-test-home"
+# The Airflow home the caller chose (make test-lowest does), or the suite's own.
+_HOME = Path(os.environ.get("AIRFLOW_HOME") or REPO_ROOT / ".airflow-test-home")
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+# One Airflow home per pytest-xdist worker (its SQLite metadata database takes one writer); the
+# controller's settings, inherited by the workers, are replaced, and the DAG-run processes inherit these.
+AIRFLOW_HOME = _HOME.with_name(f"{_HOME.name}-{_WORKER}") if _WORKER else _HOME
+if _WORKER:
+    os.environ.update(airflow_home_environment(AIRFLOW_HOME))
 
 # Airflow reads its configuration at import time: set it before anything imports airflow.
 _settings = {
