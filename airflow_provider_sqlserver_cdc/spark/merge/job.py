@@ -90,7 +90,10 @@ def merge_batch(
 
 
 def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
-    """Return the plan's windows not applied yet; refuse out-of-order windows under hard deletes."""
+    """Return the plan's windows not applied yet; refuse out-of-order windows under hard deletes.
+
+    :param hard: hard deletes into a target that forgets deleted keys (windows must come in LSN order).
+    """
     pending = []
     for window in plan.windows:
         manifest = window.manifest
@@ -102,9 +105,10 @@ def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
         if hard and ranges and manifest.kind == "changes" and manifest.lsn_range[0] <= ranges[-1][1]:
             raise MergeJobError(
                 f"target table {plan.table}: window {window.label} starts at or below the highest applied LSN "
-                f"{Lsn.from_int(ranges[-1][1])} of {manifest.capture_instance}. With --delete-mode hard windows "
-                "must be merged in LSN order (a deleted row leaves no trace, so an older window would bring it "
-                "back); use --delete-mode soft for backfills and re-runs"
+                f"{Lsn.from_int(ranges[-1][1])} of {manifest.capture_instance}. With --delete-mode hard this target "
+                "takes windows in LSN order only (a deleted row leaves no trace, so an older window would bring it "
+                "back); use --delete-mode soft for backfills and re-runs (a PostgreSQL target keeps deleted keys "
+                "and takes any order)"
             )
         pending.append(window)
     _check_continuity(plan, pending)
@@ -143,7 +147,7 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
     """
     plan.exists = target.exists(plan.table)
     plan.applied = target.applied_ranges(plan.table) if plan.exists else {}
-    plan.windows = _pending(plan, hard)
+    plan.windows = _pending(plan, hard and not target.remembers_hard_deletes)
     for window in plan.windows:
         check_files(spark, window)
         if window.manifest.row_count > 0:

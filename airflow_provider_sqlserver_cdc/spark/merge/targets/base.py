@@ -80,6 +80,10 @@ class ChangeBatch:
 class MergeTarget(ABC):
     """A kind of target table the merge job writes to."""
 
+    #: True when the target keeps each hard-deleted key with the position of its delete, so that an older
+    #: change applied later cannot bring the row back: the job then takes hard-delete windows in any order.
+    remembers_hard_deletes: bool = False
+
     def check_session(self) -> None:  # noqa: B027 - optional hook: most targets need nothing
         """Raise ``MergeJobError`` if the Spark session lacks what the target needs."""
 

@@ -81,6 +81,9 @@ class PostgresTarget(MergeTarget):
     :param connections: JDBC connections that load the staging table at once (partitions by key hash).
     """
 
+    #: Hard deletes keep the key and the delete's position in ``<table>_cdc_deleted_keys``: windows in any order.
+    remembers_hard_deletes = True
+
     def __init__(
         self, spark: SparkSession, url: str, credentials: JdbcCredentials, connections: int = 4
     ) -> None:

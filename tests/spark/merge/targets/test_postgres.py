@@ -132,21 +132,31 @@ EXPECTED_AFTER_THREE = {
 }
 
 
+@pytest.mark.parametrize("delete_mode", ["soft", "hard"])
 def test_windows_out_of_order_and_replayed_give_the_source_state(
-    merge: Any, base: Path, postgres_server: PostgresServer, database: str
+    merge: Any, base: Path, postgres_server: PostgresServer, database: str, delete_mode: str
 ) -> None:
     w1, w2, w3 = three_windows(base)
-    merge(w3)
-    merge(w1)  # an older window after a newer one: its changes to keys 3, 5 and 7 are older, not applied
-    merge(w2)
-    assert rows(postgres_server, database) == EXPECTED_AFTER_THREE
+    # The newest window first: key 3 is re-inserted (w3) before its delete (w2) comes, key 5 deleted (w3)
+    # before its insert (w1) comes. Hard deletes too take this order: the deleted-key table remembers.
+    merge(w3, delete_mode=delete_mode)
+    merge(w1, delete_mode=delete_mode)  # older than w3: its changes to keys 3, 5 and 7 are not applied
+    merge(w2, delete_mode=delete_mode)  # key 3's delete is older than its re-insert: the row stays
+    expected = EXPECTED_AFTER_THREE
+    if delete_mode == "hard":
+        expected = {key: row for key, row in EXPECTED_AFTER_THREE.items() if not row[0]}
+    assert rows(postgres_server, database) == expected
     assert recorded_ranges(postgres_server, database) == {"dbo_users": f"{lsn_hex(0x100)}-{lsn_hex(0x1D0)}"}
     # A replay the bookkeeping does not know of (as if delivered twice): the LSN guard alone keeps the rows.
     with postgres_server.connect(database) as conn:
         conn.execute("DELETE FROM cdc._cdc_applied_lsn_ranges")
-    result = merge(w2, w1, w3)
+    result = merge(w2, w1, w3, delete_mode=delete_mode)
     assert result["cdc.dbo_users"]["status"] == "committed"
-    assert rows(postgres_server, database) == EXPECTED_AFTER_THREE
+    assert rows(postgres_server, database) == expected
+    if delete_mode == "hard":
+        with postgres_server.connect(database) as conn:
+            deleted = conn.execute("SELECT id FROM cdc.dbo_users_cdc_deleted_keys ORDER BY id").fetchall()
+        assert deleted == [(4,), (5,)]  # key 3's delete gave way to its newer re-insert
     with postgres_server.connect(database) as conn:
         types = dict(
             conn.execute(
