@@ -55,7 +55,7 @@ def merge_job_arguments(
     :param namespace: ``catalog.namespace`` that holds the target tables.
     :param table_name_template: target table name from the manifest's source, e.g. ``{schema}_{table}``.
     :param targets: capture instance -> ``catalog.namespace.table``, overriding the template.
-    :param delete_mode: ``soft`` (flag deleted rows) or ``hard`` (remove them; windows in LSN order).
+    :param delete_mode: ``soft`` (flag deleted rows) or ``hard`` (remove them; Iceberg: windows in LSN order).
     :param write_mode: Iceberg row-level write mode set when a target is created.
     :param properties: further Iceberg table properties set when a target is created, e.g.
         ``{"write.target-file-size-bytes": "134217728"}``.

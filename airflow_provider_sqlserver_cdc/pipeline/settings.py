@@ -15,7 +15,8 @@ cannot disagree:
   1M changes against 2-3x for copy-on-write, docs/merge-job.md#performance); compact the
   targets regularly. Set ``copy-on-write`` for tables that are read far more than written.
 - ``merge.delete_mode`` ``soft``: deleted rows stay flagged, so windows may be merged in any
-  order (backfills, retries); ``hard`` needs windows strictly in LSN order.
+  order (backfills, retries); ``hard`` needs windows strictly in LSN order (Iceberg; a PostgreSQL
+  target keeps deleted keys and takes any order).
 
 The other defaults are the pipeline's (factory.py explains why each is safe): a sensor in
 ``reschedule`` mode poking every 60 s for at most an hour, extract and snapshot timeouts of
@@ -220,7 +221,7 @@ class MergeSettings(_Section):
     :param table_name_template: target table name; ``{schema}``, ``{table}``, ``{capture_instance}``
         and ``{database}`` are replaced.
     :param delete_mode: ``soft`` (flag deleted rows; windows in any order) or ``hard`` (remove
-        them; windows strictly in LSN order, no backfills).
+        them; into Iceberg windows strictly in LSN order, no backfills; PostgreSQL takes any order).
     :param write_mode: ``merge-on-read`` or ``copy-on-write``, set when a target table is created.
     :param table_properties: further Iceberg properties of the tables the merge creates.
     :param execution_timeout_minutes: stop a hung merge (its retry skips windows already applied).

@@ -1,30 +1,184 @@
 """
-The example DAG with a PostgreSQL target (``merge.target.kind: jdbc`` through the YAML's
-environment variables): the snapshot run and a random interval leave every PostgreSQL table equal
-to its source. Real spark-submit: the target's login reaches the job only through spark-submit's
-environment. (Replays and out-of-order windows into PostgreSQL are proven without the DAG, in
-tests/spark/merge/targets: each DAG run here costs a spark-submit.)
+The proof for the PostgreSQL target: a seeded random workload, replicated interval by interval
+through the real example DAG (``merge.target.kind: jdbc`` through the YAML's environment
+variables, hard deletes), leaves every PostgreSQL table equal to its SQL Server source: values and
+types (``testing.postgres_comparison``). Real pieces only: the simulator over TDS, ``dag.test()``
+in its own process per run, spark-submit of the merge job, a real PostgreSQL over JDBC. The
+target's login reaches the job only through spark-submit's environment.
+
+The workload: inserts (multi-row), updates, deletes, primary-key updates and multi-statement
+transactions (``testing.workload``), plus, in ``dbo.customers`` (a unique index on ``email``, made on
+the target too, as a user would), emails swapped between rows, released by one row and taken by
+another, and taken from a deleted row, each in one transaction.
+
+1. Interval 0: the first run snapshots every table.
+2. Interval 1: the run is killed in the middle of the merge. The test holds a row lock on
+   ``dbo_type_zoo``'s row of the bookkeeping table, so that table's apply transaction waits there,
+   after its data statements and before its commit; the test then SIGKILLs the DAG run's process
+   and everything under it (the spark-submit driver holding the transaction): a worker that dies
+   mid-apply. The lock only chooses the moment; the fault is the kill. The two tables merged before
+   it have committed (data and applied ranges together), ``dbo_type_zoo`` holds nothing of the
+   window, and no watermark Variable moved (the watermark task never ran).
+3. Interval 2: the next run, as the scheduler makes it. Its extract heals back over interval 1
+   (the Variables lag), so two tables get a window overlapping what they hold: with hard deletes
+   into PostgreSQL that is merged (the deleted-key table keeps every delete's position), where
+   an Iceberg target refuses it.
+4. Interval 1 again, after interval 2 (the killed run re-run as a backfill, out of order): every
+   window is already applied, nothing is committed, no watermark moves.
+
+The target equals the source after steps 3 and 4. (Windows merged genuinely out of order, older
+changes after newer ones, are proven one level down with the same workload,
+tests/spark/merge/targets/test_postgres_replication.py: through the DAG the contiguity guard and
+the bookkeeping never let an older window in alone.)
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import random
+import signal
+import string
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
+import psutil
 import pytest
-from cdc_pipeline_harness import CAPTURE_INSTANCES, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import RUNNER, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.pipeline.table_list import tables_variable_key
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
 from airflow_provider_sqlserver_cdc.testing.postgres_comparison import compare_postgres_tables
 from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServer, postgres_jdbc_jar
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from airflow_provider_sqlserver_cdc.testing.workload.change_generator import WorkloadMix
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
+SEED = 20261125
+#: A unique secondary key (customers), a composite primary key (order_lines), every type (type_zoo).
+#: Three of the four sample tables: each table adds a MERGE to every run.
+TABLES = ("dbo_customers", "dbo_order_lines", "dbo_type_zoo")
+KILLED_TABLE = "cdc.dbo_type_zoo"
+TRANSACTIONS_PER_INTERVAL = 70
+#: More key updates, deletes and statements per transaction than the default mix.
+MIX = WorkloadMix(
+    insert=0.35, update=0.25, key_update=0.12, unique_key_update=0.1, delete=0.18, max_statements=6
+)
 
-def test_example_dag_replicates_into_postgresql(
+
+def assert_success(result: Any, what: str) -> None:
+    assert result.state == "success", f"{what}: DAG run {result.state}\n{result.output[-6000:]}"
+
+
+def trade_emails(conn: Any, rng: random.Random, workload: Workload) -> None:
+    """In one transaction: two pairs of customers swap emails, one takes an email another released, one a deleted row's."""
+    cursor = conn.cursor()
+    customers = cursor.execute("SELECT customer_id, email FROM dbo.customers ORDER BY customer_id").fetchall()
+    a, b, c, d, e, f, g, h = rng.sample([tuple(row) for row in customers], 8)
+
+    def set_email(key: int, email: str) -> None:
+        cursor.execute("UPDATE dbo.customers SET email = ? WHERE customer_id = ?", email, key)
+
+    conn.autocommit = False
+    try:
+        for (x, x_email), (y, y_email) in ((a, b), (c, d)):  # a swap through a temporary value
+            set_email(x, "swapping@example.org")
+            set_email(y, x_email)
+            set_email(x, y_email)
+        set_email(e[0], "".join(rng.choices(string.ascii_lowercase, k=12)) + "@example.org")  # e releases
+        set_email(f[0], e[1])  # f takes e's old email (and releases its own)
+        cursor.execute("DELETE FROM dbo.customers WHERE customer_id = ?", g[0])
+        set_email(h[0], g[1])  # h takes the deleted row's email
+        conn.commit()
+    finally:
+        conn.autocommit = True
+    workload.load_model(conn)  # the workload draws its next statements from the rows as they are now
+
+
+def bookkeeping(pg: Any) -> dict[str, tuple[str, Any]]:
+    """Target table -> (applied LSN ranges, updated_at) of the bookkeeping table."""
+    rows = pg.execute("SELECT target_table, applied_lsn_ranges, updated_at FROM cdc._cdc_applied_lsn_ranges")
+    return {table: (ranges, updated) for table, ranges, updated in rows.fetchall()}
+
+
+def table_digest(pg: Any, table: str) -> str:
+    """A digest of every row of a target table, change columns included."""
+    return pg.execute(
+        f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {table} t"
+    ).fetchone()[0]
+
+
+class ApplyKiller(threading.Thread):
+    """Wait until the apply of ``KILLED_TABLE`` waits on the test's lock, then SIGKILL the DAG run's process tree.
+
+    :param postgres_server: the target's server.
+    :param database: the target database.
+    :param harness: the set-up whose DAG run (``run_dag_process.py`` in ``harness.root``) is killed.
+    """
+
+    def __init__(self, postgres_server: PostgresServer, database: str, harness: PipelineHarness) -> None:
+        super().__init__(daemon=True)
+        self.server, self.database, self.harness = postgres_server, database, harness
+        self.killed: list[str] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        with self.server.connect(self.database) as pg:
+            while not self.stop.wait(0.2):
+                waiting = pg.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock' AND query LIKE '%_cdc_applied_lsn_ranges%FOR UPDATE'"
+                ).fetchone()[0]
+                if waiting:
+                    self._kill_dag_run()
+                    return
+
+    def _kill_dag_run(self) -> None:
+        runners = [
+            p
+            for p in psutil.process_iter(["cmdline", "cwd"])
+            if str(RUNNER) in (p.info["cmdline"] or []) and p.info["cwd"] == str(self.harness.root)
+        ]
+        for runner in runners:
+            tree = [runner, *runner.children(recursive=True)]
+            for process in tree:
+                try:
+                    self.killed.append(" ".join(process.cmdline()))
+                    process.send_signal(signal.SIGKILL)
+                except psutil.NoSuchProcess:
+                    pass
+
+
+def wait_until_no_backend_waits(pg: Any, seconds: float = 30) -> None:
+    """Wait until the killed driver's transaction is gone (PostgreSQL rolls it back when it finds the client dead)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = pg.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND query LIKE '%_cdc_applied_lsn_ranges%FOR UPDATE'"
+        ).fetchone()[0]
+        if not left:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the killed driver's apply transaction is still open")
+
+
+def compare(postgres_server: PostgresServer, database: str, harness: PipelineHarness) -> list[Any]:
+    hook = SqlServerCdcHook(harness.conn_id)
+    try:
+        with postgres_server.connect(database) as pg:
+            return compare_postgres_tables(pg, hook, TABLES, "cdc")
+    finally:
+        hook.close()
+
+
+def test_example_dag_replicates_into_postgresql_through_a_kill_a_heal_and_a_backfill(
     pipeline_harness: PipelineHarness, postgres_server: PostgresServer, airflow_db: Path
 ) -> None:
     harness = pipeline_harness
@@ -34,26 +188,94 @@ def test_example_dag_replicates_into_postgresql(
             "SQLSERVER_CDC_TARGET_KIND": "jdbc",
             "SQLSERVER_CDC_TARGET_CONN_ID": "pg_e2e",
             "SQLSERVER_CDC_NAMESPACE": "cdc",
+            "SQLSERVER_CDC_DELETE_MODE": "hard",
             "SQLSERVER_CDC_SPARK_JARS": f"{iceberg_runtime_jar()},{postgres_jdbc_jar()}",
             connection_variable("pg_e2e"): postgres_server.airflow_connection(database),
+            f"AIRFLOW_VAR_{tables_variable_key('sqlserver_cdc_to_iceberg').upper()}": json.dumps(TABLES),
         }
     )
     harness.start_intervals(hours_ago=2)
     start = harness.interval_start
-    workload = Workload(seed=20261125)
-    conn = create_sample_source(harness, workload, 25)
-    for k in (0, 1):
-        harness.write_interval(k, workload, conn, 40)
-        harness.close_interval(k)
-        result = harness.run(start(k + 1))
-        assert result.state == "success", result.output[-6000:]
-    assert postgres_server.password not in result.output
-    hook = SqlServerCdcHook(harness.conn_id)
+    harness.set_server_time(start(0) - dt.timedelta(seconds=30))  # the source exists before interval 0
+    workload = Workload(seed=SEED, mix=MIX)
+    rng = random.Random(SEED)
+    conn = create_sample_source(harness, workload, 30)
+    outputs = []
+
+    # Interval 0: the first run snapshots every table.
+    harness.write_interval(0, workload, conn, TRANSACTIONS_PER_INTERVAL)
+    harness.close_interval(0)
+    result = harness.run(start(1))
+    assert_success(result, "first run (snapshots)")
+    outputs.append(result.output)
+    with postgres_server.connect(database) as pg:  # the user's unique index, as on the source
+        pg.execute("CREATE UNIQUE INDEX customers_email ON cdc.dbo_customers (email)")
+    marks = harness.watermarks()
+
+    # Interval 1: the DAG run is killed while the merge's apply of dbo_type_zoo waits before its commit.
+    harness.write_interval(1, workload, conn, TRANSACTIONS_PER_INTERVAL)
+    trade_emails(conn, rng, workload)
+    harness.close_interval(1)
+    with postgres_server.connect(database) as pg:
+        before = bookkeeping(pg)
+        zoo_before = table_digest(pg, KILLED_TABLE)
+    lock = postgres_server.connect(database, autocommit=False)
+    lock.execute(
+        "SELECT 1 FROM cdc._cdc_applied_lsn_ranges WHERE target_table = %s FOR UPDATE", [KILLED_TABLE]
+    ).fetchall()
+    killer = ApplyKiller(postgres_server, database, harness)
+    killer.start()
     try:
-        with postgres_server.connect(database) as pg:
-            comparisons = compare_postgres_tables(pg, hook, CAPTURE_INSTANCES, "cdc")
+        killed = harness.run(start(2))
     finally:
-        hook.close()
-    conn.close()
+        killer.stop.set()
+        killer.join()
+        lock.rollback()
+        lock.close()
+    assert killer.killed, f"the apply never waited on the lock\n{killed.output[-6000:]}"
+    assert killed.state is None and killed.returncode == -signal.SIGKILL, killed.output[-3000:]
+    # The worker, the spark-submit JVM (the driver holding the JDBC transaction) and the job's Python process.
+    assert any("org.apache.spark.deploy.SparkSubmit" in cmd for cmd in killer.killed), killer.killed
+    assert any("merge_job.py" in cmd for cmd in killer.killed), killer.killed
+    outputs.append(killed.output)
+    with postgres_server.connect(database) as pg:
+        wait_until_no_backend_waits(pg)
+        after_kill = bookkeeping(pg)
+        assert table_digest(pg, KILLED_TABLE) == zoo_before  # nothing of its apply committed
+    assert after_kill[KILLED_TABLE] == before[KILLED_TABLE]
+    committed = [t for t in after_kill if t != KILLED_TABLE and after_kill[t][0] != before[t][0]]
+    assert sorted(committed) == ["cdc.dbo_customers", "cdc.dbo_order_lines"], (before, after_kill)
+    assert harness.watermarks() == marks  # the watermark task never ran
+
+    # Interval 2: the next run heals back over interval 1; two tables get windows overlapping what they hold.
+    harness.write_interval(2, workload, conn, TRANSACTIONS_PER_INTERVAL)
+    trade_emails(conn, rng, workload)
+    harness.close_interval(2)
+    result = harness.run(start(3))
+    assert_success(result, "the run after the killed one")
+    outputs.append(result.output)
+    assert result.output.count("healing a gap") >= len(TABLES), result.output[-6000:]
+    comparisons = compare(postgres_server, database, harness)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
-    assert all(c.source_rows > 0 for c in comparisons)
+    marks = harness.watermarks()
+    with postgres_server.connect(database) as pg:
+        applied = bookkeeping(pg)
+        deleted_keys = {
+            t: pg.execute(f"SELECT count(*) FROM {t}_cdc_deleted_keys").fetchone()[0]
+            for t in ("cdc.dbo_customers", "cdc.dbo_order_lines")
+        }
+    assert all("," not in ranges for ranges, _ in applied.values()), applied  # one range each
+    assert all(deleted_keys.values()), deleted_keys  # hard deletes (and key updates) went through it
+
+    # Interval 1 again, after interval 2: a backfill of the killed run. Every window is applied already.
+    result = harness.run(start(2))
+    assert_success(result, "re-run of the killed interval")
+    outputs.append(result.output)
+    with postgres_server.connect(database) as pg:
+        assert bookkeeping(pg) == applied  # not even the bookkeeping was written
+    assert harness.watermarks() == marks
+    comparisons = compare(postgres_server, database, harness)
+    assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+    assert all(c.source_rows > 0 and c.deleted_rows == 0 for c in comparisons), describe_all(comparisons)
+    assert not any(postgres_server.password in output for output in outputs)
+    conn.close()
