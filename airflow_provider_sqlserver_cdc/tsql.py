@@ -451,3 +451,23 @@ def ct_changes_query(
         f"SELECT {', '.join(select)} FROM CHANGETABLE(CHANGES {source}, ?) AS {change} "
         f"LEFT OUTER JOIN {source} AS {row} ON {on} ORDER BY {change}.[SYS_CHANGE_VERSION]"
     )
+
+
+def ct_rows_with_values_query(
+    schema: str, table: str, columns: Sequence[CapturedColumn], value_columns: Sequence[str]
+) -> str:
+    """
+    The rows of a tracked table that hold a value in any of ``value_columns``, every column read as in a window.
+
+    A Change Tracking window re-reads them after columns were added to the table (``ADD c ...
+    DEFAULT x WITH VALUES`` gives every existing row a value, and those rows are not in CHANGETABLE).
+    No parameters; run it in the window's SNAPSHOT transaction.
+
+    :param value_columns: the added columns (at least one).
+    """
+    if not value_columns:
+        raise ValueError("value_columns must name at least one column")
+    row = quote_name(CT_ROW_ALIAS)
+    select = ", ".join(_aliased_read(CT_ROW_ALIAS, c) for c in columns)
+    where = " OR ".join(f"{row}.{quote_name(name)} IS NOT NULL" for name in value_columns)
+    return f"SELECT {select} FROM {_source_table(schema, table)} AS {row} WHERE {where}"

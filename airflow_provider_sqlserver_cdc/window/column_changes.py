@@ -2,11 +2,13 @@
 Schema changes of a Change Tracking table, found by hashing its column list at every window.
 
 Change Tracking records no DDL. Every version window reads the table's columns afresh, so the
-window and the merge already carry an added or widened column (the merge adds it to the target)
-and the changed keys are read with the new column list. What the window cannot carry is the new
-column's value in rows that did not change since: :func:`describe_column_changes` compares the
-window's columns with those of the table's previous window (its manifest in the staging area)
-and the extract logs the difference at WARNING with the remedy (re-snapshot the table).
+window and the merge already carry an added or widened column (the merge adds it to the target,
+or widens it) and the changed keys are read with the new column list. What CHANGETABLE cannot
+give is the new column's value in rows that did not change since the DDL (``ADD c ... DEFAULT x
+WITH VALUES``, ``ADD c ... NOT NULL DEFAULT x``): :func:`previous_columns` finds the column list
+of the table's previous window (its manifest in the staging area), :func:`added_columns` the
+columns added since, and the extract re-reads the rows that hold a value in one of them
+(``window.version_windows``). :func:`describe_column_changes` says what changed, for the log.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
+
+    from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
 
 #: the fields of a manifest column that make up a table's shape
 SHAPE_FIELDS = ("name", "sql_type", "max_length", "precision", "scale", "nullable")
@@ -52,9 +56,25 @@ def describe_column_changes(
     return changes or ["column order changed"]
 
 
+def added_columns(before: Sequence[Mapping[str, Any]], after: Sequence[CapturedColumn]) -> list[str]:
+    """
+    The columns of ``after`` whose name is not in ``before`` (case-insensitive), in column order.
+
+    :param before: the previous window's manifest ``columns``.
+    :param after: the table's columns now.
+    """
+    old = {c["name"].lower() for c in before}
+    return [c.name for c in after if c.name.lower() not in old]
+
+
 def previous_columns(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -> list[dict[str, Any]] | None:
     """
     The columns of the table's newest window that ends at or below ``before``, or None when there is none.
+
+    Empty windows (no version in their range: the directory ``{last + 1}_{last}``) and unfinished
+    ones (no manifest) are passed over: the merge skips an empty window, so a column list it
+    carries never reached the target; the next window that holds a version compares with the
+    window before it and re-reads what a column added meanwhile holds.
 
     :param filesystem: the filesystem of the windows.
     :param table_dir: ``{base}/{name}`` on it.
@@ -62,19 +82,19 @@ def previous_columns(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -
     """
     import pyarrow.fs as pafs
 
-    newest: tuple[Lsn, str] | None = None
+    candidates: list[tuple[Lsn, str]] = []
     for info in filesystem.get_file_info(pafs.FileSelector(table_dir, allow_not_found=True)):
         if info.type != pafs.FileType.Directory or "_" not in info.base_name:
             continue
         try:
-            end = Lsn.from_hex(info.base_name.rsplit("_", 1)[1])
+            start, end = (Lsn.from_hex(part) for part in info.base_name.rsplit("_", 1))
         except ValueError:
             continue
-        if end <= before and (newest is None or end > newest[0]):
-            newest = (end, info.path)
-    if newest is None:
-        return None
-    try:
-        return read_manifest(filesystem, newest[1]).columns
-    except (OSError, ValueError):
-        return None  # an unfinished window (no manifest): nothing to compare with
+        if start <= end <= before:  # start > end: an empty window
+            candidates.append((end, info.path))
+    for _, path in sorted(candidates, reverse=True):
+        try:
+            return read_manifest(filesystem, path).columns
+        except (OSError, ValueError):
+            continue  # an unfinished window (no manifest): the one before it
+    return None

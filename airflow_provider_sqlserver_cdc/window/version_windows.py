@@ -20,9 +20,12 @@ Window modes:
   the window falls back to ``watermark`` and the log says so.
 - ``watermark``: from the stored watermark to the current version.
 
-An interval window never starts above the stored watermark (the target's applied-through
-version): CHANGETABLE from the watermark takes in whatever earlier runs missed, so the contiguity
-guard's "heal" is what a Change Tracking window always does.
+An interval window starts at the stored watermark (the target's applied-through version), not at
+the interval's first version. Below it, CHANGETABLE would give nothing the target lacks (it has no
+history: each key once, with its current values) and would fail once that version is cleaned up;
+above it, CHANGETABLE from the watermark takes in whatever earlier runs missed, so the contiguity
+guard's "heal" is what a Change Tracking window always does. A re-run or an out-of-order backfill
+of an interval the target holds is therefore an empty window: nothing is read, nothing changes.
 
 A row's version may lie above ``stop``: CHANGETABLE reports a key's *latest* change, and the row's
 values are those of that latest version, so the row is kept with its true version (dropping it
@@ -56,6 +59,7 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, watermark_key
 from airflow_provider_sqlserver_cdc.window.column_changes import (
+    added_columns,
     column_hash,
     describe_column_changes,
     previous_columns,
@@ -70,7 +74,7 @@ from airflow_provider_sqlserver_cdc.window.net_effect import DELETE, INSERT, OPE
 
 if TYPE_CHECKING:
     import logging
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
@@ -134,19 +138,30 @@ def plan_version_window(
         first = hook.version_at(data_interval_start.astimezone(UTC))
         last = hook.version_at(data_interval_end.astimezone(UTC)) if first is not None else None
         if first is not None and last is not None:
-            if watermark_version is not None and watermark_version < first:
-                # The target holds every change up to the watermark only: CHANGETABLE from there takes
-                # in whatever earlier runs missed (it reports each key once, so nothing is repeated).
-                if log is not None:
-                    log.warning(
-                        "%s: the target holds changes up to version %d only, the interval starts after %d: "
-                        "this window starts at the watermark to take in the versions in between",
-                        instance.name,
-                        watermark_version,
-                        first,
-                    )
-                first = watermark_version
-            return VersionWindow(first, max(first, last), "interval", data_interval_start, data_interval_end)
+            if watermark_version is None:
+                return VersionWindow(
+                    first, max(first, last), "interval", data_interval_start, data_interval_end
+                )
+            if log is not None and watermark_version < first:
+                log.warning(
+                    "%s: the target holds changes up to version %d only, the interval starts after %d: "
+                    "this window starts at the watermark to take in the versions in between",
+                    instance.name,
+                    watermark_version,
+                    first,
+                )
+            if log is not None and last <= watermark_version:
+                log.info(
+                    "%s: the target already holds the interval's versions (up to %d; watermark %d): "
+                    "an empty window (a re-run or a backfill)",
+                    instance.name,
+                    last,
+                    watermark_version,
+                )
+            # CHANGETABLE has no history (each key once, with its current values): read from an older
+            # version, it gives nothing the target lacks, and fails once that version is cleaned up.
+            stop = max(watermark_version, last)
+            return VersionWindow(watermark_version, stop, "interval", data_interval_start, data_interval_end)
         if log is not None:
             log.warning(
                 "%s: sys.dm_tran_commit_table is not readable (GRANT VIEW SERVER STATE to map the data "
@@ -195,6 +210,8 @@ def extract_version_window(
     Extract one version window into ``{base_uri}/{name}/{from}_{to}/`` and write its manifest last.
 
     Returns the result and whether the window is empty (no version in the range; not queried).
+    When columns were added to the table since its previous window, the window also re-reads, in
+    the same SNAPSHOT transaction, every row that holds a value in one of them (see the module).
 
     :raises ChangeTrackingRetentionError: the last version is below the table's min valid version.
     """
@@ -204,6 +221,10 @@ def extract_version_window(
     converters = [column_converter(c) for c in instance.columns]
     counts = zero_operation_counts()
     last = window.last_version
+    table_dir = f"{base_path}/{instance.name}"
+    before = previous_columns(filesystem, table_dir, version_lsn(last))
+    added = added_columns(before, instance.columns) if before is not None else []
+    rows = reread = 0
     with hook.snapshot_transaction() as conn:
         current = int(hook.read_in_transaction(conn, tsql.CT_CURRENT_VERSION) or 0)
         stop = current if window.stop_version is None else min(window.stop_version, current)
@@ -226,33 +247,36 @@ def extract_version_window(
         empty = stop == last
         directory = f"{version_lsn(last + 1).hex}_{version_lsn(stop).hex}"
         writer = ParquetWindowWriter(
-            filesystem, f"{base_path}/{instance.name}/{directory}", schema, max_file_bytes=max_file_bytes
+            filesystem, f"{table_dir}/{directory}", schema, max_file_bytes=max_file_bytes
         )
-        rows = 0
         with writer:
             if not empty:
-                cursor = conn.cursor()
-                try:
-                    cursor.execute(
-                        tsql.ct_changes_query(
-                            instance.source_schema,
-                            instance.source_table,
-                            instance.columns,
-                            instance.key_columns,
+                changes = tsql.ct_changes_query(
+                    instance.source_schema, instance.source_table, instance.columns, instance.key_columns
+                )
+                rows = _copy_rows(conn, changes, (last,), writer, schema, converters, counts, batch_size)
+                if added:
+                    # Rows unchanged since the DDL are not in CHANGETABLE, but hold the added columns'
+                    # values (DEFAULT ... WITH VALUES, NOT NULL DEFAULT): they go in as updates at `stop`,
+                    # where their values hold (a key changed after `last` is also a CHANGETABLE row, and
+                    # the merge keeps each key's newest position).
+                    reread = _copy_rows(
+                        conn,
+                        tsql.ct_rows_with_values_query(
+                            instance.source_schema, instance.source_table, instance.columns, added
                         ),
-                        last,
+                        (),
+                        writer,
+                        schema,
+                        converters,
+                        counts,
+                        batch_size,
+                        version=stop,
                     )
-                    while chunk := cursor.fetchmany(batch_size):
-                        batch = _batch(chunk, schema, converters)
-                        writer.write_batch(batch)
-                        rows += len(chunk)
-                        for op in batch.column("__$operation").to_pylist():
-                            counts[OPERATION_NAMES[op]] += 1
-                finally:
-                    cursor.close()
+                    rows += reread
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
-        _log_column_changes(filesystem, f"{base_path}/{instance.name}", instance, last, log)
+        _log_column_changes(instance, before, added, reread, empty, log)
     first = version_lsn(last if empty else last + 1).hex
     manifest = WindowManifest(
         kind="changes",
@@ -273,28 +297,75 @@ def extract_version_window(
         dag_id=dag_id,
         run_id=run_id,
     )
-    window_dir = f"{base_path}/{instance.name}/{directory}"
+    window_dir = f"{table_dir}/{directory}"
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log), empty
 
 
+def _copy_rows(
+    conn: Any,
+    sql: str,
+    params: Sequence[Any],
+    writer: ParquetWindowWriter,
+    schema: pa.Schema,
+    converters: Sequence[Any],
+    counts: dict[str, int],
+    batch_size: int,
+    *,
+    version: int | None = None,
+) -> int:
+    """
+    Stream ``sql``'s rows into the window; return how many.
+
+    :param version: None: the rows start with version and operation (:func:`tsql.ct_changes_query`);
+        else they hold the columns only and go in as updates at this version.
+    """
+    rows = 0
+    cursor = conn.cursor()
+    try:
+        cursor.execute(sql, *params)
+        while chunk := cursor.fetchmany(batch_size):
+            if version is not None:
+                chunk = [(version, "U", *row) for row in chunk]
+            batch = _batch(chunk, schema, converters)
+            writer.write_batch(batch)
+            rows += len(chunk)
+            for op in batch.column("__$operation").to_pylist():
+                counts[OPERATION_NAMES[op]] += 1
+    finally:
+        cursor.close()
+    return rows
+
+
 def _log_column_changes(
-    filesystem: Any, table_dir: str, instance: CaptureInstance, last: int, log: logging.Logger
+    instance: CaptureInstance,
+    before: Sequence[Mapping[str, Any]] | None,
+    added: Sequence[str],
+    reread: int,
+    empty: bool,
+    log: logging.Logger,
 ) -> None:
-    """Warn when the table's columns differ from its previous window's (``window.column_changes``)."""
-    before = previous_columns(filesystem, table_dir, version_lsn(last))
-    changes = describe_column_changes(before, column_descriptions(instance)) if before is not None else []
-    if changes:
-        log.warning(
-            "%s: the table's columns changed since its previous window (%s; column hash %s -> %s). The target "
-            "gets the new column list with this window, and the changed keys carry their current values; rows "
-            "that did not change since keep NULL in added columns. Re-snapshot the table to fill them: "
-            'trigger the DAG with conf {"resnapshot": ["%s"]}.',
-            instance.name,
-            "; ".join(changes),
-            column_hash(before or []),
-            column_hash(column_descriptions(instance)),
-            instance.name,
+    """Say how the table's columns changed since its previous window, and what the window did about it."""
+    after = column_descriptions(instance)
+    changes = describe_column_changes(before, after) if before is not None else []
+    if not changes:
+        return
+    if empty:
+        done = "no version since the previous window: the next window that holds one takes the change in"
+    elif added:
+        done = (
+            f"the target gets the new column list with this window; besides the changed keys, the {reread} "
+            f"row(s) that hold a value in {', '.join(added)} were re-read"
         )
+    else:
+        done = "the target gets the new column list with this window (the merge widens what it can)"
+    log.warning(
+        "%s: the table's columns changed since its previous window (%s; column hash %s -> %s): %s",
+        instance.name,
+        "; ".join(changes),
+        column_hash(before or []),
+        column_hash(after),
+        done,
+    )
 
 
 def extract_version_windows(

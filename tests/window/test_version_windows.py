@@ -154,6 +154,24 @@ def test_interval_windows_map_the_data_interval_through_the_commit_table(source,
         data_interval_end=start + dt.timedelta(hours=1),
     )
     assert (window.last_version, window.stop_version, window.mode) == (1, 2, "interval")
+
+    def planned(watermark: int, hours: int) -> tuple[int, int | None]:
+        begin = start + dt.timedelta(hours=hours)
+        w = plan_version_window(
+            hook,
+            table,
+            mode="interval",
+            watermark_version=watermark,
+            data_interval_start=begin,
+            data_interval_end=begin + dt.timedelta(hours=1),
+        )
+        return w.last_version, w.stop_version
+
+    # A window starts at the watermark: missed versions are taken in (v2 of 10:00-11:00 in 11:00-12:00) ...
+    assert planned(watermark=1, hours=1) == (1, 3)
+    # ... and an interval the target holds (a re-run, an older interval backfilled) is an empty window,
+    # read from no version below the watermark (which retention may have cleaned up).
+    assert planned(watermark=3, hours=0) == (3, 3)
     # a login without VIEW SERVER STATE cannot read the commit table: the window is watermark-based
     monkeypatch.setattr(ChangeTrackingHook, "version_at", lambda self, when: None)
     window = plan_version_window(
@@ -227,11 +245,22 @@ def test_load_plan_snapshots_new_tables_fails_on_a_retention_gap_or_resnapshots_
     assert xcom == {"snapshot": ["dbo.orders"], "extract": []} and "retention gap" in decisions[0]["reason"]
 
 
-def test_a_column_added_to_a_tracked_table_is_in_the_next_window_and_logged(source, tmp_path, caplog):
+def _positions(window_uri: str) -> list[tuple[int, int, str | None, str | None]]:
+    """(order_id, version, channel, note) of every row of a window, sorted."""
+    return sorted(
+        (r["order_id"], lsn_version(Lsn(r["__$start_lsn"])), r.get("channel"), r.get("note"))
+        for r in _rows(window_uri)
+    )
+
+
+def test_added_columns_reread_the_rows_that_hold_a_value_in_them(source, tmp_path, caplog):
     hook = ChangeTrackingHook(CONN)
-    snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))  # columns before
+    snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))  # v1, columns before
+    # Every existing row gets 'web' (NOT NULL DEFAULT); `note` stays NULL in rows nobody changes.
     source.execute(
-        "ALTER TABLE dbo.orders ADD note nvarchar(20) NULL;UPDATE dbo.orders SET note = N'new' WHERE order_id = 2",
+        "ALTER TABLE dbo.orders ADD channel varchar(10) NOT NULL DEFAULT 'web', note nvarchar(20) NULL;"
+        "UPDATE dbo.orders SET note = N'new', channel = 'app' WHERE order_id = 2;"  # v2
+        "INSERT INTO dbo.orders (order_id, customer) VALUES (3, N'cy')",  # v3
         "ctshop",
     )
     table = hook.get_tracked_table("dbo.orders")  # every window reads the column list afresh
@@ -246,9 +275,53 @@ def test_a_column_added_to_a_tracked_table_is_in_the_next_window_and_logged(sour
             log=log,
         )
     warning = " ".join(r.getMessage() for r in caplog.records)
-    assert "added note nvarchar" in warning and '"resnapshot": ["dbo_orders"]' in warning
-    assert [c["name"] for c in result.manifest.columns][-1] == "note"
-    assert [(r["order_id"], r["note"]) for r in _rows(result.window_uri)] == [(2, "new")]
+    assert "added channel varchar; added note nvarchar" in warning
+    assert "3 row(s) that hold a value in channel, note were re-read" in warning
+    assert [c["name"] for c in result.manifest.columns][-2:] == ["channel", "note"]
+    # The changed keys at their versions, and every row re-read at the window's stop version (3):
+    # order 1 never changed since the DDL and gets its 'web'; the merge keeps each key's newest position.
+    assert _positions(result.window_uri) == [
+        (1, 3, "web", None),
+        (2, 2, "app", "new"),
+        (2, 3, "app", "new"),
+        (3, 3, "web", None),
+        (3, 3, "web", None),
+    ]
+    assert result.manifest.operation_counts == {
+        "delete": 0,
+        "insert": 1,
+        "update_before": 0,
+        "update_after": 4,
+    }
+
+    # The next window compares with this one: no change, nothing re-read.
+    source.execute("UPDATE dbo.orders SET note = N'x' WHERE order_id = 1", "ctshop")  # v4
+    table = hook.get_tracked_table("dbo.orders")
+    following, _ = extract_version_window(
+        hook, table, VersionWindow(3, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert _positions(following.window_uri) == [(1, 4, "web", "x")]
+
+
+def test_a_column_added_without_a_version_is_taken_in_by_the_next_window_that_has_one(source, tmp_path):
+    hook = ChangeTrackingHook(CONN)
+    snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))  # v1
+    source.execute("ALTER TABLE dbo.orders ADD channel varchar(10) NOT NULL DEFAULT 'web'", "ctshop")
+    table = hook.get_tracked_table("dbo.orders")
+    # No DML since the DDL: an empty window (the merge skips it), which must not hide the change.
+    quiet, empty = extract_version_window(
+        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert empty and [c["name"] for c in quiet.manifest.columns][-1] == "channel"
+    source.execute("UPDATE dbo.orders SET amount = 5 WHERE order_id = 2", "ctshop")  # v2
+    result, _ = extract_version_window(
+        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+    )
+    assert [(k, v, c) for k, v, c, _ in _positions(result.window_uri)] == [
+        (1, 2, "web"),
+        (2, 2, "web"),
+        (2, 2, "web"),
+    ]
 
 
 def test_version_sensor_waits_for_a_secondary_behind_the_watermark_and_for_the_interval_end(
