@@ -145,17 +145,8 @@ def test_interval_windows_map_the_data_interval_through_the_commit_table(source,
     hook = ChangeTrackingHook(CONN)
     table = hook.get_tracked_table("dbo.orders")
     start = dt.datetime(2026, 1, 1, 10, tzinfo=dt.UTC)
-    window = plan_version_window(
-        hook,
-        table,
-        mode="interval",
-        watermark_version=None,
-        data_interval_start=start,
-        data_interval_end=start + dt.timedelta(hours=1),
-    )
-    assert (window.last_version, window.stop_version, window.mode) == (1, 2, "interval")
 
-    def planned(watermark: int, hours: int) -> tuple[int, int | None]:
+    def planned(watermark: int | None, hours: int = 0) -> tuple[int, int | None, str]:
         begin = start + dt.timedelta(hours=hours)
         w = plan_version_window(
             hook,
@@ -165,24 +156,17 @@ def test_interval_windows_map_the_data_interval_through_the_commit_table(source,
             data_interval_start=begin,
             data_interval_end=begin + dt.timedelta(hours=1),
         )
-        return w.last_version, w.stop_version
+        return w.last_version, w.stop_version, w.mode
 
+    assert planned(watermark=None) == (1, 2, "interval")
     # A window starts at the watermark: missed versions are taken in (v2 of 10:00-11:00 in 11:00-12:00) ...
-    assert planned(watermark=1, hours=1) == (1, 3)
+    assert planned(watermark=1, hours=1) == (1, 3, "interval")
     # ... and an interval the target holds (a re-run, an older interval backfilled) is an empty window,
     # read from no version below the watermark (which retention may have cleaned up).
-    assert planned(watermark=3, hours=0) == (3, 3)
+    assert planned(watermark=3) == (3, 3, "interval")
     # a login without VIEW SERVER STATE cannot read the commit table: the window is watermark-based
     monkeypatch.setattr(ChangeTrackingHook, "version_at", lambda self, when: None)
-    window = plan_version_window(
-        hook,
-        table,
-        mode="interval",
-        watermark_version=1,
-        data_interval_start=start,
-        data_interval_end=start + dt.timedelta(hours=1),
-    )
-    assert (window.last_version, window.stop_version, window.mode) == (1, None, "watermark")
+    assert planned(watermark=1) == (1, None, "watermark")
 
 
 def test_extract_version_windows_continues_after_the_stored_watermark(source, tmp_path, monkeypatch):
