@@ -139,5 +139,6 @@ def test_change_tracking_tables_share_the_merge_and_the_watermark_commit(dag_bag
     assert tasks["ct_extract"].upstream_task_ids >= {"ct_wait_for_version", "ct_extract_list"}
     assert tasks["merge"].upstream_task_ids == {"snapshot", "extract", "ct_snapshot", "ct_extract"}
     assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "ct_snapshot", "ct_extract"}
-    assert tasks["ct_extract"].partial_kwargs["window_mode"] == "watermark"
+    assert tasks["ct_extract"].partial_kwargs["window_mode"] == "interval"
     assert tasks["ct_plan"].tables == ["dbo.orders", "dbo.order_lines", "dbo.type_zoo"]
+    assert tasks["ct_plan"].auto_resnapshot is False  # SQLSERVER_CT_AUTO_RESNAPSHOT=true turns it on
