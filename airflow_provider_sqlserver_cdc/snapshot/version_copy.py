@@ -30,6 +30,7 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_batch, update_mask_all
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
+from airflow_provider_sqlserver_cdc.window.column_changes import columns_before, record_columns
 from airflow_provider_sqlserver_cdc.window.extraction import finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
     WindowManifest,
@@ -126,6 +127,10 @@ def snapshot_tracked_table(
         run_id=run_id,
     )
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
+    table_dir = f"{base_path}/{instance.name}"
+    record_columns(
+        filesystem, table_dir, position, manifest.columns, columns_before(filesystem, table_dir, position)
+    )
     if log is not None:
         log.info("%s: snapshot at change tracking version %s (%d rows)", instance.name, version, rows)
     return result.change_window(

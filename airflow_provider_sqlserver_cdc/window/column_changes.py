@@ -5,10 +5,16 @@ Change Tracking records no DDL. Every version window reads the table's columns a
 window and the merge already carry an added or widened column (the merge adds it to the target,
 or widens it) and the changed keys are read with the new column list. What CHANGETABLE cannot
 give is the new column's value in rows that did not change since the DDL (``ADD c ... DEFAULT x
-WITH VALUES``, ``ADD c ... NOT NULL DEFAULT x``): :func:`previous_columns` finds the column list
-of the table's previous window (its manifest in the staging area), :func:`added_columns` the
-columns added since, and the extract re-reads the rows that hold a value in one of them
+WITH VALUES``, ``ADD c ... NOT NULL DEFAULT x``): :func:`columns_before` finds the column list
+the table had up to the window's last synchronized version, :func:`added_columns` the columns
+added since, and the extract re-reads the rows that hold a value in one of them
 (``window.version_windows``). :func:`describe_column_changes` says what changed, for the log.
+
+The column lists live in ``{base}/{table}/_column_history.json`` next to the table's windows: one
+entry per column list, with the version of the first window that had it, appended by
+:func:`record_columns` after a window with a different list (a few entries over a table's life,
+so a run reads one small file however many windows the staging area holds). Without the file
+(staging written before it existed) the newest window manifest is read instead, once.
 """
 
 from __future__ import annotations
@@ -19,13 +25,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_atomically
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
 
+#: the column history of a tracked table, in its directory of windows
+HISTORY_NAME = "_column_history.json"
 #: the fields of a manifest column that make up a table's shape
 SHAPE_FIELDS = ("name", "sql_type", "max_length", "precision", "scale", "nullable")
 
@@ -98,3 +106,54 @@ def previous_columns(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -
         except (OSError, ValueError):
             continue  # an unfinished window (no manifest): the one before it
     return None
+
+
+def _read_history(filesystem: pafs.FileSystem, table_dir: str) -> list[dict[str, Any]] | None:
+    """The entries of the table's column history, oldest first; None when it has none."""
+    try:
+        with filesystem.open_input_stream(f"{table_dir}/{HISTORY_NAME}") as stream:
+            entries = json.loads(stream.read())["entries"]
+    except FileNotFoundError:
+        return None
+    return sorted(entries, key=lambda e: Lsn.from_hex(e["through"]))
+
+
+def columns_before(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -> list[dict[str, Any]] | None:
+    """
+    The table's column list as of ``before`` (a window's last synchronized position), or None when unknown.
+
+    :param filesystem: the filesystem of the windows.
+    :param table_dir: ``{base}/{name}`` on it.
+    :param before: the new window's last synchronized position.
+    """
+    history = _read_history(filesystem, table_dir)
+    if history is None:
+        return previous_columns(filesystem, table_dir, before)
+    known = [e for e in history if Lsn.from_hex(e["through"]) <= before]
+    return known[-1]["columns"] if known else None
+
+
+def record_columns(
+    filesystem: pafs.FileSystem,
+    table_dir: str,
+    through: Lsn,
+    columns: Sequence[Mapping[str, Any]],
+    before: Sequence[Mapping[str, Any]] | None,
+) -> None:
+    """
+    Add the column list of a finished window that holds a version to the history, when it differs from ``before``.
+
+    An empty window must not be recorded: the merge skips it, so its column list never reached the
+    target, and the next window must still compare with the list before it.
+
+    :param through: the window's last position (its stop version).
+    :param columns: the window's columns (manifest ``columns``).
+    :param before: what :func:`columns_before` gave for the window.
+    """
+    history = _read_history(filesystem, table_dir)
+    if history is not None and before is not None and column_hash(before) == column_hash(columns):
+        return
+    entries = [e for e in history or [] if e["through"] != through.hex]
+    entries.append({"through": through.hex, "hash": column_hash(columns), "columns": list(columns)})
+    entries.sort(key=lambda e: Lsn.from_hex(e["through"]))
+    write_atomically(filesystem, table_dir, HISTORY_NAME, json.dumps({"entries": entries}, indent=1).encode())

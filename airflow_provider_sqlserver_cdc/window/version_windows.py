@@ -61,8 +61,9 @@ from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, wa
 from airflow_provider_sqlserver_cdc.window.column_changes import (
     added_columns,
     column_hash,
+    columns_before,
     describe_column_changes,
-    previous_columns,
+    record_columns,
 )
 from airflow_provider_sqlserver_cdc.window.extraction import ExtractResult, finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
@@ -222,7 +223,7 @@ def extract_version_window(
     counts = zero_operation_counts()
     last = window.last_version
     table_dir = f"{base_path}/{instance.name}"
-    before = previous_columns(filesystem, table_dir, version_lsn(last))
+    before = columns_before(filesystem, table_dir, version_lsn(last))
     added = added_columns(before, instance.columns) if before is not None else []
     rows = reread = 0
     with hook.snapshot_transaction() as conn:
@@ -298,7 +299,10 @@ def extract_version_window(
         run_id=run_id,
     )
     window_dir = f"{table_dir}/{directory}"
-    return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log), empty
+    result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
+    if not empty:
+        record_columns(filesystem, table_dir, version_lsn(stop), manifest.columns, before)
+    return result, empty
 
 
 def _copy_rows(

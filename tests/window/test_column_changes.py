@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from airflow_provider_sqlserver_cdc.window.column_changes import column_hash, describe_column_changes
 
 
@@ -28,3 +30,28 @@ def test_the_hash_ignores_what_is_not_the_tables_shape_and_sees_what_is():
     assert describe_column_changes(base, [*base, _column("note", "nvarchar", 40)]) == ["added note nvarchar"]
     assert describe_column_changes(base, base[:1]) == ["dropped name"]
     assert describe_column_changes(base, base[::-1]) == ["column order changed"]
+
+
+def test_the_column_history_gives_the_list_as_of_a_version_and_grows_only_on_a_change(tmp_path):
+    import pyarrow.fs as pafs
+
+    from airflow_provider_sqlserver_cdc.lsn import Lsn
+    from airflow_provider_sqlserver_cdc.window.column_changes import (
+        HISTORY_NAME,
+        columns_before,
+        record_columns,
+    )
+
+    fs, table_dir = pafs.LocalFileSystem(), str(tmp_path)
+    before = [_column("id", nullable=False)]
+    after = [*before, _column("note", "nvarchar", 40)]
+    assert columns_before(fs, table_dir, Lsn.from_int(9)) is None  # nothing known yet
+    record_columns(fs, table_dir, Lsn.from_int(3), before, None)  # the snapshot at version 3
+    record_columns(fs, table_dir, Lsn.from_int(5), before, before)  # same list: not recorded
+    record_columns(fs, table_dir, Lsn.from_int(8), after, before)  # a window with a column added
+    record_columns(fs, table_dir, Lsn.from_int(9), after, after)
+    entries = json.loads((tmp_path / HISTORY_NAME).read_text())["entries"]
+    assert [e["through"] for e in entries] == [Lsn.from_int(3).hex, Lsn.from_int(8).hex]
+    assert columns_before(fs, table_dir, Lsn.from_int(2)) is None
+    assert columns_before(fs, table_dir, Lsn.from_int(7)) == before  # a window after version 7 re-reads
+    assert columns_before(fs, table_dir, Lsn.from_int(8)) == after
