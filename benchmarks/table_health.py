@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import shutil
 import statistics
 import tempfile
 import time
@@ -146,9 +147,21 @@ def main() -> None:
     parser.add_argument("--retain-last", type=int, default=10)
     parser.add_argument("--report-every", type=int, default=100)
     parser.add_argument("--seed", type=int, default=23)
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the warehouse and windows (default: removed)"
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     work = Path(tempfile.mkdtemp(prefix="table-health-"))
+    try:
+        measure(args, rng, work)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(args: argparse.Namespace, rng: np.random.Generator, work: Path) -> None:
+    """Load the table, merge the windows, maintain it if asked, print the figures."""
     spark = spark_session(work / "warehouse", shuffle_partitions=4)
     properties = {"write.delete.granularity": args.delete_granularity} if args.delete_granularity else {}
     options = {"namespace": "lake.bench", "write_mode": args.write_mode, "table_properties": properties}
@@ -169,10 +182,15 @@ def main() -> None:
         if args.maintenance and number % args.maintenance_every == 0:
             started = time.perf_counter()
             entry = maintain_table(spark, TABLE, settings, dt.datetime.now(dt.UTC))
-            if entry["status"] == "maintained":
+            if entry["status"] != "skipped":
+                # Disk right after a run: the highest point (a full compaction's inputs are still pinned).
+                disk = disk_bytes(iceberg_table(spark, TABLE).location()) / max(
+                    entry["after"]["data_bytes"], 1
+                )
                 print(
-                    f"  window {number}: maintenance ({'; '.join(entry['reasons'])}) "
-                    f"{time.perf_counter() - started:.1f} s",
+                    f"  window {number}: maintenance {entry['status']} {entry.get('compaction', '')} "
+                    f"({'; '.join(entry['reasons']) or 'expiry only'}) {time.perf_counter() - started:.1f} s, "
+                    f"disk/live {disk:.2f}",
                     flush=True,
                 )
         if number % args.report_every == 0 or number == args.windows:

@@ -64,6 +64,8 @@ def maintenance_job_arguments(
         str(thresholds.snapshots),
         "--min-metadata-bytes",
         str(thresholds.metadata_bytes),
+        "--full-rewrite-delete-ratio",
+        f"{thresholds.full_rewrite_delete_ratio:g}",
         "--snapshot-retention-hours",
         f"{snapshot_retention_hours:g}",
         "--retain-last",

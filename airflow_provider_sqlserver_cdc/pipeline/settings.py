@@ -332,6 +332,8 @@ class TableMaintenanceSettings(_Section):
     :param min_small_files: data files under 3/4 of the target file size that make a table due.
     :param min_snapshots: snapshots that make a table due.
     :param min_metadata_bytes: metadata.json size that makes a table due.
+    :param full_rewrite_delete_ratio: a due table's large data files are rewritten too only once position
+        deletes reach this share of its rows (below it: small files and delete files only).
     :param snapshot_retention_hours: the time-travel window: older snapshots are expired.
     :param retain_last: snapshots kept whatever their age.
     :param orphan_age_hours: unreferenced files older than this are deleted (Iceberg's floor: 24).
@@ -347,6 +349,7 @@ class TableMaintenanceSettings(_Section):
     min_small_files: int = Thresholds().small_files
     min_snapshots: int = Thresholds().snapshots
     min_metadata_bytes: int = Thresholds().metadata_bytes
+    full_rewrite_delete_ratio: float = Thresholds().full_rewrite_delete_ratio
     snapshot_retention_hours: float = operator_default(
         CdcTableMaintenanceOperator, "snapshot_retention_hours"
     )
@@ -364,6 +367,9 @@ class TableMaintenanceSettings(_Section):
         )
         for name in ("min_delete_files", "min_small_files", "min_snapshots", "min_metadata_bytes"):
             self._require(name, getattr(self, name) >= 0, "must not be negative")
+        self._require(
+            "full_rewrite_delete_ratio", 0 < self.full_rewrite_delete_ratio <= 1, "must be in (0, 1]"
+        )
         self._require("retain_last", self.retain_last >= 1, "must be at least 1")
         self._require("snapshot_retention_hours", self.snapshot_retention_hours >= 0, "must not be negative")
         self._require(
@@ -379,7 +385,11 @@ class TableMaintenanceSettings(_Section):
     def thresholds(self) -> Thresholds:
         """The job's thresholds."""
         return Thresholds(
-            self.min_delete_files, self.min_small_files, self.min_snapshots, self.min_metadata_bytes
+            self.min_delete_files,
+            self.min_small_files,
+            self.min_snapshots,
+            self.min_metadata_bytes,
+            self.full_rewrite_delete_ratio,
         )
 
 

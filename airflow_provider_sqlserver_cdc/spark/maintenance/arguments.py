@@ -17,12 +17,16 @@ class Thresholds:
     :param small_files: data files under three quarters of the target file size.
     :param snapshots: snapshots in the table's metadata (each is a copy of the summary in metadata.json).
     :param metadata_bytes: size of the current metadata.json.
+    :param full_rewrite_delete_ratio: not a trigger but the kind of compaction a due table gets: the large
+        data files are rewritten too only once position deletes reach this share of the rows; below it
+        only the small files and the delete files are (docs/maintenance.md, "Disk").
     """
 
     delete_files: int = 20
     small_files: int = 20
     snapshots: int = 200
     metadata_bytes: int = 1_000_000
+    full_rewrite_delete_ratio: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
     parser.add_argument("--min-small-files", type=int, default=defaults.small_files)
     parser.add_argument("--min-snapshots", type=int, default=defaults.snapshots)
     parser.add_argument("--min-metadata-bytes", type=int, default=defaults.metadata_bytes)
+    parser.add_argument("--full-rewrite-delete-ratio", type=float, default=defaults.full_rewrite_delete_ratio)
     parser.add_argument("--force", action="store_true", help="maintain whatever the figures")
     parser.add_argument("--snapshot-retention-hours", type=float, default=24.0)
     parser.add_argument("--retain-last", type=int, default=10)
@@ -94,13 +99,19 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
             sep = ""
         if not sep or not ci:
             parser.error(f"--cdc-min-lsn {item!r}: expected CAPTURE_INSTANCE=0x + 20 hex digits")
+    if not 0 < args.full_rewrite_delete_ratio <= 1:
+        parser.error("--full-rewrite-delete-ratio must be above 0 and at most 1")
     if args.tombstone_margin_hours is not None and args.tombstone_margin_hours < 0:
         parser.error("--tombstone-margin-hours must not be negative")
     return MaintenanceSettings(
         tables=tuple(args.table),
         namespace=args.namespace,
         thresholds=Thresholds(
-            args.min_delete_files, args.min_small_files, args.min_snapshots, args.min_metadata_bytes
+            args.min_delete_files,
+            args.min_small_files,
+            args.min_snapshots,
+            args.min_metadata_bytes,
+            args.full_rewrite_delete_ratio,
         ),
         force=args.force,
         snapshot_retention_hours=args.snapshot_retention_hours,

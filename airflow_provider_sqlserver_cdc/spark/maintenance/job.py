@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.maintenance import procedures
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings, parse_args
-from airflow_provider_sqlserver_cdc.spark.maintenance.table_health import read_health, tombstone_count
+from airflow_provider_sqlserver_cdc.spark.maintenance.table_health import (
+    TableHealth,
+    large_file_bytes,
+    read_health,
+    tombstone_count,
+)
 from airflow_provider_sqlserver_cdc.spark.maintenance.tombstones import purge_floor, purge_tombstones
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote_table
@@ -79,23 +84,54 @@ def maintain_table(
     if settings.force:
         reasons.append("forced")
     entry |= {"reasons": reasons, "tombstones_purged": purged}
+    expire_before = now - dt.timedelta(hours=settings.snapshot_retention_hours)
     if not reasons:
-        LOG.info("table %s: no maintenance needed: %s", table, json.dumps(before))
-        return entry | {"status": "skipped"}
-    LOG.info("table %s: maintenance (%s); before: %s", table, "; ".join(reasons), json.dumps(before))
-    keys = [str(name) for name in iceberg.schema().identifierFieldNames()]
-    procedures.rewrite_data_files(spark, table, sorted(keys))
-    procedures.rewrite_position_delete_files(spark, table)
-    procedures.expire_snapshots(
-        spark, table, now - dt.timedelta(hours=settings.snapshot_retention_hours), settings.retain_last
-    )
-    procedures.rewrite_manifests(spark, table)
-    procedures.remove_orphan_files(spark, table, now - dt.timedelta(hours=settings.orphan_age_hours))
+        if not expirable(iceberg, health, expire_before, settings.retain_last):
+            LOG.info("table %s: no maintenance needed: %s", table, json.dumps(before))
+            return entry | {"status": "skipped"}
+        # Nothing to compact, but snapshots past the time-travel window pin files (a copy-on-write
+        # merge's, a compaction's inputs): expire them and drop what they leave unreferenced.
+        LOG.info("table %s: no compaction needed, expiring snapshots: %s", table, json.dumps(before))
+        procedures.expire_snapshots(spark, table, expire_before, settings.retain_last)
+        entry["status"] = "expired"
+    else:
+        full = health.deleted_ratio >= settings.thresholds.full_rewrite_delete_ratio
+        LOG.info(
+            "table %s: maintenance (%s), %s compaction (%.1f %% of the rows deleted by position deletes); "
+            "before: %s",
+            table,
+            "; ".join(reasons),
+            "full" if full else "light",
+            100 * health.deleted_ratio,
+            json.dumps(before),
+        )
+        keys = [str(name) for name in iceberg.schema().identifierFieldNames()]
+        procedures.rewrite_data_files(spark, table, sorted(keys), None if full else large_file_bytes(iceberg))
+        procedures.rewrite_position_delete_files(spark, table)
+        procedures.expire_snapshots(spark, table, expire_before, settings.retain_last)
+        procedures.rewrite_manifests(spark, table)
+        # Orphans come from failed commits only; listing the table's files is left to these runs.
+        procedures.remove_orphan_files(spark, table, now - dt.timedelta(hours=settings.orphan_age_hours))
+        entry |= {"status": "maintained", "compaction": "full" if full else "light"}
     after = read_health(spark, table, iceberg).as_dict()
     if settings.tombstone_margin_hours is not None:
         after["tombstones"] = tombstone_count(spark, table)
     LOG.info("table %s: after maintenance: %s", table, json.dumps(after))
-    return entry | {"status": "maintained", "after": after}
+    return entry | {"after": after}
+
+
+def expirable(iceberg: Any, health: TableHealth, older_than: dt.datetime, retain_last: int) -> bool:
+    """Say whether ``expire_snapshots`` would remove a snapshot: more than ``retain_last``, one older than the window.
+
+    :param iceberg: the Iceberg ``Table``.
+    :param health: its figures (``snapshots``).
+    :param older_than: the time-travel window's start.
+    :param retain_last: snapshots kept whatever their age.
+    """
+    if health.snapshots <= retain_last:
+        return False
+    oldest_ms = min(int(snapshot.timestampMillis()) for snapshot in iceberg.snapshots())
+    return oldest_ms < older_than.timestamp() * 1000
 
 
 def run(spark: SparkSession, settings: MaintenanceSettings, now: dt.datetime | None = None) -> dict[str, Any]:

@@ -34,19 +34,27 @@ def _options(options: dict[str, str]) -> str:
     return "map(" + ", ".join(f"'{key}', '{value}'" for key, value in options.items()) + ")"
 
 
-def rewrite_data_files(spark: SparkSession, table: str, sort_columns: list[str]) -> Row | None:
-    """Compact small data files and apply position deletes into target-size files, sorted on the key.
+def rewrite_data_files(
+    spark: SparkSession, table: str, sort_columns: list[str], large_file_bytes: int | None = None
+) -> Row | None:
+    """Compact data files into target-size files sorted on the key, applying their position deletes.
 
     Sorting on the key keeps the files' key ranges apart, which the merge's key-range bound prunes on.
+    A full compaction (``large_file_bytes`` None) rewrites every data file that has a delete; a light
+    one only the data files under ``large_file_bytes`` (a merge's small files), so that the large ones,
+    which the retained snapshots share, are not copied (docs/maintenance.md, "Disk").
 
     :param table: the dotted table name.
     :param sort_columns: the table's key (identifier) columns; empty: bin-packing.
+    :param large_file_bytes: light compaction: data files at least this large are left alone.
     """
-    options = {
-        "delete-file-threshold": "1",  # a data file with any delete is rewritten (its deletes applied)
-        "remove-dangling-deletes": "true",
-        "partial-progress.enabled": "true",
-    }
+    options = {"remove-dangling-deletes": "true", "partial-progress.enabled": "true"}
+    if large_file_bytes is None:
+        options["delete-file-threshold"] = (
+            "1"  # a data file with any delete is rewritten (its deletes applied)
+        )
+    else:
+        options |= {"min-file-size-bytes": str(large_file_bytes), "min-input-files": "2"}
     arguments = {"options": _options(options)}
     if sort_columns:
         arguments |= {"strategy": "'sort'", "sort_order": "'" + ", ".join(sort_columns) + "'"}

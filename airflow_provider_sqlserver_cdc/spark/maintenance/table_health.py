@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 #: Iceberg's default: a data file under 3/4 of the target size is one ``rewrite_data_files`` rewrites.
 SMALL_FILE_RATIO = 0.75
+#: A light compaction leaves data files of at least 1/16 of the target size alone (8 MB of 128 MB).
+LARGE_FILE_RATIO = 1 / 16
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
 
 
@@ -32,6 +34,7 @@ class TableHealth:
     :param metadata_bytes: size of the current metadata.json.
     :param state_chars: characters of the applied state kept in the table properties.
     :param records: rows of the current snapshot (tombstones included; deletes not yet applied included).
+    :param position_deletes: rows of the live position-delete files (rows deleted but still in data files).
     """
 
     data_files: int
@@ -43,6 +46,12 @@ class TableHealth:
     metadata_bytes: int
     state_chars: int
     records: int
+    position_deletes: int = 0
+
+    @property
+    def deleted_ratio(self) -> float:
+        """The share of the data files' rows that position deletes remove (0 without rows)."""
+        return self.position_deletes / self.records if self.records else 0.0
 
     def needs_maintenance(self, thresholds: Thresholds) -> list[str]:
         """Return the figures at or above their threshold (empty: the table is fine).
@@ -71,6 +80,14 @@ def target_file_size(table: Any) -> int:
     return int(value) if value is not None else DEFAULT_TARGET_FILE_SIZE
 
 
+def large_file_bytes(table: Any) -> int:
+    """Return the size from which a light compaction leaves a data file alone (1/16 of the target size).
+
+    :param table: the Iceberg ``Table``.
+    """
+    return int(target_file_size(table) * LARGE_FILE_RATIO)
+
+
 def metadata_file_bytes(table: Any) -> int:
     """Return the size of the table's current metadata.json, through the table's FileIO.
 
@@ -97,7 +114,8 @@ def read_health(spark: SparkSession, table: str, iceberg: Any) -> TableHealth:
     by_content = {row["content"]: row for row in files}
     data = by_content.get(0)
     current = iceberg.currentSnapshot()
-    records = current.summary().get("total-records") if current is not None else None
+    summary = current.summary() if current is not None else {}
+    records, position_deletes = summary.get("total-records"), summary.get("total-position-deletes")
     return TableHealth(
         data_files=int(data["files"]) if data else 0,
         data_bytes=int(data["bytes"]) if data else 0,
@@ -108,6 +126,7 @@ def read_health(spark: SparkSession, table: str, iceberg: Any) -> TableHealth:
         metadata_bytes=metadata_file_bytes(iceberg),
         state_chars=sum(len(v) for v in state_entries(iceberg.properties()).values()),
         records=int(records) if records is not None else 0,
+        position_deletes=int(position_deletes) if position_deletes is not None else 0,
     )
 
 

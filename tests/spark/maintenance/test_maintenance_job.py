@@ -102,3 +102,62 @@ def test_tombstones_below_the_source_retention_are_purged_and_stay_gone_on_repla
         ]
         == 0
     )
+
+
+def _data_files(spark: Any, table: str) -> dict[str, int]:
+    """Live data file path -> bytes."""
+    rows = spark.sql(f"SELECT file_path, file_size_in_bytes FROM {table}.files WHERE content = 0").collect()
+    return {row["file_path"]: row["file_size_in_bytes"] for row in rows}
+
+
+def test_a_light_compaction_leaves_the_large_files_the_retained_snapshots_share(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    log = ChangeLog()
+    start = log.lsn + 1
+    load = flatten(log.insert(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in range(300))
+    windows = [write_window(base, WindowSpec("dbo_orders", start, log.lsn, load))]
+    for number in range(4):  # an update and a delete of loaded keys each: 2 % of the rows deleted by 3
+        start, k = log.lsn + 1, 10 * number
+        rows = [
+            log.update({"id": k, "name": f"n{k}", "amount": decimal.Decimal(k)}, name="u"),
+            log.delete(id=k + 1, name=f"n{k + 1}", amount=decimal.Decimal(k + 1)),
+        ]
+        windows.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, flatten(rows))))
+    for window in windows[:4]:
+        run(spark, namespace, window)
+    # The load's file is "large": a light compaction leaves files of 1/16 of the target size alone.
+    loaded = _data_files(spark, table)
+    large = max(loaded, key=loaded.__getitem__)
+    target = 16 * loaded[large]
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('write.target-file-size-bytes' = '{target}')")
+    before = contents(spark, table)
+
+    light = MaintenanceSettings(namespace=namespace, thresholds=Thresholds(delete_files=3), **NO_TIME_TRAVEL)
+    entry = maintain(spark, light, dt.datetime.now(dt.UTC))[table]
+    assert entry["compaction"] == "light", entry
+    after = _data_files(spark, table)
+    assert after[large] == loaded[large]  # not copied: the expired snapshots' file is the live one
+    assert len(after) == 2 and entry["after"]["delete_files"] == 1  # the small files and deletes compacted
+    assert contents(spark, table) == before
+
+    # Once position deletes reach the ratio, the large files are rewritten with their deletes applied.
+    full = Thresholds(delete_files=1, full_rewrite_delete_ratio=0.01)
+    entry = maintain(
+        spark,
+        MaintenanceSettings(namespace=namespace, thresholds=full, **NO_TIME_TRAVEL),
+        dt.datetime.now(dt.UTC),
+    )[table]
+    assert entry["compaction"] == "full" and entry["after"]["delete_files"] == 0
+    assert large not in _data_files(spark, table) and len(_data_files(spark, table)) == 1
+    assert contents(spark, table) == before
+
+    # Under every threshold, snapshots past the time-travel window are still expired.
+    result = run(spark, namespace, *windows)
+    assert len(result[table]["skipped"]) == 4 and len(result[table]["applied"]) == 1
+    quiet = MaintenanceSettings(
+        namespace=namespace, thresholds=Thresholds(delete_files=100), **NO_TIME_TRAVEL
+    )
+    entry = maintain(spark, quiet, dt.datetime.now(dt.UTC))[table]
+    assert entry["status"] == "expired" and entry["before"]["snapshots"] > 1 == entry["after"]["snapshots"]
+    assert len(run(spark, namespace, *windows)[table]["skipped"]) == 5
