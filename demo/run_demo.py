@@ -271,7 +271,7 @@ def summarize(settings: Any, postgres: Any = None) -> bool:
 
 def print_maintenance(run_log: Path) -> None:
     """Print the maintenance job's figures per table (before and after) from a run's log."""
-    marks = ("before: ", "after maintenance: ", "no maintenance needed: ")
+    marks = ("before: ", "after maintenance: ", "no maintenance needed: ", "expiring snapshots: ")
     lines = [
         line for line in run_log.read_text(errors="replace").splitlines() if any(m in line for m in marks)
     ]

@@ -9,7 +9,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, merge_job_py_files
-from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
+    DEFAULT_RETAIN_LAST,
+    DEFAULT_SNAPSHOT_RETENTION_HOURS,
+    Thresholds,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -26,8 +30,8 @@ def maintenance_job_arguments(
     tables: Sequence[str] = (),
     thresholds: Thresholds | None = None,
     force: bool = False,
-    snapshot_retention_hours: float = 24.0,
-    retain_last: int = 10,
+    snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS,
+    retain_last: int = DEFAULT_RETAIN_LAST,
     orphan_age_hours: float = 72.0,
     cdc_min_lsns: Mapping[str, Lsn] | None = None,
     tombstone_margin_hours: float | None = None,
@@ -101,7 +105,9 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
     :param tables: further dotted tables. (templated)
     :param thresholds: when a table is maintained (any figure at or above its threshold).
     :param force: maintain every table whatever its figures.
-    :param snapshot_retention_hours: the time-travel window kept (snapshots older are expired).
+    :param snapshot_retention_hours: the time-travel window kept (snapshots older are expired); with
+        ``retain_last``, every snapshot of the last hour and the last 10 runs by default. A longer window
+        keeps more copies of the compacted files (docs/maintenance.md, "Disk and time travel").
     :param retain_last: snapshots kept whatever their age.
     :param orphan_age_hours: unreferenced files older than this are deleted (at least 24).
     :param tombstone_margin_hours: purge soft-deleted rows older than the source's CDC retention (the
@@ -127,8 +133,8 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
         tables: Sequence[str] = (),
         thresholds: Thresholds | None = None,
         force: bool = False,
-        snapshot_retention_hours: float = 24.0,
-        retain_last: int = 10,
+        snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS,
+        retain_last: int = DEFAULT_RETAIN_LAST,
         orphan_age_hours: float = 72.0,
         tombstone_margin_hours: float | None = None,
         capture_instances: Sequence[str] = (),

@@ -8,6 +8,11 @@ from dataclasses import dataclass, field
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 
+#: The time-travel window kept by default, with ``DEFAULT_RETAIN_LAST`` snapshots whatever their age: longer
+#: windows keep more copies of the compacted files (docs/maintenance.md, "Disk and time travel").
+DEFAULT_SNAPSHOT_RETENTION_HOURS = 1.0
+DEFAULT_RETAIN_LAST = 10
+
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -50,8 +55,8 @@ class MaintenanceSettings:
     namespace: str | None = None
     thresholds: Thresholds = field(default_factory=Thresholds)
     force: bool = False
-    snapshot_retention_hours: float = 24.0
-    retain_last: int = 10
+    snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS
+    retain_last: int = DEFAULT_RETAIN_LAST
     orphan_age_hours: float = 72.0
     cdc_min_lsn: dict[str, Lsn] = field(default_factory=dict)
     tombstone_margin_hours: float | None = None
@@ -74,8 +79,8 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
     parser.add_argument("--min-metadata-bytes", type=int, default=defaults.metadata_bytes)
     parser.add_argument("--full-rewrite-delete-ratio", type=float, default=defaults.full_rewrite_delete_ratio)
     parser.add_argument("--force", action="store_true", help="maintain whatever the figures")
-    parser.add_argument("--snapshot-retention-hours", type=float, default=24.0)
-    parser.add_argument("--retain-last", type=int, default=10)
+    parser.add_argument("--snapshot-retention-hours", type=float, default=DEFAULT_SNAPSHOT_RETENTION_HOURS)
+    parser.add_argument("--retain-last", type=int, default=DEFAULT_RETAIN_LAST)
     parser.add_argument("--orphan-age-hours", type=float, default=72.0)
     parser.add_argument(
         "--cdc-min-lsn", action="append", default=[], help="CAPTURE_INSTANCE=0x... (repeatable)"

@@ -106,7 +106,9 @@ def maintain_table(
             json.dumps(before),
         )
         keys = [str(name) for name in iceberg.schema().identifierFieldNames()]
-        procedures.rewrite_data_files(spark, table, sorted(keys), None if full else large_file_bytes(iceberg))
+        procedures.rewrite_data_files(
+            spark, table, sorted(keys), None if full else large_file_bytes(iceberg, health.data_bytes)
+        )
         procedures.rewrite_position_delete_files(spark, table)
         procedures.expire_snapshots(spark, table, expire_before, settings.retain_last)
         procedures.rewrite_manifests(spark, table)

@@ -80,12 +80,16 @@ def target_file_size(table: Any) -> int:
     return int(value) if value is not None else DEFAULT_TARGET_FILE_SIZE
 
 
-def large_file_bytes(table: Any) -> int:
-    """Return the size from which a light compaction leaves a data file alone (1/16 of the target size).
+def large_file_bytes(table: Any, data_bytes: int) -> int:
+    """Return the size from which a light compaction leaves a data file alone.
+
+    1/16 of the target size (8 MB of 128 MB), or a quarter of the table's live data when that is less:
+    a small table's one compacted file is large for it, though far under the target size.
 
     :param table: the Iceberg ``Table``.
+    :param data_bytes: the bytes of the table's live data files.
     """
-    return int(target_file_size(table) * LARGE_FILE_RATIO)
+    return max(1, min(int(target_file_size(table) * LARGE_FILE_RATIO), data_bytes // 4))
 
 
 def metadata_file_bytes(table: Any) -> int:
