@@ -11,11 +11,14 @@ bytes on disk against the live data's; at the end the ratios last/first.
 
 ``--maintenance`` runs the maintenance job's table step (``spark.maintenance.job.maintain_table``, with
 its default thresholds) after every --maintenance-every windows (default 10), as the pipeline's
-maintenance task would; the benchmark's time runs faster than the wall clock, so the time-travel window
-is 0 hours and the last --retain-last snapshots are kept. Usage::
+maintenance task would, and prints each run that did something with the bytes on disk over the live
+data right after it (the highest point: a full compaction's inputs are still pinned). The benchmark's
+time runs faster than the wall clock, so the time-travel window is 0 hours and the last --retain-last
+snapshots are kept. Only the merge is timed; the windows are generated in memory (a few ms each) and
+the warehouse is removed at the end (--keep keeps it). Usage::
 
     python benchmarks/table_health.py [--windows 300] [--rows 500000] [--write-mode merge-on-read]
-        [--delete-granularity partition|file] [--maintenance] [--report-every 100]
+        [--delete-granularity partition|file] [--maintenance] [--maintenance-every 10] [--report-every 100]
 """
 
 from __future__ import annotations

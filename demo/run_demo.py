@@ -6,9 +6,11 @@
 2. runs the example DAG ``sqlserver_cdc_to_iceberg`` with a minutely schedule for several
    consecutive intervals (``dag.test()``, one process per run, logs in ``.demo/logs/``): the first
    run snapshots every table, the next ones merge each minute's changes into Iceberg;
-3. prints per table the changes captured, the rows in the target, the lag, and the
+3. the last run also maintains the targets (CdcTableMaintenanceOperator, docs/maintenance.md): the
+   demo prints each table's figures before and after it from that run's log;
+4. prints per table the changes captured, the rows in the target, the lag, and the
    source-versus-target comparison (MATCH or the differences);
-4. stops everything it started.
+5. stops everything it started.
 
 Everything it writes lives in ``.demo/`` (Airflow home, staging, warehouse, logs); the simulator keeps
 its databases in memory.
