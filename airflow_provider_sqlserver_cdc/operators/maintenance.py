@@ -93,7 +93,9 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
     A ``SparkSubmitOperator`` whose application is ``maintenance_job.py``, shipped like the merge job
     (the same ``py_files`` zip). Per table the job copies the applied state into the table properties,
     reads the figures (data and delete files, small files, snapshots, metadata.json bytes), and when one
-    passes its threshold runs ``rewrite_data_files`` (sorted on the key, deletes applied),
+    passes its threshold runs ``rewrite_data_files`` (sorted on the key; only the small files while
+    position deletes remove under ``thresholds.full_rewrite_delete_ratio`` of the rows, every file with
+    a delete from then on),
     ``rewrite_position_delete_files``, ``expire_snapshots`` (older than the time-travel window),
     ``rewrite_manifests`` and ``remove_orphan_files``, logging the figures before and after.
 
