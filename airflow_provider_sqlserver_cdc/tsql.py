@@ -471,3 +471,78 @@ def ct_rows_with_values_query(
     select = ", ".join(_aliased_read(CT_ROW_ALIAS, c) for c in columns)
     where = " OR ".join(f"{row}.{quote_name(name)} IS NOT NULL" for name in value_columns)
     return f"SELECT {select} FROM {_source_table(schema, table)} AS {row} WHERE {where}"
+
+
+# --- schema changes: a second capture instance and the blind-spot back-fill (docs/schema-changes.md) --
+
+
+def _unicode_literal(value: str | None) -> str:
+    """``N'...'`` with quotes doubled, or ``NULL``."""
+    return "NULL" if value is None else "N'" + value.replace("'", "''") + "'"
+
+
+def enable_capture_instance_statement(
+    schema: str, table: str, capture_instance: str, *, role_name: str | None, index_name: str | None
+) -> str:
+    """
+    ``EXEC sys.sp_cdc_enable_table`` for a further capture instance of an enabled table (needs db_owner).
+
+    The procedure takes names as values, not identifiers, so they are validated and passed as
+    ``N'...'`` literals. ``@supports_net_changes`` is left to its default.
+
+    :param schema: source schema.
+    :param table: source table.
+    :param capture_instance: the new instance's name (at most 100 characters).
+    :param role_name: the gating role of the old instance (None: ungated).
+    :param index_name: the unique index the old instance identifies rows by (None: the primary key).
+    """
+    validate_name(schema, kind="schema")
+    validate_name(table, kind="table")
+    validate_capture_instance(capture_instance)
+    statement = (
+        f"EXEC sys.sp_cdc_enable_table @source_schema = {_unicode_literal(schema)}, "
+        f"@source_name = {_unicode_literal(table)}, @role_name = {_unicode_literal(role_name)}, "
+        f"@capture_instance = {_unicode_literal(capture_instance)}"
+    )
+    if index_name is not None:
+        statement += f", @index_name = {_unicode_literal(validate_name(index_name, kind='index'))}"
+    return statement
+
+
+def disable_capture_instance_statement(schema: str, table: str, capture_instance: str) -> str:
+    """``EXEC sys.sp_cdc_disable_table`` for one capture instance (needs db_owner)."""
+    validate_name(schema, kind="schema")
+    validate_name(table, kind="table")
+    validate_capture_instance(capture_instance)
+    return (
+        f"EXEC sys.sp_cdc_disable_table @source_schema = {_unicode_literal(schema)}, "
+        f"@source_name = {_unicode_literal(table)}, @capture_instance = {_unicode_literal(capture_instance)}"
+    )
+
+
+def rows_by_key_query(
+    schema: str,
+    table: str,
+    columns: Sequence[CapturedColumn],
+    key_columns: Sequence[CapturedColumn],
+    keys: int,
+) -> str:
+    """
+    The current rows of ``keys`` primary-key values: ``SELECT <columns> ... WHERE (k1 = ? AND ...) OR ...``.
+
+    Each parameter is cast to its key column's type, as in :func:`keyset_predicate`. Parameters:
+    each key's values in key order, key after key.
+
+    :param schema: source schema.
+    :param table: source table.
+    :param columns: the columns to read (read as in change windows).
+    :param key_columns: the key columns in index order.
+    :param keys: how many keys the query looks up (at least 1).
+    """
+    if not key_columns or keys < 1:
+        raise ValueError("a lookup by key needs key columns and at least one key")
+    select = ", ".join(column_read_expression(c) for c in columns)
+    alias = quote_name(SNAPSHOT_ROW_ALIAS)
+    one = " AND ".join(f"{alias}.{quote_name(k.name)} = CAST(? AS {k.describe()})" for k in key_columns)
+    where = " OR ".join(f"({one})" for _ in range(keys))
+    return f"SELECT {select} FROM {_source_table(schema, table)} AS {alias} WHERE {where}"

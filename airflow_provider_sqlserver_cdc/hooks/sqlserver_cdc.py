@@ -204,6 +204,25 @@ class SqlServerCdcHook(BaseHook):
         finally:
             cursor.close()
 
+    def run_statement(self, sql: str, *, doing: str, capture_instance: str | None = None) -> None:
+        """Run one statement that returns no rows (autocommit), draining its result sets and messages.
+
+        :param sql: the statement (from ``tsql``).
+        :param doing: what it does, for the error message.
+        :param capture_instance: the capture instance it concerns, for the error message.
+        """
+        import pyodbc
+
+        cursor = self.get_conn().cursor()
+        try:
+            cursor.execute(sql)
+            while cursor.nextset():
+                pass
+        except pyodbc.Error as err:
+            raise self._translate(err, doing, capture_instance) from None
+        finally:
+            cursor.close()
+
     def _query_instance(self, sql: str, capture_instance: str, *, doing: str) -> list[Any]:
         """Run ``sql`` with the capture instance (checked to be a valid name) as its one parameter."""
         tsql.validate_capture_instance(capture_instance)

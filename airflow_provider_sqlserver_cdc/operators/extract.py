@@ -36,6 +36,11 @@ class CdcExtractOperator(WindowTaskOperator):
         miss or change data (a column added, a captured column dropped or retyped): ``fail``
         (default) fails before writing anything, naming the DDL and how to follow it with a second
         capture instance; ``ignore`` replicates the captured columns as they are (docs/schema-changes.md).
+        A newer capture instance of the table is switched to at its start LSN, with the rows changed in
+        between back-filled by primary key (then a table's windows are a list).
+    :param create_capture_instance: create the table's next capture instance when a DDL needs one (db_owner).
+    :param disable_old_capture_instance: disable the old capture instance once the target holds every change
+        up to the switch (db_owner).
     """
 
     template_fields: Sequence[str] = (
@@ -57,9 +62,13 @@ class CdcExtractOperator(WindowTaskOperator):
         reader: str = "auto",
         on_gap: str = "heal",
         on_schema_change: str = "fail",
+        create_capture_instance: bool = False,
+        disable_old_capture_instance: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.create_capture_instance = create_capture_instance
+        self.disable_old_capture_instance = disable_old_capture_instance
         self.window_mode = window_mode
         self.on_gap = on_gap
         self.on_schema_change = on_schema_change
@@ -79,4 +88,6 @@ class CdcExtractOperator(WindowTaskOperator):
             reader=self.reader,
             on_gap=self.on_gap,
             on_schema_change=self.on_schema_change,
+            create_capture_instance=self.create_capture_instance,
+            disable_old_capture_instance=self.disable_old_capture_instance,
         )

@@ -89,4 +89,4 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 **options,
             )
         values = [w.to_xcom() for w in windows]
-        return values[0] if isinstance(self.capture_instance, str) else values
+        return values[0] if isinstance(self.capture_instance, str) and len(values) == 1 else values

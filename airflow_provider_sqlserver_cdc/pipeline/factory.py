@@ -216,6 +216,8 @@ def add_replication_tasks(
         max_file_bytes=settings.extract.max_file_bytes,
         on_gap=settings.extract.on_gap,
         on_schema_change=settings.extract.on_schema_change,
+        create_capture_instance=settings.extract.create_capture_instance,
+        disable_old_capture_instance=settings.extract.disable_old_capture_instance,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
     ).expand(capture_instance=to_extract)

@@ -134,6 +134,11 @@ class ExtractSettings(_Section):
     :param on_schema_change: a DDL that makes a capture instance miss data (column added, captured
         column dropped or retyped): ``fail`` stops that table's extract naming the DDL and the remedy
         (a second capture instance); ``ignore`` replicates the captured columns as they are.
+    :param create_capture_instance: when a DDL needs a second capture instance, create it
+        (``sys.sp_cdc_enable_table``; the source login needs db_owner). Off: a DBA creates it and the
+        next run picks it up. Either way the table switches at its start LSN (docs/schema-changes.md).
+    :param disable_old_capture_instance: disable the old capture instance once the target holds every
+        change up to the switch (db_owner), which leaves room for the next schema change's instance.
     """
 
     key: ClassVar[str] = "extract"
@@ -143,6 +148,8 @@ class ExtractSettings(_Section):
     execution_timeout_minutes: float = 30.0
     on_gap: str = operator_default(CdcExtractOperator, "on_gap")
     on_schema_change: str = operator_default(CdcExtractOperator, "on_schema_change")
+    create_capture_instance: bool = operator_default(CdcExtractOperator, "create_capture_instance")
+    disable_old_capture_instance: bool = operator_default(CdcExtractOperator, "disable_old_capture_instance")
 
     def check(self) -> None:
         """Refuse non-positive sizes and times, and an unknown ``on_gap``."""

@@ -28,6 +28,7 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
+from airflow_provider_sqlserver_cdc.window.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.contiguity import (
     ON_GAP,
@@ -37,6 +38,11 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
     gap_interval_start,
     guard_window,
 )
+from airflow_provider_sqlserver_cdc.window.instance_switch import (
+    disable_completed_old,
+    follow_schema,
+    load_switches,
+)
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
     OPERATION_NAMES,
@@ -45,12 +51,7 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
-from airflow_provider_sqlserver_cdc.window.schema_drift import (
-    ON_SCHEMA_CHANGE,
-    DdlEvent,
-    check_schema_drift,
-    schema_drift,
-)
+from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE, DdlEvent
 
 if TYPE_CHECKING:
     import logging
@@ -137,6 +138,7 @@ def extract_window(
     applied_through: Lsn | None = None,
     healed_gap: UnappliedChanges | None = None,
     ddl_events: Sequence[DdlEvent] = (),
+    stream: str | None = None,
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -159,10 +161,13 @@ def extract_window(
     :param applied_through: the applied-through LSN the window continues (``window.contiguity``).
     :param healed_gap: the missed changes the window was extended back to take in.
     :param ddl_events: the DDL run on the source table inside the window (``cdc.ddl_history``).
+    :param stream: the name the window is filed and merged under when ``instance`` is a later capture
+        instance of the stream's table (``window.instance_switch``); default ``instance.name``.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
-    window_dir = f"{base_path}/{instance.name}/{window.directory_name}"
+    name = stream or instance.name
+    window_dir = f"{base_path}/{name}/{window.directory_name}"
     schema = hook.changes_schema(instance)
     counts = zero_operation_counts()
     rows = 0
@@ -185,7 +190,7 @@ def extract_window(
                 last_report = now
     manifest = WindowManifest(
         kind="changes",
-        capture_instance=instance.name,
+        capture_instance=name,
         source=source_description(hook.server, database, instance),
         from_lsn=window.from_lsn.hex,
         to_lsn=window.to_lsn.hex,
@@ -204,6 +209,7 @@ def extract_window(
         applied_through=applied_through.hex if applied_through is not None else None,
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
         ddl_events=[e.to_manifest() for e in ddl_events] or None,
+        read_instance=instance.name if name != instance.name else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -279,6 +285,8 @@ def extract_windows(
     require_keys: bool = True,
     on_gap: str = "heal",
     on_schema_change: str = "fail",
+    create_capture_instance: bool = False,
+    disable_old_capture_instance: bool = False,
     log: logging.Logger | None = None,
     **extract_options: Any,
 ) -> list[ChangeWindow]:
@@ -298,7 +306,14 @@ def extract_windows(
         extends the window back over them, ``fail`` raises ContiguityGapError before writing anything.
     :param on_schema_change: a DDL in a window that makes the capture instance miss or change data
         (``window.schema_drift``): ``fail`` raises SchemaChangeError before writing anything,
-        ``ignore`` records it in the manifest and goes on.
+        ``ignore`` records it in the manifest and goes on. A newer capture instance of the table (made
+        by a DBA, or here with ``create_capture_instance``) is switched to at its start LSN, and the
+        rows changed in between are back-filled by primary key (``window.instance_switch``,
+        ``window.blind_spot``).
+    :param create_capture_instance: create the table's next capture instance when a DDL needs one
+        (``sys.sp_cdc_enable_table``; the login needs db_owner).
+    :param disable_old_capture_instance: disable the old capture instance once the target holds every
+        change up to the switch (``sys.sp_cdc_disable_table``; db_owner).
     :param log: where progress goes.
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
@@ -310,13 +325,28 @@ def extract_windows(
     if on_schema_change not in ON_SCHEMA_CHANGE:
         raise ValueError(f"on_schema_change must be one of {ON_SCHEMA_CHANGE}, got {on_schema_change!r}")
     tsql.validate_row_filter_option(row_filter_option)
-    database, instances = load_capture_instances(hook, names, require_keys=require_keys)
+    database = hook.source_database()
+    streams, catalog = load_switches(
+        hook, names, lambda name: watermark_key(conn_id, database, name), require_keys=require_keys
+    )
     tz = hook.get_server_time_zone()
-    keys = {i.name: watermark_key(conn_id, database, i.name) for i in instances}
+    keys = {s.stream: watermark_key(conn_id, database, s.stream) for s in streams}
     marks = read_watermarks(keys)
+    if disable_old_capture_instance:
+        streams = [
+            disable_completed_old(
+                hook,
+                s,
+                marks[s.stream].position if marks[s.stream] else None,
+                state_key=keys[s.stream],
+                log=log,
+            )
+            for s in streams
+        ]
+    instances = [s.old for s in streams]
     watermarks = None
     if window_mode == "watermark":
-        watermarks = {name: mark.position if mark else None for name, mark in marks.items()}
+        watermarks = {s.old.name: marks[s.stream].position if marks[s.stream] else None for s in streams}
     planned = plan_windows(
         hook,
         instances,
@@ -328,12 +358,12 @@ def extract_windows(
     )
     remedy = _backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end)
     guarded_windows = []
-    for instance, window in zip(instances, planned, strict=True):
-        mark = marks[instance.name]
+    for switch, window in zip(streams, planned, strict=True):
+        mark = marks[switch.stream]
         applied = AppliedPosition(mark.position, tuple(mark.ranges)) if mark is not None else None
         guarded = guard_window(
             hook,
-            instance,
+            switch.old,
             window,
             applied,
             tz,
@@ -341,14 +371,23 @@ def extract_windows(
             remedy=remedy,
         )
         window = guarded.window
-        events = _ddl_events(hook, instance, window, on_schema_change=on_schema_change, log=log)
-        guarded_windows.append((instance, guarded, events))
+        switch, events = follow_schema(
+            hook,
+            switch,
+            window,
+            catalog,
+            on_schema_change=on_schema_change,
+            create_capture_instance=create_capture_instance,
+            state_key=keys[switch.stream],
+            log=log,
+        )
+        guarded_windows.append((switch, guarded, events))
         if guarded.healed is not None and log is not None:
             gap = guarded.healed
             log.warning(
                 "%s: healing a gap: %d change row(s) at LSN %s..%s (committed %s .. %s) were never applied; "
                 "the target holds every change up to %s. This run's window now starts there: %s..%s",
-                instance.name,
+                switch.stream,
                 gap.rows,
                 gap.first_lsn.hex,
                 gap.last_lsn.hex,
@@ -359,39 +398,55 @@ def extract_windows(
                 window.to_lsn.hex,
             )
     windows = []
-    for instance, guarded, events in guarded_windows:
-        window = guarded.window
-        if log is not None:
-            log.info(
-                "%s: %s window %s..%s%s",
-                instance.name,
-                window.mode,
-                window.from_lsn.hex,
-                window.to_lsn.hex,
-                " (empty)" if window.is_empty else "",
+    for switch, guarded, events in guarded_windows:
+        for number, (instance, part) in enumerate(switch.parts(guarded.window)):
+            if log is not None:
+                log.info(
+                    "%s: %s window %s..%s%s%s",
+                    switch.stream,
+                    part.mode,
+                    part.from_lsn.hex,
+                    part.to_lsn.hex,
+                    " (empty)" if part.is_empty else "",
+                    f" read from {instance.name}" if instance.name != switch.stream else "",
+                )
+            result = extract_window(
+                hook,
+                instance,
+                part,
+                base_uri=base_uri,
+                tz=tz,
+                database=database,
+                row_filter_option=row_filter_option,
+                log=log,
+                applied_through=guarded.applied_through if number == 0 else None,
+                healed_gap=guarded.healed if number == 0 else None,
+                ddl_events=[e for e in events if part.from_lsn <= e.lsn <= part.to_lsn],
+                stream=switch.stream,
+                **extract_options,
             )
-        result = extract_window(
-            hook,
-            instance,
-            window,
-            base_uri=base_uri,
-            tz=tz,
-            database=database,
-            row_filter_option=row_filter_option,
-            log=log,
-            applied_through=guarded.applied_through,
-            healed_gap=guarded.healed,
-            ddl_events=events,
-            **extract_options,
-        )
-        to_local = hook.map_lsn_to_time(window.to_lsn) if not window.to_lsn.is_zero else None
-        windows.append(
-            result.change_window(
-                keys[instance.name],
-                to_position_time=tz.to_utc(to_local).isoformat() if to_local else None,
-                empty=window.is_empty,
+            to_local = hook.map_lsn_to_time(part.to_lsn) if not part.to_lsn.is_zero else None
+            windows.append(
+                result.change_window(
+                    keys[switch.stream],
+                    to_position_time=tz.to_utc(to_local).isoformat() if to_local else None,
+                    empty=part.is_empty,
+                )
             )
-        )
+            spot = blind_spot(hook, switch, part) if instance is switch.old else None
+            if spot is not None:
+                backfill = backfill_blind_spot(
+                    hook,
+                    switch,
+                    spot,
+                    result.manifest,
+                    base_uri=base_uri,
+                    database=database,
+                    max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
+                    log=log,
+                )
+                if backfill is not None:
+                    windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))
     return windows
 
 
@@ -411,30 +466,3 @@ def _backfill_remedy(
         )
 
     return remedy
-
-
-def _ddl_events(
-    hook: SqlServerCdcHook,
-    instance: CaptureInstance,
-    window: LsnWindow,
-    *,
-    on_schema_change: str,
-    log: logging.Logger | None,
-) -> list[DdlEvent]:
-    """Return the DDL run on the instance's table inside the window; fail if it loses captured data."""
-    if window.is_empty:
-        return []
-    events = hook.get_ddl_events(instance.name, window.from_lsn, window.to_lsn)
-    if not events:
-        return []
-    drift = schema_drift(instance.columns, hook.get_source_columns(instance.name), events)
-    check_schema_drift(instance, drift, on_schema_change=on_schema_change)
-    if log is not None:
-        log.warning(
-            "%s: DDL on %s in this window (%s): %s",
-            instance.name,
-            instance.source,
-            "; ".join(f"{e.command} at {e.lsn.hex}" for e in events),
-            drift.describe(),
-        )
-    return events

@@ -103,6 +103,10 @@ class WindowManifest:
     applied_through: str | None = None
     healed_gap: dict[str, Any] | None = None
     ddl_events: list[dict[str, Any]] | None = None
+    # Schema changes (window.instance_switch, window.blind_spot): the capture instance the rows were read
+    # from when it is not ``capture_instance`` (the stream's name), and a back-fill's consistent read.
+    read_instance: str | None = None
+    backfill: dict[str, Any] | None = None
     format_version: int = FORMAT_VERSION
 
     @property

@@ -1,0 +1,149 @@
+"""The switch to a table's second capture instance at its start LSN, and the blind-spot back-fill by key.
+
+Against the simulator, whose capture job records ``cdc.ddl_history`` and whose
+``sys.sp_cdc_enable_table`` starts a new instance at a fresh LSN (as SQL Server's start_lsn: the
+instance captures nothing before it), and allows two instances per table (error 22926,
+sys-sp-cdc-enable-table-transact-sql.md). The watermark Variables are a dict here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_sqlserver_cdc import state
+from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
+from airflow_provider_sqlserver_cdc.window.instance_switch import CaptureInstanceLimitError, successor_name
+
+ZONE = "Asia/Kolkata"
+OFFSET = dt.timedelta(hours=5, minutes=30)
+DAY = dt.datetime(2026, 3, 2)
+
+
+def local(hh: int, mm: int) -> dt.datetime:
+    return DAY.replace(hour=hh, minute=mm)
+
+
+def utc(hh: int, mm: int) -> dt.datetime:
+    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def store(monkeypatch) -> dict[str, str]:
+    values: dict[str, str] = {}
+
+    class Variables:
+        get = staticmethod(lambda k, default=None: values.get(k, default))
+        set = staticmethod(values.__setitem__)
+
+    monkeypatch.setattr(state, "_variable", lambda: Variables)
+    return values
+
+
+@pytest.fixture
+def source(sqlserver_simulator, monkeypatch, store):
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
+    tables = {"orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
+    db = ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone=ZONE, start=local(9, 0))
+    db.commit_at(local(9, 1), ("ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON",))
+    db.commit_at(local(10, 5), ("INSERT INTO dbo.orders VALUES (1, N'a'), (2, N'b'), (3, N'c')",))
+    db.commit_at(local(10, 10), ("ALTER TABLE dbo.orders ADD loyalty int NULL",))
+    db.commit_at(
+        local(10, 15),
+        ("UPDATE dbo.orders SET loyalty = 7, note = N'a2' WHERE order_id = 1",),
+        ("INSERT INTO dbo.orders VALUES (4, N'd', 9)",),
+        ("DELETE FROM dbo.orders WHERE order_id = 3",),
+    )
+    return db
+
+
+def extract(tmp_path: Path, start: dt.datetime | None = None, end: dt.datetime | None = None, **options):
+    hook = SqlServerCdcHook("sim")
+    try:
+        return extract_windows(
+            hook,
+            ["dbo_orders"],
+            conn_id="sim",
+            base_uri=str(tmp_path / "lake"),
+            data_interval_start=start or utc(10, 0),
+            data_interval_end=end or utc(11, 0),
+            **options,
+        )
+    finally:
+        hook.close()
+
+
+def manifest(window) -> dict:
+    return json.loads(Path(window.manifest_uri).read_text())
+
+
+def rows(window) -> list[dict]:
+    m = manifest(window)
+    return [r for f in m["files"] for r in pq.read_table(Path(window.window_uri) / f["path"]).to_pylist()]
+
+
+ENABLE_V2 = (
+    "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'orders', @role_name = NULL, "
+    "@capture_instance = N'dbo_orders_v2'"
+)
+
+
+def test_a_window_spanning_a_second_instance_is_split_at_its_start_and_the_blind_spot_back_filled(
+    source, tmp_path
+):
+    source.commit_at(local(10, 20), (ENABLE_V2,))  # a DBA creates the second instance
+    source.commit_at(local(10, 25), ("UPDATE dbo.orders SET loyalty = 5 WHERE order_id = 2",))
+    source.capture(until=local(11, 5))
+    old, backfill, new = extract(tmp_path)
+
+    assert {w.capture_instance for w in (old, backfill, new)} == {"dbo_orders"}  # one stream, one state key
+    assert len({w.state_key for w in (old, backfill, new)}) == 1
+    m_old, m_back, m_new = manifest(old), manifest(backfill), manifest(new)
+    start = Lsn.from_hex(m_new["from_lsn"])
+    assert Lsn.from_hex(m_old["to_lsn"]) == Lsn.from_int(int(start) - 1)  # no gap, no overlap
+    assert m_old["read_instance"] is None and m_new["read_instance"] == "dbo_orders_v2"
+    assert "loyalty" not in [c["name"] for c in m_old["columns"]]
+    assert "loyalty" in [c["name"] for c in m_new["columns"]]
+    assert [r["loyalty"] for r in rows(new) if r["__$operation"] == 4] == [5]
+
+    # the keys the old instance changed after the ADD, read again at one consistent LSN above the switch
+    assert m_back["backfill"]["old_instance"] == "dbo_orders"
+    assert m_back["backfill"]["method"] == "snapshot_isolation"
+    assert Lsn.from_hex(m_back["backfill"]["consistent_lsn"]) >= start
+    assert m_old["from_lsn"] <= m_back["from_lsn"] <= m_back["to_lsn"] <= m_old["to_lsn"]
+    back = {r["order_id"]: (r["__$operation"], r["note"], r["loyalty"]) for r in rows(backfill)}
+    assert back == {1: (4, "a2", 7), 4: (4, "d", 9), 3: (1, None, None)}
+    assert {r["__$start_lsn"] for r in rows(backfill)} == {
+        Lsn.from_hex(m_back["backfill"]["consistent_lsn"]).value
+    }
+
+
+def test_without_a_second_instance_the_add_fails_and_the_opt_in_creates_one(source, tmp_path, store):
+    source.capture(until=local(11, 5))
+    with pytest.raises(SchemaChangeError, match="dbo_orders_v2"):
+        extract(tmp_path)
+    assert not (tmp_path / "lake").exists()
+
+    old, backfill = extract(tmp_path, create_capture_instance=True)
+    assert manifest(backfill)["read_instance"] == "dbo_orders_v2"
+    assert {r["order_id"] for r in rows(backfill)} == {1, 3, 4}
+    assert store["sqlserver_cdc__sim__shop__dbo_orders__source_table"] == "dbo.orders"
+
+    # a DROP before the switch completed would need a third instance: a clear error, nothing written
+    source.commit_at(local(11, 10), ("ALTER TABLE dbo.orders DROP COLUMN note",))
+    source.capture(until=local(12, 5))
+    with pytest.raises(CaptureInstanceLimitError, match="third capture instance"):
+        extract(tmp_path, start=utc(11, 0), end=utc(12, 0), create_capture_instance=True)
+
+
+def test_successor_names_skip_taken_ones():
+    assert successor_name("dbo_orders", ["dbo_orders", "DBO_ORDERS_V2"]) == "dbo_orders_v3"
+    assert len(successor_name("x" * 100, [])) == 100
