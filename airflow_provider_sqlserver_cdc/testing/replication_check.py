@@ -55,7 +55,7 @@ def compare_replicated_tables(
             spark.catalog.refreshTable(table)
         conn = hook.new_connection()
         try:
-            source_columns = hook.get_source_columns(name) if every_source_column else None
+            source_columns = hook.get_source_columns(instance.name) if every_source_column else None
             comparisons.append(compare_table(spark, conn, instance, table, source_columns))
         finally:
             conn.close()

@@ -17,6 +17,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.errors import (
 )
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import COMMITTED, FAILED, result_line
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
+from airflow_provider_sqlserver_cdc.spark.merge.source_type_changes import check_target_can_follow
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import (
     AppliedRanges,
     ChangeBatch,
@@ -158,6 +159,7 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
             target.table_schema(plan.table) if plan.exists else None,
             target.identifier_fields(plan.table) if plan.exists else None,
         )
+        check_target_can_follow(spark, target, plan)
 
 
 def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:

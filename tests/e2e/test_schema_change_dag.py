@@ -1,0 +1,122 @@
+"""
+Schema changes on a live source through the example DAG on the simulator: the pipeline follows an
+``ALTER TABLE … ADD``, a widening ``ALTER COLUMN`` and a ``DROP COLUMN`` by switching capture
+instances on its own (``extract.create_capture_instance`` and ``extract.disable_old_capture_instance``
+on), back-filling the rows changed in the blind spot by primary key, and the target equals the
+source, new column included (the project's table comparison). Re-running an interval across the
+switch leaves the target unchanged. Real pieces only (see cdc_pipeline_harness).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from cdc_pipeline_harness import CAPTURE_INSTANCES, NAMESPACE, PipelineHarness, create_sample_source
+
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
+from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
+from airflow_provider_sqlserver_cdc.testing.workload import Workload
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+OPT_IN = {
+    "SQLSERVER_CDC_CREATE_CAPTURE_INSTANCE": "true",
+    "SQLSERVER_CDC_DISABLE_OLD_CAPTURE_INSTANCE": "true",
+}
+
+
+def execute(conn, *statements: str) -> None:
+    cursor = conn.cursor()
+    for statement in statements:
+        cursor.execute(statement)
+        while cursor.nextset():
+            pass
+
+
+def compare(harness: PipelineHarness, spark) -> list:
+    """Every table, ``dbo.customers`` by its source table (its newest capture instance)."""
+    hook = SqlServerCdcHook(harness.conn_id)
+    names = ["dbo.customers", *CAPTURE_INSTANCES[1:]]
+    try:
+        return compare_replicated_tables(spark, hook, names, NAMESPACE)
+    finally:
+        hook.close()
+
+
+def instances(harness: PipelineHarness) -> list[str]:
+    hook = SqlServerCdcHook(harness.conn_id)
+    try:
+        return sorted(i.name for i in hook.get_capture_instances() if i.source_table == "customers")
+    finally:
+        hook.close()
+
+
+def test_add_widen_and_drop_are_followed_through_instance_switches(
+    pipeline_harness: PipelineHarness, airflow_db, request: pytest.FixtureRequest
+) -> None:
+    harness = pipeline_harness
+    workload = Workload(seed=19)
+    conn = create_sample_source(harness, workload, initial_rows=20)
+    harness.start_intervals(hours_ago=1)
+    spark = request.getfixturevalue("spark_reader")
+
+    # interval 0: the first run snapshots the tables and merges the interval
+    harness.write_interval(0, workload, conn, 10)
+    harness.close_interval(0)
+    first = harness.run(harness.interval_start(1), env=OPT_IN)
+    assert first.state == "success", first.output[-6000:]
+
+    # interval 1: ADD a column, then rows change only inside the blind spot (before any second instance)
+    harness.set_server_time(harness.interval_start(1) + dt.timedelta(seconds=1))
+    execute(
+        conn,
+        "ALTER TABLE dbo.customers ADD loyalty int NULL",
+        "UPDATE dbo.customers SET loyalty = customer_id * 10 WHERE customer_id % 3 = 0",
+        "UPDATE dbo.customers SET name = N'renamed' WHERE customer_id % 5 = 1",
+    )
+    harness.close_interval(1)
+    second = harness.run(harness.interval_start(2), env=OPT_IN)
+    assert second.state == "success", second.output[-6000:]
+    assert instances(harness) == ["dbo_customers", "dbo_customers_v2"]
+    backfills = [d for d in harness.window_dirs("dbo_customers") if d.name.endswith("_backfill")]
+    assert len(backfills) == 1
+    assert json.loads((backfills[0] / "_manifest.json").read_text())["backfill"]["keys"] > 0
+
+    # interval 2: changes after the switch (read from v2, with the new column), then a widening ALTER
+    harness.set_server_time(harness.interval_start(2) + dt.timedelta(seconds=1))
+    execute(
+        conn,
+        "UPDATE dbo.customers SET loyalty = 7 WHERE customer_id % 4 = 0",
+        "ALTER TABLE dbo.customers ALTER COLUMN loyalty bigint NULL",
+        "UPDATE dbo.customers SET loyalty = 5000000000 WHERE customer_id % 7 = 0",
+    )
+    workload.run(conn, 5)
+    harness.close_interval(2)
+    third = harness.run(harness.interval_start(3), env=OPT_IN)
+    assert third.state == "success", third.output[-6000:]
+    comparisons = compare(harness, spark)
+    assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+
+    # re-running the interval across the switch leaves the target unchanged
+    before = harness.target_snapshot_ids()
+    again = harness.run(harness.interval_start(2), env=OPT_IN)
+    assert again.state == "success", again.output[-6000:]
+    assert harness.target_snapshot_ids()["dbo_customers"] == before["dbo_customers"]
+
+    # interval 3: DROP COLUMN needs a third instance: the old one is disabled (the switch is complete)
+    harness.set_server_time(harness.interval_start(3) + dt.timedelta(seconds=1))
+    execute(
+        conn,
+        "ALTER TABLE dbo.customers DROP COLUMN credit_limit",
+        "UPDATE dbo.customers SET loyalty = 3 WHERE customer_id % 2 = 0",
+    )
+    harness.close_interval(3)
+    fourth = harness.run(harness.interval_start(4), env=OPT_IN)
+    assert fourth.state == "success", fourth.output[-6000:]
+    assert instances(harness) == ["dbo_customers_v2", "dbo_customers_v3"]
+    comparisons = compare(harness, spark)
+    assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
+    conn.close()
