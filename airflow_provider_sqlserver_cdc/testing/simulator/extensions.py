@@ -151,6 +151,7 @@ class ExtensionRegistry:
         self.state_hooks: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], None]]] = {}
         self.commit_hooks: list[Callable[[Any, list[tuple[Any, Any]], int], None]] = []
         self.statement_hooks: list[Callable[[Any, Any], Any]] = []
+        self.value_checks: list[Callable[[Any, Any, Any, Any], None]] = []
 
     def procedure(self, name: str, fn: ProcedureFn) -> None:
         """Register ``EXEC name``."""
@@ -181,6 +182,15 @@ class ExtensionRegistry:
     def commit_hook(self, fn: Callable[[Any, list[tuple[Any, Any]], int], None]) -> None:
         """Call ``fn(engine, [(database, CommittedTransaction)], commit_seq)`` inside every commit."""
         self.commit_hooks.append(fn)
+
+    def value_check(self, fn: Callable[[Any, Any, Any, Any], None]) -> None:
+        """Call ``fn(engine, table, column, value)`` for every value an INSERT or UPDATE writes; it may raise."""
+        self.value_checks.append(fn)
+
+    def check_written_value(self, engine: Any, table: Any, column: Any, value: Any) -> None:
+        """Run the value checks (e.g. CDC's ``max text repl size``) on one written value."""
+        for check in self.value_checks:
+            check(engine, table, column, value)
 
     def statement_hook(self, fn: Callable[[Any, Any], Any]) -> None:
         """Offer every DDL statement to ``fn(session, raw)``: an iterator of events if it handles it, else None."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from airflow_provider_sqlserver_cdc.testing.simulator.cdc import catalog, functions, persistence
+from airflow_provider_sqlserver_cdc.testing.simulator.cdc import catalog, functions, lob_limit, persistence
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.capture_job import CaptureJob
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.procedures import CdcProcedures, ddl_hook
 from airflow_provider_sqlserver_cdc.testing.simulator.cdc.session_access import (
@@ -38,6 +38,9 @@ def register_cdc(registry: ExtensionRegistry, engine: Any = None) -> None:
     for name, view in catalog.STATIC_VIEWS.items():
         registry.view(name, view)
     registry.ddl_hook(ddl_hook)
+    registry.value_check(lob_limit.check_replicated_lob)
+    registry.procedure("sys.sp_configure", lob_limit.sp_configure)
+    registry.procedure("sys.reconfigure", lob_limit.reconfigure)  # the statement parses as a bare EXEC
     # Engine.reset() calls these: a reset forgets the databases, so their capture jobs must stop.
     hooks = getattr(registry, "reset_hooks", None)
     if hooks is None:

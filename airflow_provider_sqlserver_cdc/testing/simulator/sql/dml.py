@@ -326,6 +326,7 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
         for i, c in enumerate(columns)
         if c.identity is None and c.type.name != "timestamp" and (not c.nullable or c.type.length > 0)
     ]
+    value_checked = list(enumerate(columns)) if session.engine.registry.value_checks else []
     defaults: dict[int, Any] = {}
     count = 0
     stmt = "INSERT"
@@ -354,6 +355,8 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
             full[i] = defaults[i]
         for i, col in checked:
             _check_value(table, db, col, full[i], stmt)
+        for i, col in value_checked:
+            session.engine.registry.check_written_value(session.engine, table, col, full[i])
 
         def compute(_current: Any, full: list[Any] = full, given: list[bool] = given) -> Any:
             if ident is not None:
@@ -558,6 +561,7 @@ def _updated_row(
         if conv is not None and v is not None:
             v = conv(v)
         values[ci] = _check_value(table, db, col, v, "UPDATE")
+        session.engine.registry.check_written_value(session.engine, table, col, v)
     for i in rv_cols:
         values[i] = session.engine.next_rowversion(db)
     return tuple(values)
