@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from merge_runs import contents, merge_fails, run, snapshot_count
+from window_builder import INT_KEY, NAME, ChangeLog, Column, WindowSpec, write_window
 
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan
@@ -67,3 +71,34 @@ def test_the_error_names_table_column_ddl_and_lsn_and_the_remedy():
         "resnapshot",
     ):
         assert part in message
+
+
+@pytest.mark.spark
+def test_a_narrowed_column_stops_the_merge_of_its_table_and_nothing_is_written(spark, base, namespace):
+    log = ChangeLog(start=0x100)
+    first = write_window(
+        base, WindowSpec("dbo_orders", 0x100, 0x1FF, log.insert(id=1, name="a"), columns=(INT_KEY, NAME))
+    )
+    run(spark, namespace, first)
+    table = f"{namespace}.dbo_orders"
+    before, snapshots = contents(spark, table), snapshot_count(spark, table)
+
+    narrow = Column("name", "nvarchar", NAME.arrow_type, max_length=40)
+    log = ChangeLog(start=0x200)
+    second = write_window(
+        base, WindowSpec("dbo_orders", 0x200, 0x2FF, log.insert(id=2, name="b"), columns=(INT_KEY, narrow))
+    )
+    manifest = json.loads(Path(second).read_text())
+    manifest["ddl_events"] = [
+        {
+            "command": "ALTER TABLE dbo.orders ALTER COLUMN name nvarchar(20)",
+            "lsn": "0x00000000000000000201",
+            "time": None,
+        }
+    ]
+    Path(second).write_text(json.dumps(manifest))
+    with merge_fails(
+        table, SchemaEvolutionError, match=r"name of dbo_orders cannot be followed: it was narrowed"
+    ):
+        run(spark, namespace, second)
+    assert snapshot_count(spark, table) == snapshots and contents(spark, table) == before
