@@ -16,6 +16,7 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
 from airflow_provider_sqlserver_cdc.window.planning import MODES
 
 if TYPE_CHECKING:
@@ -76,8 +77,10 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
             raise ValueError("LsnSensor in watermark mode needs capture_instance")
         database = hook.source_database()
         # Resolve ``schema.table`` to the instance name, as CdcExtractOperator keys its watermark.
-        instances = hook.get_named_capture_instances(names, with_columns=False)
-        keys = {i.name: watermark_key(self.sqlserver_cdc_conn_id, database, i.name) for i in instances}
+        streams = resolve_streams(
+            hook, names, lambda stream: watermark_key(self.sqlserver_cdc_conn_id, database, stream)
+        )
+        keys = {s: watermark_key(self.sqlserver_cdc_conn_id, database, s) for s, _ in streams}
         return {name: mark.lsn if mark else None for name, mark in read_watermarks(keys).items()}
 
     def poke(self, context: Context) -> bool:

@@ -11,12 +11,13 @@ The decision is per instance: re-snapshotting one table leaves the others alone.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.state import read_watermark
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
@@ -130,9 +131,11 @@ def plan_loads(
     """
     requested = set(resnapshot)
     decisions = []
-    instances = hook.get_named_capture_instances(capture_instances, with_columns=False)
-    for name, instance in zip(capture_instances, instances, strict=True):
-        key = watermark_key(conn_id, database, instance.name)
+    streams = resolve_streams(
+        hook, capture_instances, lambda stream: watermark_key(conn_id, database, stream)
+    )
+    for name, (stream, instance) in zip(capture_instances, streams, strict=True):
+        key = watermark_key(conn_id, database, stream)
         mark = read_watermark(key)
         min_lsn = next_lsn = None
         if mark is not None and check_retention:
@@ -140,12 +143,12 @@ def plan_loads(
             next_lsn = hook.increment_lsn(mark.position)
         decisions.append(
             decide_load(
-                instance,
+                replace(instance, name=stream),  # a switched table's instance answers under its stream's name
                 mark,
                 state_key=key,
                 min_lsn=min_lsn,
                 next_lsn=next_lsn,
-                resnapshot=name in requested or instance.name in requested,
+                resnapshot=name in requested or stream in requested,
             )
         )
     return decisions

@@ -373,3 +373,33 @@ def load_switches(
     if require_keys:
         require_key_columns([i for s in switches for i in (s.old, s.new) if i is not None])
     return switches, instances
+
+
+def resolve_streams(
+    hook: SqlServerCdcHook, names: Sequence[str], state_key: Callable[[str], str]
+) -> list[tuple[str, CaptureInstance]]:
+    """
+    Return each name's stream and the capture instance that answers for it now (columns not loaded).
+
+    A capture instance name is its own stream; ``schema.table`` is the stream of the table's newest
+    instance; a stream whose instance was disabled after a switch is answered by the oldest instance
+    its lineage Variable's table has left.
+
+    :param hook: the source hook.
+    :param names: capture instance names (the streams), or ``schema.table``.
+    :param state_key: a stream's name -> its watermark Variable.
+    """
+    instances = hook.get_capture_instances()
+    resolved = []
+    for name in names:
+        own = next((i for i in instances if i.name.lower() == name.lower()), None)
+        table = read_lineage(state_key(name)) if own is None else None
+        found = _table_instances(instances, *table) if table else []
+        if own is not None:
+            resolved.append((own.name, own))
+        elif found:
+            resolved.append((name, found[0]))
+        else:
+            instance = hook.get_named_capture_instances([name], with_columns=False)[0]
+            resolved.append((instance.name, instance))
+    return resolved
