@@ -147,3 +147,24 @@ def test_without_a_second_instance_the_add_fails_and_the_opt_in_creates_one(sour
 def test_successor_names_skip_taken_ones():
     assert successor_name("dbo_orders", ["dbo_orders", "DBO_ORDERS_V2"]) == "dbo_orders_v3"
     assert len(successor_name("x" * 100, [])) == 100
+
+
+def test_parts_read_each_lsn_from_the_instance_that_holds_it():
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch
+    from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
+
+    old = CaptureInstance("dbo_t", "dbo", "t", Lsn.from_int(10))
+    new = CaptureInstance("dbo_t_v2", "dbo", "t", Lsn.from_int(50))
+    switch = InstanceSwitch("dbo_t", old, new)
+
+    def window(first: int, last: int) -> LsnWindow:
+        return LsnWindow("dbo_t", Lsn.from_int(first), Lsn.from_int(last), "interval")
+
+    def spans(parts):
+        return [(i.name, int(w.from_lsn), int(w.to_lsn)) for i, w in parts]
+
+    assert spans(switch.parts(window(20, 49))) == [("dbo_t", 20, 49)]
+    assert spans(switch.parts(window(50, 60))) == [("dbo_t_v2", 50, 60)]
+    assert spans(switch.parts(window(20, 60))) == [("dbo_t", 20, 49), ("dbo_t_v2", 50, 60)]
+    assert spans(InstanceSwitch("dbo_t", old).parts(window(20, 60))) == [("dbo_t", 20, 60)]
