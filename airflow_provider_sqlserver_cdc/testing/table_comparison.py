@@ -19,7 +19,7 @@ import datetime as dt
 import decimal
 import struct
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -363,7 +363,11 @@ def compare_rows(
 
 
 def read_target_rows(
-    spark: Any, table: str, instance: CaptureInstance, result: TableComparison
+    spark: Any,
+    table: str,
+    instance: CaptureInstance,
+    result: TableComparison,
+    dropped_on_source: Collection[str] = (),
 ) -> dict[Key, dict[str, Any]]:
     """
     Read the target's live rows (``NOT _cdc_deleted``) with Spark; record schema differences in ``result``.
@@ -372,6 +376,8 @@ def read_target_rows(
     :param table: the dotted Iceberg table name.
     :param instance: the capture instance (its columns say what the target should hold).
     :param result: where schema differences and the count of soft-deleted rows go.
+    :param dropped_on_source: lower-cased target columns the source table no longer has: the target
+        keeps a dropped column (its values stop changing, docs/schema-changes.md), so it is no difference.
     """
     frame = spark.table(table)
     types = {f.name.lower(): _spark_type_name(f.dataType) for f in frame.schema.fields}
@@ -384,7 +390,7 @@ def read_target_rows(
             result.schema_differences.append(
                 f"column {name} is {types[name]} in the target, documented {wanted}"
             )
-    for name in types.keys() - expected.keys() - meta:
+    for name in types.keys() - expected.keys() - meta - set(dropped_on_source):
         result.schema_differences.append(f"column {name} is in the target but not captured")
     if result.schema_differences:
         return {}
@@ -467,7 +473,11 @@ def compare_table(
         result.source_rows = len(read_source_rows(conn, instance))
         result.missing_in_target = []
         return result
-    target = read_target_rows(spark, target_table, instance, result)
+    dropped: set[str] = set()
+    if source_columns is not None and spark.catalog.tableExists(target_table):
+        present = {c.name.lower() for c in source_columns}
+        dropped = {f.name.lower() for f in spark.table(target_table).schema.fields} - present
+    target = read_target_rows(spark, target_table, instance, result, dropped)
     source = read_source_rows(conn, instance)
     if result.schema_differences:
         result.source_rows = len(source)
