@@ -168,3 +168,26 @@ def test_parts_read_each_lsn_from_the_instance_that_holds_it():
     assert spans(switch.parts(window(50, 60))) == [("dbo_t_v2", 50, 60)]
     assert spans(switch.parts(window(20, 60))) == [("dbo_t", 20, 49), ("dbo_t_v2", 50, 60)]
     assert spans(InstanceSwitch("dbo_t", old).parts(window(20, 60))) == [("dbo_t", 20, 60)]
+
+
+def test_statements_take_names_as_quoted_values_and_keys_cast_to_their_types():
+    from airflow_provider_sqlserver_cdc import tsql
+    from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
+
+    enable = tsql.enable_capture_instance_statement(
+        "dbo", "o'rders", "dbo_orders_v2", role_name=None, index_name="PK"
+    )
+    assert enable == (
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'o''rders', @role_name = NULL, "
+        "@capture_instance = N'dbo_orders_v2', @index_name = N'PK'"
+    )
+    assert "@capture_instance = N'dbo_orders'" in tsql.disable_capture_instance_statement(
+        "dbo", "orders", "dbo_orders"
+    )
+    key = CapturedColumn("id]x", 1, "int", 4, 10, 0, False)
+    query = tsql.rows_by_key_query("dbo", "orders", [key], [key], 2)
+    assert query.endswith(
+        "FROM [dbo].[orders] AS [src] WHERE ([src].[id]]x] = CAST(? AS int)) OR ([src].[id]]x] = CAST(? AS int))"
+    )
+    with pytest.raises(ValueError):
+        tsql.rows_by_key_query("dbo", "orders", [key], [], 1)
