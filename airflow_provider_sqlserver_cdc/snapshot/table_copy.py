@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,8 @@ from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, Sn
 from airflow_provider_sqlserver_cdc.window.extraction import (
     ExtractResult,
     finish_window,
-    load_capture_instances,
 )
+from airflow_provider_sqlserver_cdc.window.instance_switch import load_switches
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
     WindowManifest,
@@ -499,7 +499,12 @@ def snapshot_windows(
     :param require_keys: raise NoKeyColumnsError for an instance without key columns.
     :param copy_options: further arguments of :func:`snapshot_capture_instance` (chunk_rows, method, ...).
     """
-    database, instances = load_capture_instances(hook, names, require_keys=require_keys)
+    database = hook.source_database()
+    switches, _ = load_switches(
+        hook, names, lambda stream: watermark_key(conn_id, database, stream), require_keys=require_keys
+    )
+    # A switched table is copied with its newest instance's columns, filed under its stream's name.
+    instances = [replace(s.newest, name=s.stream) for s in switches]
     return [
         snapshot_capture_instance(
             hook, instance, base_uri=base_uri, database=database, **copy_options

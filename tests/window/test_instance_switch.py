@@ -191,3 +191,17 @@ def test_statements_take_names_as_quoted_values_and_keys_cast_to_their_types():
     )
     with pytest.raises(ValueError):
         tsql.rows_by_key_query("dbo", "orders", [key], [], 1)
+
+
+def test_a_snapshot_of_a_switched_table_has_the_new_columns_under_the_stream_name(source, tmp_path):
+    from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_windows
+
+    source.commit_at(local(10, 20), (ENABLE_V2,))
+    source.capture(until=local(10, 30))
+    hook = SqlServerCdcHook("sim")
+    try:
+        [window] = snapshot_windows(hook, ["dbo_orders"], conn_id="sim", base_uri=str(tmp_path / "lake"))
+    finally:
+        hook.close()
+    assert window.capture_instance == "dbo_orders" and "/dbo_orders/" in window.window_uri
+    assert {r["order_id"]: r["loyalty"] for r in rows(window)} == {1: 7, 2: None, 4: 9}
