@@ -2,7 +2,7 @@
 Schema changes on a live source through the example DAG on the simulator: the pipeline follows an
 ``ALTER TABLE … ADD``, a widening ``ALTER COLUMN`` and a ``DROP COLUMN`` by switching capture
 instances on its own (``extract.create_capture_instance`` and ``extract.disable_old_capture_instance``
-on), back-filling the rows changed in the blind spot by primary key, and the target equals the
+on) or picking up the instance a DBA created by hand between runs (both off), back-filling the rows changed in the blind spot by primary key, and the target equals the
 source, new column included (the project's table comparison). Re-running an interval across the
 switch leaves the target unchanged. Real pieces only (see cdc_pipeline_harness).
 """
@@ -105,17 +105,25 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     assert harness.target_snapshot_ids() == before
     assert instances(harness) == ["dbo_customers", "dbo_customers_v2"]
 
-    # interval 3: DROP COLUMN needs a third instance: the old one is disabled (the switch is complete)
+    # interval 3: a DBA follows a DROP COLUMN by hand, between runs: the switch to v2 is complete, so the
+    # first instance is disabled and a third one created; rows change before and after it (a blind spot).
+    # The next run, with neither opt-in, picks the DBA's instance up and switches to it.
     harness.set_server_time(harness.interval_start(3) + dt.timedelta(seconds=1))
     execute(
         conn,
         "ALTER TABLE dbo.customers DROP COLUMN credit_limit",
         "UPDATE dbo.customers SET loyalty = 3 WHERE customer_id % 2 = 0",
+        "EXEC sys.sp_cdc_disable_table @source_schema = N'dbo', @source_name = N'customers', "
+        "@capture_instance = N'dbo_customers'",
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'customers', "
+        "@role_name = NULL, @capture_instance = N'dbo_customers_v3'",
+        "UPDATE dbo.customers SET name = N'after v3' WHERE customer_id % 6 = 0",
     )
     harness.close_interval(3)
-    fourth = harness.run(harness.interval_start(4), env=OPT_IN)
+    fourth = harness.run(harness.interval_start(4), env=ONLY_CUSTOMERS)
     assert fourth.state == "success", fourth.output[-6000:]
     assert instances(harness) == ["dbo_customers_v2", "dbo_customers_v3"]
+    assert len([d for d in harness.window_dirs("dbo_customers") if d.name.endswith("_backfill")]) == 2
     comparisons = compare(harness, spark)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     types = {
