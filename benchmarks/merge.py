@@ -6,13 +6,19 @@ before-images, 20% inserts, 10% deletes). For copy-on-write and merge-on-read ta
 * rewrite: ``CREATE OR REPLACE TABLE copy AS SELECT * FROM target`` (read and write every row);
 * merge:   ``spark.merge.job.run`` on the window (manifest checks, row count, state, net effect, MERGE).
 
+Each mode runs on a target created unpartitioned (the plain MERGE, whose join shuffles the
+target) and on one bucketed by key (``bucket(N, id)``: the storage-partitioned MERGE from a
+staging table, docs/merge-performance.md), side by side; ``--layouts`` picks them. Every row
+prints the strategy the job chose and the ``Exchange`` count of the MERGE's executed plan (all,
+and those feeding the target's scan).
+
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
 dev extra; one full-size round runs first and is not counted (JIT warm-up), then every mode is measured
 --rounds times (default 3; rewrite and merge of a round run back to back, after a JVM garbage
 collection; the order of the modes rotates from round to round). Each round prints wall time and the
 JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
 is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--changes 10000] [--keys recent]
-[--modes copy-on-write,merge-on-read]``.
+[--modes copy-on-write,merge-on-read] [--layouts unpartitioned,bucketed] [--buckets 8]``.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import shutil
 import statistics
 import tempfile
@@ -35,9 +42,10 @@ from bench_source import process_cpu_seconds
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED
+from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
 from airflow_provider_sqlserver_cdc.spark.merge.job import configure_session, run
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
-from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget, iceberg_table
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 from airflow_provider_sqlserver_cdc.window.net_effect import OPERATION_NAMES
@@ -251,7 +259,19 @@ class JvmClock:
         return time.perf_counter() - started, process_cpu_seconds(self.pid) - cpu
 
 
-def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
+class MergeReports(logging.Handler):
+    """Keep the ``MergeReport`` the job logs for each MERGE."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.reports: list[MergeReport] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(record, MERGE_REPORT_ATTRIBUTE):
+            self.reports.append(getattr(record, MERGE_REPORT_ATTRIBUTE))
+
+
+def load_baseline(spark, snapshot_manifest: str, table: str, mode: str, buckets: int | None) -> None:
     """Create the target as the job would and fill it with the snapshot rows (untimed set-up)."""
     from pyspark.sql import functions as F
 
@@ -259,7 +279,7 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str) -> None:
     window = read_manifest(spark, snapshot_manifest)
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
-    IcebergTarget(spark, mode).create_table(plan)
+    IcebergTarget(spark, mode, partition_buckets=buckets).create_table(plan)
     frame = read_window(spark, window, table, check_count=False).withColumn(DELETED, F.lit(False))
     frame.writeTo(table).append()
 
@@ -275,6 +295,17 @@ def main() -> None:
     )
     parser.add_argument("--modes", default="merge-on-read,copy-on-write")
     parser.add_argument("--shuffle-partitions", type=int, default=8)
+    parser.add_argument(
+        "--layouts",
+        default="unpartitioned,bucketed",
+        help="target layouts: unpartitioned (plain MERGE) and/or bucketed (storage-partitioned MERGE)",
+    )
+    parser.add_argument(
+        "--buckets",
+        type=int,
+        default=None,
+        help="key buckets of the bucketed target (default: the job's heuristic)",
+    )
     parser.add_argument(
         "--keys",
         choices=("uniform", "recent"),
@@ -293,6 +324,13 @@ def main() -> None:
     size = int(5_000_000 * args.scale)
     changes = args.changes if args.changes is not None else int(1_000_000 * args.scale)
     modes = args.modes.split(",")
+    layouts = args.layouts.split(",")
+    arms = [(mode, layout) for mode in modes for layout in layouts]
+    reports = MergeReports()
+    job_log = logging.getLogger("sqlserver_cdc.merge_job")
+    job_log.setLevel(logging.INFO)
+    job_log.addHandler(reports)
+    job_log.propagate = False
     work = Path(tempfile.mkdtemp(prefix="cdc-merge-bench-"))
     rng = np.random.default_rng(6)
     try:
@@ -314,42 +352,49 @@ def main() -> None:
         clock = JvmClock(spark)
         print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
         print(
-            f"{'mode':<15} {'round':>7} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
-            f"{'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} {'rows after':>12}"
+            f"{'mode':<15} {'layout':<13} {'round':>7} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
+            f"{'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} {'rows after':>12}  "
+            "strategy (Exchanges: all/target)"
         )
-        ratios: dict[str, list[tuple[float, float]]] = {mode: [] for mode in modes}
+        ratios: dict[tuple[str, str], list[tuple[float, float]]] = {arm: [] for arm in arms}
         for round_number in range(1 - args.warm_up_rounds, args.rounds + 1):
-            # Rotate the order of the modes: the first measurement of a round tends to be slower.
-            shift = (round_number - 1) % len(modes)
+            # Rotate the order of the arms: the first measurement of a round tends to be slower.
+            shift = (round_number - 1) % len(arms)
             label = str(round_number) if round_number > 0 else "warm-up"
-            for mode in modes[shift:] + modes[:shift]:
-                table = f"lake.bench.orders_{mode.replace('-', '_')}_{round_number + args.warm_up_rounds}"
-                load_baseline(spark, snapshot, table, mode)
+            for mode, layout in arms[shift:] + arms[:shift]:
+                table = f"lake.bench.orders_{mode.replace('-', '_')}_{layout}_{round_number + args.warm_up_rounds}"
+                buckets = 0 if layout == "unpartitioned" else args.buckets
+                load_baseline(spark, snapshot, table, mode, buckets)
                 rewrite, rewrite_cpu = clock.measure(
                     lambda table=table: spark.sql(
                         f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
                     )
                 )
                 settings = MergeSettings(manifests=(window,), targets={"dbo_orders": table})
+                reports.reports.clear()
                 merge, merge_cpu = clock.measure(lambda settings=settings: run(spark, settings))
+                report = reports.reports[-1]
+                fields = iceberg_table(spark, table).spec().fields()
+                spec = ",".join(str(fields.get(i).transform()) for i in range(fields.size())) or "none"
                 total = spark.table(table).count()
                 live = spark.table(table).where(f"NOT {DELETED}").count()
                 expected_live = size + mix["inserts"] - mix["deletes"]
                 assert live == expected_live, (live, expected_live)
                 print(
-                    f"{mode:<15} {label:>7} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
-                    f"{rewrite_cpu:>13.1f} {merge_cpu:>11.1f} {merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}",
+                    f"{mode:<15} {layout:<13} {label:>7} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
+                    f"{rewrite_cpu:>13.1f} {merge_cpu:>11.1f} {merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}  "
+                    f"{report.strategy} ({report.shuffles.exchanges}/{report.shuffles.table_exchanges}) spec {spec}",
                     flush=True,
                 )
                 if round_number > 0:
-                    ratios[mode].append((merge / rewrite, merge_cpu / rewrite_cpu))
+                    ratios[(mode, layout)].append((merge / rewrite, merge_cpu / rewrite_cpu))
                 spark.sql(f"DROP TABLE {table}_rewrite PURGE")
                 spark.sql(f"DROP TABLE {table} PURGE")
-        for mode, measured in ratios.items():
+        for (mode, layout), measured in ratios.items():
             wall = sorted(r for r, _ in measured)
             cpu = sorted(c for _, c in measured)
             print(
-                f"{mode:<15} merge/rewrite over {len(measured)} rounds: wall median {statistics.median(wall):.2f}x "
+                f"{mode:<15} {layout:<13} merge/rewrite over {len(measured)} rounds: wall median {statistics.median(wall):.2f}x "
                 f"(min {wall[0]:.2f}x, max {wall[-1]:.2f}x); JVM CPU median {statistics.median(cpu):.2f}x "
                 f"(min {cpu[0]:.2f}x, max {cpu[-1]:.2f}x)"
             )

@@ -31,6 +31,8 @@ class MergeSettings:
     delete_mode: str = "soft"
     write_mode: str = "merge-on-read"
     table_properties: dict[str, str] = field(default_factory=dict)
+    # Key buckets of the tables the job creates (docs/merge-performance.md); None: from their size.
+    partition_buckets: int | None = None
     # The relational target (docs/targets-postgres.md): credentials come from the environment or a file.
     target_kind: str = "iceberg"
     jdbc_url: str | None = None
@@ -116,6 +118,13 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         default=[],
         help="KEY=VALUE Iceberg table property for the tables the job creates",
     )
+    parser.add_argument(
+        "--partition-buckets",
+        type=int,
+        default=None,
+        help="bucket(N, first key column) partitioning of the tables the job creates; 0 leaves them "
+        "unpartitioned (default: from their size)",
+    )
     parser.add_argument("--target-kind", choices=TARGET_KINDS, default="iceberg")
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
     parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
@@ -123,6 +132,8 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
     args = parser.parse_args(list(argv))
     if args.target_kind == "jdbc" and not args.jdbc_url:
         parser.error("--target-kind jdbc needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)")
+    if args.partition_buckets is not None and args.partition_buckets < 0:
+        parser.error(f"--partition-buckets must be 0 or more, got {args.partition_buckets}")
     if args.jdbc_connections < 1:
         parser.error(f"--jdbc-connections must be at least 1, got {args.jdbc_connections}")
     try:
@@ -146,7 +157,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             manifests.append(manifest_uri(reference))
     as_given = {
         name: getattr(args, name)
-        for name in ("namespace", "table_name_template", "delete_mode")
+        for name in ("namespace", "table_name_template", "delete_mode", "partition_buckets")
         + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
     }
     return MergeSettings(

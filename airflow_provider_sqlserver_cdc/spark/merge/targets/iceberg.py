@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_META_COLUMNS
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import log_merge
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
     KeyRange,
     runtime_key_filter_conf,
@@ -25,7 +26,14 @@ from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpointed_net_effect,
     net_effect_frame,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.partition_layout import (
+    StagingLayout,
+    bucket_count,
+    creation_partitioning,
+    staging_layout,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
+from airflow_provider_sqlserver_cdc.spark.merge.staged_merge import SPJ_CONF, staged_net_effect
 from airflow_provider_sqlserver_cdc.spark.merge.statements import (
     merge_sql,
     quote,
@@ -275,6 +283,8 @@ class IcebergTarget(MergeTarget):
     :param spark: the session, with Iceberg's SQL extensions and the target catalog configured.
     :param write_mode: ``merge-on-read`` or ``copy-on-write``, set on the tables the job creates.
     :param table_properties: further Iceberg table properties for the tables the job creates.
+    :param partition_buckets: key buckets of the tables the job creates (0: unpartitioned); default
+        from their size (``partition_layout.bucket_count``).
     """
 
     def __init__(
@@ -282,10 +292,12 @@ class IcebergTarget(MergeTarget):
         spark: SparkSession,
         write_mode: str = "merge-on-read",
         table_properties: Mapping[str, str] | None = None,
+        partition_buckets: int | None = None,
     ) -> None:
         self.spark = spark
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
+        self.partition_buckets = partition_buckets
 
     def check_session(self) -> None:
         """Fail unless PySpark pins threads (commit properties) and Iceberg's SQL extensions are on."""
@@ -349,10 +361,12 @@ class IcebergTarget(MergeTarget):
             **self.table_properties,
         }
         props = ", ".join(f"'{k}'='{v.replace(chr(39), '')}'" for k, v in properties.items())
-        LOG.info("creating target table %s (%s)", plan.table, self.write_mode)
+        rows = sum(w.manifest.row_count for w in plan.windows)
+        buckets = bucket_count(rows, self.spark.sparkContext.defaultParallelism, self.partition_buckets)
+        LOG.info("creating target table %s (%s, %d key buckets)", plan.table, self.write_mode, buckets)
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {quote_table(plan.table)} ({', '.join(definitions)}) "
-            f"USING iceberg TBLPROPERTIES ({props})"
+            f"USING iceberg{creation_partitioning(plan.key_columns, buckets)} TBLPROPERTIES ({props})"
         )
         self.spark.sql(
             f"ALTER TABLE {quote_table(plan.table)} SET IDENTIFIER FIELDS "
@@ -390,7 +404,7 @@ class IcebergTarget(MergeTarget):
                 frame = net_effect_frame(batch.changes, plan.key_columns)
                 statement = self._merge_statement(batch, frame, None)
                 statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
-                with_commit_properties(self.spark, properties, lambda: self.spark.sql(statement))
+                log_merge(LOG, plan.table, "snapshot", self._run_merge(statement, properties))
             else:
                 self._merge_changes(batch, properties)
         except Exception as err:
@@ -414,13 +428,18 @@ class IcebergTarget(MergeTarget):
         """MERGE change windows, with the key range and, where it pays, the runtime key filter."""
         plan, spark = batch.plan, self.spark
         bounds = source_key_range(batch.changes, plan)
+        iceberg = iceberg_table(spark, plan.table)
+        layout = staging_layout(iceberg, plan.key_columns)
+        if isinstance(layout, StagingLayout):
+            self._merge_storage_partitioned(batch, properties, bounds, layout)
+            return
         # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
-        merge_on_read = (
-            iceberg_table(spark, plan.table).properties().get("write.merge.mode") == "merge-on-read"
-        )
+        merge_on_read = iceberg.properties().get("write.merge.mode") == "merge-on-read"
         scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
+        strategy = "plain"
         with ExitStack() as stack:
             if runtime_key_filter_pays(scanned, batch.change_rows):
+                strategy = "plain, runtime key filter"
                 LOG.info(
                     "target %s: runtime key filter on (%s target rows to scan, %s change rows)",
                     plan.table,
@@ -432,7 +451,37 @@ class IcebergTarget(MergeTarget):
             else:
                 source = net_effect_frame(batch.changes, plan.key_columns)
             statement = self._merge_statement(batch, source, bounds)
-            with_commit_properties(spark, properties, lambda: spark.sql(statement))
+            frame = self._run_merge(statement, properties)
+        log_merge(LOG, plan.table, strategy, frame, f"no storage-partitioned join: {layout}")
+
+    def _merge_storage_partitioned(
+        self, batch: ChangeBatch, properties: dict[str, str], bounds: KeyRange | None, layout: StagingLayout
+    ) -> None:
+        """MERGE from a staging table partitioned like the target, joined bucket by bucket (``staged_merge``)."""
+        plan, spark = batch.plan, self.spark
+        net_effect = net_effect_frame(batch.changes, plan.key_columns)
+        with (
+            staged_net_effect(spark, plan.table, net_effect, layout) as staging,
+            session_conf(spark, SPJ_CONF),
+        ):
+            statement = merge_sql(
+                plan.table, quote_table(staging), batch.columns, plan.key_columns, batch.hard, bounds
+            )
+            frame = self._run_merge(statement, properties)
+        report = log_merge(LOG, plan.table, "storage-partitioned", frame, ", ".join(layout.transforms))
+        if report.shuffles.table_exchanges > 0:
+            LOG.warning(
+                "target %s: the MERGE shuffled the target although both sides are partitioned alike (%s); "
+                "the merge is exact but slower",
+                plan.table,
+                ", ".join(layout.transforms),
+            )
+
+    def _run_merge(self, statement: str, properties: dict[str, str]) -> DataFrame:
+        """Run a MERGE statement whose commit carries ``properties``; return its result (for its plan)."""
+        result: list[DataFrame] = []
+        with_commit_properties(self.spark, properties, lambda: result.append(self.spark.sql(statement)))
+        return result[0]
 
     @staticmethod
     def _merge_statement(batch: ChangeBatch, source: DataFrame, bounds: KeyRange | None) -> str:

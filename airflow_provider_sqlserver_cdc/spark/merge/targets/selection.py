@@ -27,7 +27,9 @@ def target_from_settings(spark: SparkSession, settings: MergeSettings) -> MergeT
     :param settings: the job's settings (``target_kind`` and, for ``jdbc``, the URL and where the login is).
     """
     if settings.target_kind != "jdbc":
-        return IcebergTarget(spark, settings.write_mode, settings.table_properties)
+        return IcebergTarget(
+            spark, settings.write_mode, settings.table_properties, settings.partition_buckets
+        )
     if not settings.jdbc_url:
         raise MergeJobError("--target-kind jdbc needs --jdbc-url")
     if settings.jdbc_credentials_file:
