@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 from bench_source import process_cpu_seconds
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.spark.merge import staged_merge
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
@@ -284,6 +285,25 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str, buckets:
     frame.writeTo(table).append()
 
 
+#: Layouts that run the staged MERGE with one more session setting: an experiment against the job's choice.
+LAYOUT_EXPERIMENTS = {
+    "bucketed-hash-join": {"spark.sql.join.preferSortMergeJoin": "false"},
+    "bucketed-sort-merge-join": {"spark.sql.join.preferSortMergeJoin": "true"},
+}
+
+
+def merge_in(spark, settings: MergeSettings, layout: str) -> None:
+    """Run the job; for an experimental layout with its setting added to the staged MERGE's."""
+    extra = LAYOUT_EXPERIMENTS.get(layout, {})
+    saved = dict(staged_merge.SPJ_CONF)
+    staged_merge.SPJ_CONF.update(extra)
+    try:
+        run(spark, settings)
+    finally:
+        staged_merge.SPJ_CONF.clear()
+        staged_merge.SPJ_CONF.update(saved)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0, help="1.0 = 5,000,000 rows and 1,000,000 changes")
@@ -362,7 +382,7 @@ def main() -> None:
             shift = (round_number - 1) % len(arms)
             label = str(round_number) if round_number > 0 else "warm-up"
             for mode, layout in arms[shift:] + arms[:shift]:
-                table = f"lake.bench.orders_{mode.replace('-', '_')}_{layout}_{round_number + args.warm_up_rounds}"
+                table = f"lake.bench.orders_{mode.replace('-', '_')}_{layout.replace('-', '_')}_{round_number + args.warm_up_rounds}"
                 buckets = 0 if layout == "unpartitioned" else args.buckets
                 load_baseline(spark, snapshot, table, mode, buckets)
                 rewrite, rewrite_cpu = clock.measure(
@@ -372,7 +392,9 @@ def main() -> None:
                 )
                 settings = MergeSettings(manifests=(window,), targets={"dbo_orders": table})
                 reports.reports.clear()
-                merge, merge_cpu = clock.measure(lambda settings=settings: run(spark, settings))
+                merge, merge_cpu = clock.measure(
+                    lambda settings=settings, layout=layout: merge_in(spark, settings, layout)
+                )
                 report = reports.reports[-1]
                 fields = iceberg_table(spark, table).spec().fields()
                 spec = ",".join(str(fields.get(i).transform()) for i in range(fields.size())) or "none"

@@ -33,6 +33,8 @@ class MergeSettings:
     table_properties: dict[str, str] = field(default_factory=dict)
     # Key buckets of the tables the job creates (docs/merge-performance.md); None: from their size.
     partition_buckets: int | None = None
+    # Target tables merged at once, each on its own thread and Spark session (``concurrent_tables``).
+    concurrent_tables: int = 1
     # The relational target (docs/targets-postgres.md): credentials come from the environment or a file.
     target_kind: str = "iceberg"
     jdbc_url: str | None = None
@@ -125,6 +127,12 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         help="bucket(N, first key column) partitioning of the tables the job creates; 0 leaves them "
         "unpartitioned (default: from their size)",
     )
+    parser.add_argument(
+        "--concurrent-tables",
+        type=int,
+        default=1,
+        help="target tables merged at once in the application (with spark.scheduler.mode=FAIR, fairly)",
+    )
     parser.add_argument("--target-kind", choices=TARGET_KINDS, default="iceberg")
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
     parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
@@ -134,6 +142,8 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         parser.error("--target-kind jdbc needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)")
     if args.partition_buckets is not None and args.partition_buckets < 0:
         parser.error(f"--partition-buckets must be 0 or more, got {args.partition_buckets}")
+    if args.concurrent_tables < 1:
+        parser.error(f"--concurrent-tables must be at least 1, got {args.concurrent_tables}")
     if args.jdbc_connections < 1:
         parser.error(f"--jdbc-connections must be at least 1, got {args.jdbc_connections}")
     try:
@@ -157,7 +167,13 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             manifests.append(manifest_uri(reference))
     as_given = {
         name: getattr(args, name)
-        for name in ("namespace", "table_name_template", "delete_mode", "partition_buckets")
+        for name in (
+            "namespace",
+            "table_name_template",
+            "delete_mode",
+            "partition_buckets",
+            "concurrent_tables",
+        )
         + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
     }
     return MergeSettings(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings, parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import COMMIT_TIME, POSITION_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.concurrent_tables import run_concurrently
 from airflow_provider_sqlserver_cdc.spark.merge.errors import (
     MergeJobError,
     TableMergeError,
@@ -254,6 +255,35 @@ def _failure_message(plans: dict[str, TargetPlan], failures: dict[str, BaseExcep
     return "\n".join(lines)
 
 
+def _log_failure(plan: TargetPlan, err: BaseException) -> None:
+    LOG.error(
+        "target table %s failed, windows %s; the other tables go on: %s",
+        plan.table,
+        ", ".join(_unmerged_labels(plan)),
+        failure_reason(err),
+        exc_info=not isinstance(err, (MergeJobError, ManifestError)),
+    )
+
+
+def _merge_concurrently(
+    spark: SparkSession, settings: MergeSettings, plans: list[TargetPlan], hard: bool
+) -> dict[str, BaseException]:
+    """Check and merge the tables ``settings.concurrent_tables`` at a time (``concurrent_tables``); return the failures."""
+
+    def merge_table(session: SparkSession, plan: TargetPlan) -> None:
+        target = target_from_settings(session, settings)
+        try:
+            _prepare(session, target, plan, hard)
+            _commit_retrying(session, target, plan, hard)
+        except Exception as err:
+            _log_failure(plan, err)
+            raise
+
+    LOG.info("merging %d target tables, %d at a time", len(plans), settings.concurrent_tables)
+    failed = run_concurrently(spark, plans, merge_table, settings.concurrent_tables, configure_session)
+    return {plans[index].table: err for index, err in failed.items()}
+
+
 def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None = None) -> dict[str, Any]:
     """Validate every window, then merge them target by target; return a summary of what was done.
 
@@ -264,6 +294,7 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     :param target: the kind of target table; default the one the settings select (``targets.selection``).
     """
     configure_session(spark)
+    given_target = target is not None
     if target is None:
         target = target_from_settings(spark, settings)
     target.check_session()
@@ -276,7 +307,10 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
         table = settings.target_for(window)
         plans.setdefault(table, TargetPlan(table)).windows.append(window)
     failures: dict[str, BaseException] = {}
-    for step in (_prepare, _commit_retrying):
+    concurrent = settings.concurrent_tables > 1 and len(plans) > 1 and not given_target
+    if concurrent:
+        failures = _merge_concurrently(spark, settings, list(plans.values()), hard)
+    for step in () if concurrent else (_prepare, _commit_retrying):
         for plan in plans.values():
             if plan.table in failures:
                 continue
@@ -284,13 +318,7 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
                 step(spark, target, plan, hard)
             except Exception as err:
                 failures[plan.table] = err
-                LOG.error(
-                    "target table %s failed, windows %s; the other tables go on: %s",
-                    plan.table,
-                    ", ".join(_unmerged_labels(plan)),
-                    failure_reason(err),
-                    exc_info=not isinstance(err, (MergeJobError, ManifestError)),
-                )
+                _log_failure(plan, err)
     result = {plan.table: _table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
     if failures:
         raise TableMergeError(_failure_message(plans, failures), result, failures) from next(

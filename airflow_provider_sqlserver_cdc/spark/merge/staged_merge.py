@@ -35,6 +35,12 @@ SPJ_CONF = {
     "spark.sql.iceberg.distribution-mode": "none",
 }
 
+#: The staging table is written once and read once, right away: no shuffle to the writers (each task
+#: writes a file per bucket it holds; the MERGE's scan groups them by bucket) and no compression.
+STAGING_PROPERTIES = (
+    "'format-version'='2', 'write.distribution-mode'='none', 'write.spark.fanout.enabled'='true', "
+    "'write.parquet.compression-codec'='uncompressed'"
+)
 STAGING_SUFFIX = "__cdc_staging_"
 STAGING_VIEW = "sqlserver_cdc_staging_rows"
 
@@ -76,7 +82,7 @@ def staged_net_effect(
     try:
         spark.sql(
             f"CREATE TABLE {quote_table(name)} USING iceberg{layout.clause()} "
-            "TBLPROPERTIES ('format-version'='2', 'write.distribution-mode'='hash') "
+            f"TBLPROPERTIES ({STAGING_PROPERTIES}) "
             f"AS SELECT * FROM {STAGING_VIEW}"
         )
         yield name
