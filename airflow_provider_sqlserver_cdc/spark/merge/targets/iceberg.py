@@ -430,15 +430,22 @@ class IcebergTarget(MergeTarget):
         bounds = source_key_range(batch.changes, plan)
         iceberg = iceberg_table(spark, plan.table)
         layout = staging_layout(iceberg, plan.key_columns)
-        if isinstance(layout, StagingLayout):
-            self._merge_storage_partitioned(batch, properties, bounds, layout)
-            return
         # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
         merge_on_read = iceberg.properties().get("write.merge.mode") == "merge-on-read"
         scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
+        filter_pays = runtime_key_filter_pays(scanned, batch.change_rows)
+        if isinstance(layout, StagingLayout) and not filter_pays:
+            self._merge_storage_partitioned(batch, properties, bounds, layout)
+            return
+        reason = (
+            f"the runtime key filter pays more than a storage-partitioned join ({scanned} target rows to scan, "
+            f"{batch.change_rows} change rows; docs/merge-performance.md)"
+            if isinstance(layout, StagingLayout)
+            else f"no storage-partitioned join: {layout}"
+        )
         strategy = "plain"
         with ExitStack() as stack:
-            if runtime_key_filter_pays(scanned, batch.change_rows):
+            if filter_pays:
                 strategy = "plain, runtime key filter"
                 LOG.info(
                     "target %s: runtime key filter on (%s target rows to scan, %s change rows)",
@@ -452,7 +459,7 @@ class IcebergTarget(MergeTarget):
                 source = net_effect_frame(batch.changes, plan.key_columns)
             statement = self._merge_statement(batch, source, bounds)
             frame = self._run_merge(statement, properties)
-        log_merge(LOG, plan.table, strategy, frame, f"no storage-partitioned join: {layout}")
+        log_merge(LOG, plan.table, strategy, frame, reason)
 
     def _merge_storage_partitioned(
         self, batch: ChangeBatch, properties: dict[str, str], bounds: KeyRange | None, layout: StagingLayout
