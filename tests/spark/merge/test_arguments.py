@@ -61,3 +61,19 @@ def test_parse_args_refuses_xcom_json(capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit):
         parse_args(["--manifest", '[{"manifest_uri": "/w/a"}]'])
     assert "not the extract task's XCom JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "buckets"),
+    [([], 0), (["--partition-buckets", "auto"], None), (["--partition-buckets", "16"], 16)],
+)
+def test_partition_buckets_default_to_unpartitioned_tables(given: list[str], buckets: int | None) -> None:
+    settings = parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", *given])
+    assert settings.partition_buckets == buckets
+    assert settings.concurrent_tables == 1
+
+
+def test_negative_buckets_and_no_concurrency_are_refused() -> None:
+    for given in (["--partition-buckets", "-1"], ["--concurrent-tables", "0"]):
+        with pytest.raises(SystemExit):
+            parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", *given])

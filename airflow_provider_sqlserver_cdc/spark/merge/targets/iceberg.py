@@ -283,8 +283,8 @@ class IcebergTarget(MergeTarget):
     :param spark: the session, with Iceberg's SQL extensions and the target catalog configured.
     :param write_mode: ``merge-on-read`` or ``copy-on-write``, set on the tables the job creates.
     :param table_properties: further Iceberg table properties for the tables the job creates.
-    :param partition_buckets: key buckets of the tables the job creates (0: unpartitioned); default
-        from their size (``partition_layout.bucket_count``).
+    :param partition_buckets: key buckets of the tables the job creates (0: unpartitioned, the default);
+        None: from their size (``partition_layout.bucket_count``).
     """
 
     def __init__(
@@ -292,7 +292,7 @@ class IcebergTarget(MergeTarget):
         spark: SparkSession,
         write_mode: str = "merge-on-read",
         table_properties: Mapping[str, str] | None = None,
-        partition_buckets: int | None = None,
+        partition_buckets: int | None = 0,
     ) -> None:
         self.spark = spark
         self.write_mode = write_mode
