@@ -106,11 +106,13 @@ def local_spark_session(
     log_level: str = "ERROR",
 ) -> SparkSession:
     """
-    Build (or get) a local SparkSession with the Iceberg runtime jar (and the PostgreSQL JDBC driver when
+    Build a local SparkSession with the Iceberg runtime jar (and the PostgreSQL JDBC driver when
     installed), the web UI off and ``conf``.
 
-    Spark keeps one session per process: when one is running, ``getOrCreate`` returns it and only
-    the SQL settings of ``conf`` take effect (a new catalog does; the jar and master do not).
+    Spark runs one context per process: when one is running already, this returns a new session on
+    it (``newSession``: catalogs and SQL settings of its own, so a catalog named like another
+    session's points where ``conf`` says) and only the runtime settings of ``conf`` take effect (the
+    jar, master and memory do not). Give it back with :func:`release_local_spark_session`.
 
     :param conf: settings applied last, e.g. :func:`iceberg_spark_conf` or a DAG's ``spark.conf``.
     :param master: the Spark master.
@@ -119,8 +121,15 @@ def local_spark_session(
     :param driver_memory: ``spark.driver.memory`` (only before the JVM starts).
     :param log_level: the log level of the Spark context (py4j's Python logger stays at WARNING or above).
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    if SparkContext._active_spark_context is not None:
+        session = SparkSession.builder.getOrCreate().newSession()
+        _SHARING.append(id(session))
+        for key, value in {"spark.sql.shuffle.partitions": str(shuffle_partitions), **conf}.items():
+            _set_runtime_conf(session, key, value)
+        return session
     # Python workers run in this interpreter (the venv), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (
@@ -135,9 +144,39 @@ def local_spark_session(
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
+    _STARTED[id(session)] = len(_SHARING)
     session.sparkContext.setLogLevel(log_level)
     # py4j logs at INFO while closing, possibly after pytest has closed its captured streams.
     py4j_log = logging.getLogger("py4j")
     if py4j_log.getEffectiveLevel() < logging.WARNING:
         py4j_log.setLevel(logging.WARNING)
     return session
+
+
+# Sessions that started the process's Spark context (id -> sessions shared before), and sessions
+# handed out on a context that was running already.
+_STARTED: dict[int, int] = {}
+_SHARING: list[int] = []
+
+
+def _set_runtime_conf(session: SparkSession, key: str, value: str) -> None:
+    """Set one setting on a session of a running context; static and core settings stay as they are."""
+    try:
+        session.conf.set(key, value)
+    except Exception as err:  # static SQL or Spark core settings: fixed when the context started
+        if "CANNOT_MODIFY_CONFIG" not in str(err) and "static" not in str(err).lower():
+            raise
+
+
+def release_local_spark_session(session: SparkSession) -> None:
+    """
+    Stop the Spark context if ``session`` started it and no session was handed out on it since.
+
+    A session on a context that was running already (another fixture's) leaves it running, as does
+    the starter when other sessions still share the context (the process's exit stops it).
+
+    :param session: a session from :func:`local_spark_session`.
+    """
+    shared_before = _STARTED.pop(id(session), None)
+    if shared_before is not None and len(_SHARING) == shared_before:
+        session.stop()

@@ -332,17 +332,6 @@ def extract_windows(
     tz = hook.get_server_time_zone()
     keys = {s.stream: watermark_key(conn_id, database, s.stream) for s in streams}
     marks = read_watermarks(keys)
-    if disable_old_capture_instance:
-        streams = [
-            disable_completed_old(
-                hook,
-                s,
-                marks[s.stream].position if marks[s.stream] else None,
-                state_key=keys[s.stream],
-                log=log,
-            )
-            for s in streams
-        ]
     instances = [s.old for s in streams]
     watermarks = None
     if window_mode == "watermark":
@@ -356,6 +345,20 @@ def extract_windows(
         data_interval_end=data_interval_end,
         watermarks=watermarks,
     )
+    if disable_old_capture_instance:
+        # After planning: a window that still starts before the switch (the run that created the new
+        # instance back-filled past its own interval) reads the old instance once more.
+        streams = [
+            disable_completed_old(
+                hook,
+                s,
+                marks[s.stream].position if marks[s.stream] else None,
+                state_key=keys[s.stream],
+                needed_from=window.from_lsn,
+                log=log,
+            )
+            for s, window in zip(streams, planned, strict=True)
+        ]
     remedy = _backfill_remedy(extract_options.get("dag_id"), data_interval_start, data_interval_end)
     guarded_windows = []
     for switch, window in zip(streams, planned, strict=True):

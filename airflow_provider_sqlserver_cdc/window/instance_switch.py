@@ -241,6 +241,7 @@ def disable_completed_old(
     applied_through: Lsn | None,
     *,
     state_key: str,
+    needed_from: Lsn | None = None,
     log: logging.Logger | None = None,
 ) -> InstanceSwitch:
     """
@@ -249,6 +250,8 @@ def disable_completed_old(
     :param hook: the source hook (its login needs db_owner).
     :param switch: the stream's instances.
     :param applied_through: the target's applied-through LSN (watermark), None when unknown.
+    :param needed_from: the start of this run's window: the old instance stays while it starts before
+        the switch.
     :param state_key: the stream's watermark Variable (its lineage is recorded first).
     :param log: where the disabling is reported.
     """
@@ -258,6 +261,7 @@ def disable_completed_old(
         or start is None
         or applied_through is None
         or int(applied_through) < int(start) - 1
+        or (needed_from is not None and int(needed_from) < int(start))
     ):
         return switch
     old = switch.old

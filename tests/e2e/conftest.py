@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
+    iceberg_spark_conf,
+    local_spark_session,
+    release_local_spark_session,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -32,7 +36,7 @@ def spark_reader(target_warehouse: Path) -> Iterator[object]:
         conf, master="local[1]", app_name="sqlserver-cdc-e2e-check", driver_memory="768m"
     )
     yield session
-    session.stop()
+    release_local_spark_session(session)
 
 
 @pytest.fixture

@@ -9,7 +9,11 @@ import pytest
 
 # Re-exported: tests/snapshot and tests/operators load this module by path for these two.
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar as iceberg_runtime_jar
-from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
+from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
+    iceberg_spark_conf,
+    local_spark_session,
+    release_local_spark_session,
+)
 
 
 @pytest.fixture(scope="session")
@@ -23,4 +27,4 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     """One local[2] SparkSession with Iceberg for the whole test session."""
     session = local_spark_session(iceberg_spark_conf(spark_warehouse), app_name="sqlserver-cdc-tests")
     yield session
-    session.stop()
+    release_local_spark_session(session)

@@ -15,6 +15,7 @@ from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
     iceberg_runtime_jar,
     iceberg_spark_conf,
     local_spark_session,
+    release_local_spark_session,
 )
 
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
@@ -76,15 +77,11 @@ def test_the_example_dags_catalog_is_the_local_catalog(
 @pytest.fixture(scope="module")
 def local_spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
     """A session from local_spark_session (or the running one of tests/spark, given our catalog)."""
-    from pyspark.sql import SparkSession
-
-    already_running = SparkSession.getActiveSession()
     warehouse = tmp_path_factory.mktemp("local-iceberg-wh")
     conf = iceberg_spark_conf(warehouse, catalog="localtest")
     session = local_spark_session(conf, app_name="local-iceberg-test", shuffle_partitions=3)
     yield session, warehouse
-    if already_running is None:
-        session.stop()
+    release_local_spark_session(session)
 
 
 @pytest.mark.spark
