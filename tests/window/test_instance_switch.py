@@ -170,6 +170,40 @@ def test_parts_read_each_lsn_from_the_instance_that_holds_it():
     assert spans(InstanceSwitch("dbo_t", old).parts(window(20, 60))) == [("dbo_t", 20, 60)]
 
 
+def test_the_old_instance_is_disabled_only_once_the_target_and_the_runs_window_are_past_the_switch(store):
+    """A run that created v2 back-fills up to v2's start, past its own interval: the next interval's window
+    still starts before the switch and reads the old instance, so it is disabled a run later.
+
+    The hook only records the statement it would send (the decision is under test; the e2e sends it).
+    """
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch, disable_completed_old
+
+    class RecordingHook:
+        statements: list[str] = []
+
+        def run_statement(self, statement: str, *, doing: str) -> None:
+            self.statements.append(statement)
+
+    old = CaptureInstance("dbo_t", "dbo", "t", Lsn.from_int(10))
+    new = CaptureInstance("dbo_t_v2", "dbo", "t", Lsn.from_int(50))
+    switch = InstanceSwitch("dbo_t", old, new)
+    hook = RecordingHook()
+
+    def disable(applied_through: int, needed_from: int) -> InstanceSwitch:
+        return disable_completed_old(
+            hook, switch, Lsn.from_int(applied_through), state_key="k", needed_from=Lsn.from_int(needed_from)
+        )
+
+    assert disable(48, 50) is switch  # the target lacks LSN 49
+    assert disable(49, 40) is switch  # the target holds it, but this run's window starts before the switch
+    assert hook.statements == []
+    after = disable(49, 50)
+    assert (after.old, after.new) == (new, None)
+    assert len(hook.statements) == 1 and "sp_cdc_disable_table" in hook.statements[0]
+    assert store["k__source_table"] == "dbo.t"
+
+
 def test_statements_take_names_as_quoted_values_and_keys_cast_to_their_types():
     from airflow_provider_sqlserver_cdc import tsql
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
