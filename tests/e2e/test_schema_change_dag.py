@@ -58,8 +58,10 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
 ) -> None:
     harness = pipeline_harness
     workload = Workload(seed=19)
-    conn = create_sample_source(harness, workload, initial_rows=20)
+    # The source is created half a minute before interval 0 (LSN times rise with LSNs, as on a server).
     harness.start_intervals(hours_ago=1)
+    harness.set_server_time(harness.interval_start(0) - dt.timedelta(seconds=30))
+    conn = create_sample_source(harness, workload, initial_rows=20)
     spark = request.getfixturevalue("spark_reader")
 
     # interval 0: the first run snapshots the tables and merges the interval

@@ -15,6 +15,7 @@ ALLOWED_IMPORTS = {
     "__future__",
     "abc",
     "argparse",
+    "concurrent",
     "hashlib",
     "json",
     "logging",
