@@ -19,6 +19,7 @@ ALLOWED_IMPORTS = {
     "hashlib",
     "json",
     "logging",
+    "math",
     "os",
     "pathlib",
     "re",
