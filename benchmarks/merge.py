@@ -165,6 +165,32 @@ def write_window(
     return str(directory / "_manifest.json")
 
 
+def change_positions(
+    ids: np.ndarray, kinds: np.ndarray, first_lsn: int, per_transaction: int = CHANGES_PER_TRANSACTION
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Place changes in transactions of ``per_transaction`` from ``first_lsn``; return them in LSN order.
+
+    Each update (operation 4) gets its before-image (operation 3) at the same position, as
+    ``cdc.fn_cdc_get_all_changes_<ci>(..., 'all update old')`` returns it.
+
+    :param ids: one key per change.
+    :param kinds: each change's ``__$operation`` (1 delete, 2 insert, 4 update).
+    :param first_lsn: the first transaction's LSN (as an integer).
+    :param per_transaction: changes per transaction (one LSN each).
+    :return: keys, operations, start LSNs and seqvals of every row, sorted.
+    """
+    number = np.arange(len(kinds))
+    start_lsn = first_lsn + number // per_transaction
+    seqval = start_lsn * 0x10000 + number % per_transaction
+    before = kinds == 4
+    all_ids = np.concatenate([ids, ids[before]])
+    all_ops = np.concatenate([kinds, np.full(before.sum(), 3, dtype=np.int32)])
+    all_start = np.concatenate([start_lsn, start_lsn[before]])
+    all_seq = np.concatenate([seqval, seqval[before]])
+    order = np.lexsort((all_ops, all_seq, all_start))
+    return all_ids[order], all_ops[order], all_start[order], all_seq[order]
+
+
 def change_table(
     size: int, changes: int, rng: np.random.Generator, keys: str = "uniform"
 ) -> tuple[pa.Table, dict[str, int]]:
@@ -183,17 +209,7 @@ def change_table(
     kinds = rng.permutation(np.repeat(np.array([4, 2, 1], dtype=np.int32), [updates, inserts, deletes]))
     ids = np.empty(changes, dtype=np.int64)
     ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
-    number = np.arange(changes)
-    start_lsn = SNAPSHOT_LSN + 0x10 + number // CHANGES_PER_TRANSACTION
-    seqval = start_lsn * 0x10000 + number % CHANGES_PER_TRANSACTION
-    # Before-images: one extra row per update, same position, operation 3.
-    before = kinds == 4
-    all_ids = np.concatenate([ids, ids[before]])
-    all_ops = np.concatenate([kinds, np.full(before.sum(), 3, dtype=np.int32)])
-    all_start = np.concatenate([start_lsn, start_lsn[before]])
-    all_seq = np.concatenate([seqval, seqval[before]])
-    order = np.lexsort((all_ops, all_seq, all_start))
-    all_ids, all_ops, all_start, all_seq = all_ids[order], all_ops[order], all_start[order], all_seq[order]
+    all_ids, all_ops, all_start, all_seq = change_positions(ids, kinds, SNAPSHOT_LSN + 0x10)
     values = rows(all_ids, 2, rng)
     table = pa.table(
         {

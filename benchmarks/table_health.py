@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from merge import COLUMNS, lsn_bytes, rows, snapshot_table, spark_session, write_window
+from merge import COLUMNS, change_positions, lsn_bytes, rows, snapshot_table, spark_session, write_window
 
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings
 from airflow_provider_sqlserver_cdc.spark.maintenance.job import maintain_table
@@ -81,16 +81,7 @@ def change_window(
     )
     ids = np.empty(len(kinds), dtype=np.int64)
     ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
-    order = np.arange(len(kinds))
-    start_lsn = first_lsn + order // CHANGES_PER_TRANSACTION
-    seqval = start_lsn * 0x10000 + order % CHANGES_PER_TRANSACTION
-    before = kinds == 4
-    all_ids = np.concatenate([ids, ids[before]])
-    all_ops = np.concatenate([kinds, np.full(before.sum(), 3, dtype=np.int32)])
-    all_start = np.concatenate([start_lsn, start_lsn[before]])
-    all_seq = np.concatenate([seqval, seqval[before]])
-    sort = np.lexsort((all_ops, all_seq, all_start))
-    all_ids, all_ops, all_start, all_seq = all_ids[sort], all_ops[sort], all_start[sort], all_seq[sort]
+    all_ids, all_ops, all_start, all_seq = change_positions(ids, kinds, first_lsn, CHANGES_PER_TRANSACTION)
     table = pa.table(
         {
             "__$start_lsn": lsn_bytes(all_start),
@@ -104,7 +95,7 @@ def change_window(
             **rows(all_ids, number + 2, rng),
         }
     )
-    last = int(start_lsn[-1])
+    last = int(all_start.max())
     return write_window(base, "changes", first_lsn, last, table), last
 
 
