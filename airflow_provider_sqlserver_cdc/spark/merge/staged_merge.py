@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
+from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -78,16 +79,15 @@ def staged_net_effect(
         ]
     )
     name = staging_table_name(table)
-    frame.createOrReplaceTempView(STAGING_VIEW)
     try:
-        spark.sql(
-            f"CREATE TABLE {quote_table(name)} USING iceberg{layout.clause()} "
-            f"TBLPROPERTIES ({STAGING_PROPERTIES}) "
-            f"AS SELECT * FROM {STAGING_VIEW}"
-        )
+        with temporary_view(frame, STAGING_VIEW) as staging_view:
+            spark.sql(
+                f"CREATE TABLE {quote_table(name)} USING iceberg{layout.clause()} "
+                f"TBLPROPERTIES ({STAGING_PROPERTIES}) "
+                f"AS SELECT * FROM {staging_view}"
+            )
         yield name
     finally:
-        spark.catalog.dropTempView(STAGING_VIEW)
         try:
             spark.sql(f"DROP TABLE IF EXISTS {quote_table(name)} PURGE")
         except Exception as err:  # the merge's outcome does not depend on it

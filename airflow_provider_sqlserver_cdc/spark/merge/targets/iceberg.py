@@ -59,6 +59,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
     SUMMARY_RANGES as SUMMARY_RANGES,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
 
+#: The start of the name of a MERGE's source view (``temporary_view`` makes it unique per merge).
 MERGE_SOURCE_VIEW = "sqlserver_cdc_merge_source"
 #: How often a bookkeeping commit is tried when other merges keep committing beside it.
 COMMIT_ATTEMPTS = 5
@@ -402,9 +404,10 @@ class IcebergTarget(MergeTarget):
                 # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter of
                 # the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
                 frame = net_effect_frame(batch.changes, plan.key_columns)
-                statement = self._merge_statement(batch, frame, None)
-                statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
-                log_merge(LOG, plan.table, "snapshot", self._run_merge(statement, properties))
+                with temporary_view(frame, MERGE_SOURCE_VIEW) as source_view:
+                    statement = self._merge_statement(batch, source_view, None)
+                    statement += snapshot_clause(snapshot.manifest.to_lsn, batch.hard)
+                    log_merge(LOG, plan.table, "snapshot", self._run_merge(statement, properties))
             else:
                 self._merge_changes(batch, properties)
         except Exception as err:
@@ -412,7 +415,6 @@ class IcebergTarget(MergeTarget):
             if "CommitStateUnknownException" not in f"{type(err).__name__}: {err}":
                 drop_marker(iceberg, marker)
             raise
-        self.spark.catalog.dropTempView(MERGE_SOURCE_VIEW)
         recorded = reconcile_applied_state(self.spark, plan.table, batch.applied, batch.applied_before)
         if not _holds(recorded, batch.applied):
             raise MergeJobError(
@@ -457,7 +459,8 @@ class IcebergTarget(MergeTarget):
                 stack.enter_context(session_conf(spark, runtime_key_filter_conf(batch.change_rows)))
             else:
                 source = net_effect_frame(batch.changes, plan.key_columns)
-            statement = self._merge_statement(batch, source, bounds)
+            source_view = stack.enter_context(temporary_view(source, MERGE_SOURCE_VIEW))
+            statement = self._merge_statement(batch, source_view, bounds)
             frame = self._run_merge(statement, properties)
         log_merge(LOG, plan.table, strategy, frame, reason)
 
@@ -491,7 +494,6 @@ class IcebergTarget(MergeTarget):
         return result[0]
 
     @staticmethod
-    def _merge_statement(batch: ChangeBatch, source: DataFrame, bounds: KeyRange | None) -> str:
-        source.createOrReplaceTempView(MERGE_SOURCE_VIEW)
+    def _merge_statement(batch: ChangeBatch, source_view: str, bounds: KeyRange | None) -> str:
         plan = batch.plan
-        return merge_sql(plan.table, MERGE_SOURCE_VIEW, batch.columns, plan.key_columns, batch.hard, bounds)
+        return merge_sql(plan.table, source_view, batch.columns, plan.key_columns, batch.hard, bounds)
