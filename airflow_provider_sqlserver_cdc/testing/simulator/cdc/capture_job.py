@@ -16,6 +16,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.database_state import 
     CaptureJobSettings,
     CdcDatabase,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,8 @@ class CaptureJob:
                     session = self.state.scan(max_transactions=settings.maxtrans)
                     if session.tran_count < settings.maxtrans:
                         break
+            except SqlError as error:  # recorded in sys.dm_cdc_errors; the next cycle retries
+                log.warning("CDC capture scan failed for database %s: %s", self.state.database.name, error)
             except Exception:  # the job must survive a failed scan, as Agent retries the job
                 log.exception("CDC capture scan failed for database %s", self.state.database.name)
             if not settings.continuous:

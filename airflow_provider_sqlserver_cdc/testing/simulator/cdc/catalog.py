@@ -221,6 +221,34 @@ def dm_cdc_log_scan_sessions(session: Any, database: Any) -> Rowset:
     return Rowset(columns, rows)
 
 
+def dm_cdc_errors(session: Any, database: Any) -> Rowset:
+    """``sys.dm_cdc_errors``: the errors of the kept log scan sessions (empty when CDC is not enabled)."""
+    columns = result_columns(
+        """
+        session_id int NOT NULL, phase_number int NOT NULL, entry_time datetime, error_number int,
+        error_severity int, error_state int, error_message nvarchar(1024), start_lsn nvarchar(23),
+        begin_lsn nvarchar(23), sequence_value nvarchar(23)
+        """
+    )
+    state = cdc_state(database_object(session, database))
+    rows = [
+        (
+            e.session_id,
+            e.phase_number,
+            datetime_ticks(e.entry_time),
+            e.error_number,
+            e.error_severity,
+            e.error_state,
+            e.error_message,
+            lsn_to_dmv_text(e.start_lsn),
+            lsn_to_dmv_text(e.begin_lsn),
+            lsn_to_dmv_text(e.sequence_value),
+        )
+        for e in (list(state.errors) if state is not None else [])
+    ]
+    return Rowset(columns, rows)
+
+
 STATIC_VIEWS = {
     "cdc.change_tables": change_tables,
     "cdc.captured_columns": captured_columns,
@@ -229,4 +257,5 @@ STATIC_VIEWS = {
     "cdc.lsn_time_mapping": lsn_time_mapping,
     "msdb.dbo.cdc_jobs": cdc_jobs,
     "sys.dm_cdc_log_scan_sessions": dm_cdc_log_scan_sessions,
+    "sys.dm_cdc_errors": dm_cdc_errors,
 }

@@ -47,12 +47,24 @@ class ChangeTable:
             self._starts.extend(row[0] for row in rows)
             self._command_ids.extend(command_ids)
 
-    def convert_column(self, position: int, convert: Callable[[Any], Any]) -> None:
-        """Replace the value at ``position`` of every row by ``convert(value)`` (an altered column type)."""
+    def convert_column(self, position: int, convert: Callable[[Any], Any]) -> list[tuple[Any, ...]]:
+        """
+        Replace the value at ``position`` of every row by ``convert(value)`` (an altered column type).
+
+        All or nothing: when ``convert`` raises, the rows stay as they were.
+
+        :return: the rows before, for :meth:`restore_rows`.
+        """
         with self._lock:
-            self._rows = [
-                (*row[:position], convert(row[position]), *row[position + 1 :]) for row in self._rows
-            ]
+            before = self._rows
+            self._rows = [(*row[:position], convert(row[position]), *row[position + 1 :]) for row in before]
+            return before
+
+    def restore_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Put back the rows :meth:`convert_column` returned (its transaction failed later on)."""
+        with self._lock:
+            if len(rows) == len(self._rows):
+                self._rows = rows
 
     def window(
         self, from_lsn: bytes, to_lsn: bytes, include_update_old: bool = True

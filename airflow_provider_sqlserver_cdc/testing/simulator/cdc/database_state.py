@@ -27,8 +27,9 @@ from airflow_provider_sqlserver_cdc.testing.simulator.cdc.time_mapping import (
     LsnTimeMapping,
     LsnTimeMappingRow,
 )
+from airflow_provider_sqlserver_cdc.testing.simulator.column_conversion import convert_column_value
+from airflow_provider_sqlserver_cdc.testing.simulator.errors import SqlError
 from airflow_provider_sqlserver_cdc.testing.simulator.values import (
-    convert,
     datetime_from_ticks,
     round_datetime_ticks,
 )
@@ -108,6 +109,42 @@ class ScanSession:
         return int((self.end_time - self.start_time).total_seconds())
 
 
+@dataclass(frozen=True)
+class CaptureErrorRow:
+    """One row of ``sys.dm_cdc_errors`` (change-data-capture-sys-dm-cdc-errors.md)."""
+
+    session_id: int
+    phase_number: int
+    entry_time: dt.datetime
+    error_number: int
+    error_severity: int
+    error_state: int
+    error_message: str
+    start_lsn: bytes | None
+    begin_lsn: bytes | None
+    sequence_value: bytes | None
+
+
+#: ``scan_phase`` 6 of sys.dm_cdc_log_scan_sessions: the capture process applies DDL to its metadata
+SCHEMA_VERSIONING = 6
+
+
+class CaptureFailed(SqlError):
+    """A capture scan stopped at a transaction it cannot process; the scan is retried from that transaction.
+
+    :param cause: the error the transaction raised.
+    :param phase: the ``scan_phase`` number the scan was in.
+    :param xact: the transaction (``begin_lsn``, ``commit_lsn``).
+    :param lsn: the LSN of the log record being processed.
+    """
+
+    def __init__(self, cause: SqlError, phase: int, xact: Any, lsn: bytes | None) -> None:
+        super().__init__(cause.number, cause.severity, cause.state, cause.message)
+        self.phase = phase
+        self.xact = xact
+        self.lsn = lsn
+
+
 class CdcDatabase:
     """
     CDC state and capture processing of one database.
@@ -133,6 +170,11 @@ class CdcDatabase:
         #: commit LSN of the last transaction the capture process has read.
         self.processed_lsn: bytes = ZERO_LSN
         self.sessions: list[ScanSession] = []
+        #: ``sys.dm_cdc_errors``: the errors of the kept scan sessions
+        self.errors: list[CaptureErrorRow] = []
+        self._failed_sessions = 0
+        #: undo steps of the transaction being captured (its DDL changed metadata before it failed)
+        self._undo: list[Any] = []
         self._next_session_id = 1
         self._empty_scans = 0
         self._aggregate_start: dt.datetime | None = None
@@ -209,7 +251,12 @@ class CdcDatabase:
             for xact in log.scan(after_lsn=self.processed_lsn):
                 if max_transactions is not None and session.tran_count >= max_transactions:
                     break
-                if self._process(xact, session):
+                try:
+                    processed = self._process(xact, session)
+                except CaptureFailed as failure:
+                    self._fail(session, failure)
+                    raise
+                if processed:
                     wrote_mapping = True
                 self.processed_lsn = xact.commit_lsn
                 session.tran_count += 1
@@ -235,6 +282,41 @@ class CdcDatabase:
             del self.sessions[:-MAX_SCAN_SESSIONS]
             return session
 
+    def _fail(self, session: ScanSession, failure: CaptureFailed) -> None:
+        """
+        End ``session`` as failed at ``failure``'s transaction, and record the error in ``sys.dm_cdc_errors``.
+
+        Nothing of the transaction was captured and ``processed_lsn`` stays before it, so every later
+        scan stops there again (the capture job keeps failing) until the instance is disabled
+        (known-issues-and-errors-change-data-capture.md: consume the change data, then disable and
+        re-enable CDC on the table).
+        """
+        now = self.now()
+        self._failed_sessions += 1
+        session.error_count += 1
+        session.scan_phase = "Schema versioning" if failure.phase == SCHEMA_VERSIONING else str(failure.phase)
+        session.end_time = now
+        session.end_lsn = session.current_lsn = self.processed_lsn
+        session.failed_sessions_count = self._failed_sessions
+        self.sessions.append(session)
+        del self.sessions[:-MAX_SCAN_SESSIONS]
+        self.errors.append(
+            CaptureErrorRow(
+                session_id=session.session_id,
+                phase_number=failure.phase,
+                entry_time=now,
+                error_number=failure.number,
+                error_severity=failure.severity,
+                error_state=failure.state,
+                error_message=failure.message[:1024],
+                start_lsn=failure.xact.commit_lsn,
+                begin_lsn=failure.xact.begin_lsn,
+                sequence_value=failure.lsn,
+            )
+        )
+        kept = {s.session_id for s in self.sessions}
+        self.errors = [e for e in self.errors if e.session_id in kept]
+
     def catch_up(self) -> list[ScanSession]:
         """Scan until every transaction committed so far is processed (the synchronous test helper)."""
         sessions = [self.scan()]
@@ -252,10 +334,18 @@ class CdcDatabase:
         command_ids: dict[str, list[int]] = {}
         commit_lsn = xact.commit_lsn
         commit_time = datetime_value(xact.commit_time_ticks)
+        self._undo = []
         for op in self._split_key_updates(xact.operations):
             session.log_record_count += 1
             if not hasattr(op, "kind") or op.kind not in ("insert", "update", "delete"):
-                self._process_ddl(op, commit_lsn, commit_time, session)
+                try:
+                    self._process_ddl(op, commit_lsn, commit_time, session)
+                except SqlError as error:
+                    for undo in reversed(self._undo):
+                        undo()
+                    self._undo = []
+                    self._builders.clear()
+                    raise CaptureFailed(error, SCHEMA_VERSIONING, xact, getattr(op, "lsn", None)) from None
                 continue
             for instance in self.instances_of(op.object_id):
                 if op.lsn <= instance.enable_lsn:
@@ -309,6 +399,8 @@ class CdcDatabase:
                 types = getattr(op, "column_types", ())
                 for name, new_type in zip(op.columns, types, strict=False):
                     required_column_update |= self._alter_captured_column(instance, name, new_type)
+            kept = len(self.ddl_history)
+            self._undo.append(lambda kept=kept: self._truncate_ddl_history(kept))
             self.ddl_history.append(
                 DdlHistoryRow(
                     source_object_id=instance.source_object_id,
@@ -328,26 +420,46 @@ class CdcDatabase:
         ``cdc.captured_columns``) so that capture loses no data; existing change rows are converted.
         Return whether the change table had to change (``required_column_update``).
         """
-        for i, column in enumerate(instance.captured_columns):
-            if column.name.lower() != name.lower():
-                continue
-            if column.is_computed or column.sql_type == new_type:
-                return False
-            old_type = column.sql_type
-            instance.captured_columns[i] = replace(column, sql_type=new_type)
-            instance.change_table.convert_column(
-                CHANGE_ROW_VALUES_AT + i,
-                lambda value, src=old_type, dst=new_type: convert(value, src, dst),
-            )
-            self._builders.pop(instance.name.lower(), None)
-            table = self.database.schema("cdc").tables.get(instance.change_table_name.lower())
-            if table is not None:
-                position = table.column_index(column.name)
-                if position is not None:
-                    table.columns[position] = replace(table.columns[position], type=new_type)
-                    table.schema_version += 1
-            return True
-        return False
+        i = next((i for i, c in enumerate(instance.captured_columns) if c.name.lower() == name.lower()), None)
+        if i is None:
+            return False
+        column = instance.captured_columns[i]
+        if column.is_computed or column.sql_type == new_type:
+            return False
+        old_type = column.sql_type
+        change_table = f"{self.database.name}.cdc.{instance.change_table_name}"
+        # the rows first: a stored value that does not fit fails the scan before anything changed
+        rows_before = instance.change_table.convert_column(
+            CHANGE_ROW_VALUES_AT + i,
+            lambda value: convert_column_value(
+                value, old_type, new_type, table=change_table, column=column.name
+            ),
+        )
+        instance.captured_columns[i] = replace(column, sql_type=new_type)
+
+        def undo() -> None:
+            instance.change_table.restore_rows(rows_before)
+            instance.captured_columns[i] = column
+            self._set_change_table_type(instance, column.name, column.sql_type)
+
+        self._undo.append(undo)
+        self._builders.pop(instance.name.lower(), None)
+        self._set_change_table_type(instance, column.name, new_type)
+        return True
+
+    def _set_change_table_type(self, instance: CaptureInstance, column: str, sql_type: Any) -> None:
+        """Give the change table's column ``column`` the type ``sql_type`` (as ``sys.columns`` shows it)."""
+        table = self.database.schema("cdc").tables.get(instance.change_table_name.lower())
+        if table is None:
+            return
+        position = table.column_index(column)
+        if position is not None and table.columns[position].type != sql_type:
+            table.columns[position] = replace(table.columns[position], type=sql_type)
+            table.schema_version += 1
+
+    def _truncate_ddl_history(self, length: int) -> None:
+        """Forget the ``cdc.ddl_history`` rows after the first ``length`` (their transaction failed)."""
+        del self.ddl_history[length:]
 
     def _split_key_updates(self, operations: Iterable[Any]) -> Iterable[Any]:
         """
@@ -538,6 +650,7 @@ class CdcDatabase:
                 aggregate.last_commit_cdc_time = with_cdc[-1].last_commit_cdc_time
                 aggregate.latency = next((s.latency for s in reversed(with_cdc) if s.latency), 0)
             aggregate.empty_scan_count = self._empty_scans
+            aggregate.failed_sessions_count = self._failed_sessions
         return [aggregate, *sessions]
 
 

@@ -16,6 +16,7 @@ from sqlglot.tokens import Token, TokenType
 
 from airflow_provider_sqlserver_cdc.testing.simulator import types as T
 from airflow_provider_sqlserver_cdc.testing.simulator.collation import ci_key
+from airflow_provider_sqlserver_cdc.testing.simulator.column_conversion import convert_column_value
 from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     SqlError,
     cannot_drop,
@@ -28,7 +29,6 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
 from airflow_provider_sqlserver_cdc.testing.simulator.events import StatementDone
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import DdlEvent
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Index, Principal, Schema, Table
-from airflow_provider_sqlserver_cdc.testing.simulator.values import convert
 
 from .context import ExecutionContext
 from .dialect import RawStatement, parse_expression
@@ -747,12 +747,19 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
         old = table.columns[i]
         _fire(session, "before", "alter_column", db, table, "", "", (old.name,), raw.text)
         state = _snapshot_table(table)
+        qualified = f"{db.name}.{table.schema.name}.{table.name}"
         with engine.mutex:
             for v in list(table.rows.values()):
                 cur = v
                 while cur is not None:
                     if cur.values is not None:
-                        val = convert(cur.values[i], old.type, new_type)
+                        try:
+                            val = convert_column_value(
+                                cur.values[i], old.type, new_type, table=qualified, column=old.name
+                            )
+                        except SqlError:
+                            _restore_table(table, state)
+                            raise
                         if val is None and not nullable:
                             _restore_table(table, state)
                             raise SqlError(
