@@ -180,6 +180,14 @@ CAPTURE_JOB = "SELECT job_type, pollinginterval, retention FROM msdb.dbo.cdc_job
 
 LAST_LOG_SCAN = "SELECT TOP 1 start_time, end_time FROM sys.dm_cdc_log_scan_sessions ORDER BY session_id DESC"
 
+# The error of the latest log scan session when it failed (sys.dm_cdc_errors keeps 32 sessions'
+# errors: an older one the capture job has since got past is not reported).
+LAST_SCAN_ERROR = (
+    "SELECT TOP 1 e.error_number, e.error_message, e.start_lsn FROM sys.dm_cdc_errors AS e "
+    "WHERE e.session_id = (SELECT MAX(s.session_id) FROM sys.dm_cdc_log_scan_sessions AS s) "
+    "ORDER BY e.entry_time DESC"
+)
+
 # --- change data ------------------------------------------------------------------------------
 
 METADATA_COLUMNS = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask")

@@ -26,6 +26,7 @@ class CaptureJobStatus:
     :param max_lsn: ``sys.fn_cdc_get_max_lsn()``.
     :param max_lsn_time: the local commit time mapped to the max LSN.
     :param last_scan_end: the end of the latest log scan session (server local), when readable.
+    :param last_error: the error the latest log scan session failed with (``sys.dm_cdc_errors``), if any.
     """
 
     configured: bool | None
@@ -34,6 +35,7 @@ class CaptureJobStatus:
     max_lsn: Lsn
     max_lsn_time: datetime | None
     last_scan_end: datetime | None = None
+    last_error: str | None = None
 
     @property
     def lag(self) -> timedelta | None:
@@ -55,6 +57,15 @@ class CaptureJobStatus:
         parts = []
         if self.configured is False:
             parts.append("no capture job is configured in msdb.dbo.cdc_jobs for this database")
+        elif self.last_error is not None:
+            parts.append(
+                f"the capture job is FAILING: its latest log scan stopped with {self.last_error} "
+                "(sys.dm_cdc_errors), and nothing from that transaction on is captured. After a column "
+                "change the change table cannot take (an ALTER COLUMN narrower than values it already "
+                "holds: errors 2628 and 8115), SQL Server's way out is to consume the change data, then "
+                "disable and re-enable CDC on the table (sys.sp_cdc_disable_table, sys.sp_cdc_enable_table) "
+                "and re-snapshot the target (docs/schema-changes.md)"
+            )
         elif self.seems_running:
             parts.append("the capture job appears to be running")
         else:
@@ -107,3 +118,26 @@ def read_capture_job(
     finally:
         cursor.close()
     return configured, polling, last_scan
+
+
+def read_last_scan_error(conn: pyodbc.Connection, log: logging.Logger) -> str | None:
+    """
+    Return the error the latest log scan session failed with, in words, or None (none, or not readable).
+
+    :param conn: a pyodbc connection to the database.
+    :param log: where an unreadable ``sys.dm_cdc_errors`` is noted (debug).
+    """
+    import pyodbc
+
+    cursor = conn.cursor()
+    try:
+        row = cursor.execute(tsql.LAST_SCAN_ERROR).fetchone()
+    except pyodbc.Error:
+        log.debug("sys.dm_cdc_errors is not readable with this login")
+        return None
+    finally:
+        cursor.close()
+    if row is None:
+        return None
+    number, message, start_lsn = row
+    return f"error {number} at the transaction of LSN {start_lsn} ({message})"

@@ -14,7 +14,11 @@ from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
 from airflow_provider_sqlserver_cdc.errors import CdcNotEnabledError, SqlServerCdcError, SqlServerLoginError
 from airflow_provider_sqlserver_cdc.hooks.capture_instance_names import find_capture_instance
-from airflow_provider_sqlserver_cdc.hooks.capture_job import CaptureJobStatus, read_capture_job
+from airflow_provider_sqlserver_cdc.hooks.capture_job import (
+    CaptureJobStatus,
+    read_capture_job,
+    read_last_scan_error,
+)
 from airflow_provider_sqlserver_cdc.hooks.change_reader import (
     ARROW_ODBC,
     ChangeReader,
@@ -472,7 +476,8 @@ class SqlServerCdcHook(BaseHook):
         max_lsn = self.get_max_lsn()
         max_time = self.map_lsn_to_time(max_lsn)
         configured, polling, last_scan = read_capture_job(self.get_conn(), self.log)
-        return CaptureJobStatus(configured, polling, server_now, max_lsn, max_time, last_scan)
+        error = read_last_scan_error(self.get_conn(), self.log)
+        return CaptureJobStatus(configured, polling, server_now, max_lsn, max_time, last_scan, error)
 
     # --- change data ------------------------------------------------------------------------
 
