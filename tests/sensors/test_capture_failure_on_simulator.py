@@ -5,19 +5,19 @@ row it already holds does not fit the narrower type, the capture process fails w
 8115) on every scan and captures nothing further (known-issues-and-errors-change-data-capture.md,
 "DDL changes to source tables"). The max LSN then stops, the run's sensor waits, and its timeout
 must name the failure instead of calling the job "running".
+
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 
 import pyodbc
 import pytest
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
-from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
 
 DAY = dt.datetime(2026, 3, 2)  # server-local, UTC
 
@@ -50,18 +50,11 @@ def test_a_capture_job_failing_on_a_narrowed_column_is_reported_with_the_remedy(
     for part in ("FAILING", "error 2628", "cdc.dbo_orders_CT", "column 'name'", "disable and re-enable CDC"):
         assert part in said, (part, said)
 
-    trigger = LsnTrigger(
-        sqlserver_cdc_conn_id="sim",
-        window_mode="interval",
-        data_interval_end=at(10, 20).replace(tzinfo=dt.UTC).isoformat(),
-        poll_interval=0.1,
-        timeout_at=(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.5)).isoformat(),
-    )
+    # the deferred sensor timing out (the triggerer's own deadline) reports the same state
+    from airflow.sdk.bases.operator import TRIGGER_FAIL_REPR, TriggerFailureReason
+    from airflow.sdk.exceptions import AirflowSensorTimeout
 
-    async def first_event():
-        async for event in trigger.run():
-            return event
-
-    event = asyncio.run(first_event())
-    assert event.payload["status"] == "timeout"
-    assert "FAILING" in event.payload["message"] and "error 2628" in event.payload["message"]
+    sensor = LsnSensor(task_id="wait", sqlserver_cdc_conn_id="sim")
+    with pytest.raises(AirflowSensorTimeout) as raised:
+        sensor.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, {})
+    assert "FAILING" in str(raised.value) and "error 2628" in str(raised.value)
