@@ -5,7 +5,6 @@ row it already holds does not fit the narrower type, the capture process fails w
 8115) on every scan and captures nothing further (known-issues-and-errors-change-data-capture.md,
 "DDL changes to source tables"). The max LSN then stops, the run's sensor waits, and its timeout
 must name the failure instead of calling the job "running".
-
 """
 
 from __future__ import annotations
