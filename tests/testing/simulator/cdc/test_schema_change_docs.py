@@ -83,6 +83,10 @@ def test_get_captured_columns_result_set_and_only_the_type_follows_the_source(or
     )
     assert [r[3:] for r in after] == [("int", None), ("varchar", 60), ("int", None), ("nvarchar", 10)]
     assert before[1][3:] == ("varchar", 20)
+    # column_ordinal: this page says "position within the source table", cdc-captured-columns-transact-sql.md
+    # "ordinal in the change table"; the procedure reports cdc.captured_columns' (they differ with a column list)
+    orders.enable_table("orders", capture_instance="dbo_orders_v2", captured_column_list="id, amount")
+    assert [r[:3] for r in _captured(orders, "dbo_orders_v2")] == [("id", 1, 1), ("amount", 3, 2)]
 
 
 def test_get_ddl_history_lists_add_drop_and_alter_in_lsn_order_for_each_instance(orders):
