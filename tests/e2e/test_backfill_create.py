@@ -48,7 +48,8 @@ BACKFILLED = (1, 2)
 # Two of the sample tables keep the test near three minutes (each table is its own Iceberg MERGE);
 # the type zoo has every mapped SQL Server type, so "identical Parquet" covers all of them.
 REPLICATED = ("dbo_orders", "dbo_type_zoo")
-RUN_TIMEOUT = 240
+# Generous: the runs take about a minute on a quiet machine; a failing run fails long before this.
+RUN_TIMEOUT = 600
 
 
 def window_contents(xcom: dict[str, Any]) -> tuple[dict[str, Any], pa.Table | None]:
