@@ -27,6 +27,12 @@ from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
     parse_result_line,
     tables_with_status,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
+    DEFAULT_CONCURRENT_TABLES,
+    DEFAULT_PARTITION_BUCKETS,
+    is_template,
+    scale_arguments,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
@@ -48,6 +54,8 @@ def merge_job_arguments(
     jdbc_url: str | None = None,
     jdbc_connections: int = 4,
     jdbc_credentials_file: str | None = None,
+    partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
+    concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -63,6 +71,9 @@ def merge_job_arguments(
         None for Iceberg.
     :param jdbc_connections: connections that load a batch into the relational target at once.
     :param jdbc_credentials_file: a file (mode 600, where the Spark driver runs) holding the login.
+    :param partition_buckets: ``bucket(N, first key)`` of the tables the job creates, or ``auto``; 0
+        (default): unpartitioned (docs/merge-performance.md).
+    :param concurrent_tables: target tables merged at once; 1 (default): one after another.
     """
     property_arguments = table_property_arguments(properties)
     target_arguments: list[str] = []
@@ -102,6 +113,7 @@ def merge_job_arguments(
         write_mode,
         *property_arguments,
         *target_arguments,
+        *scale_arguments(partition_buckets, concurrent_tables),
     ]
 
 
@@ -215,6 +227,11 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param jdbc_credentials_file: a file (mode 600, ``user=`` / ``password=`` lines) where the Spark
         driver runs, for cluster deploy mode, where the spark-submit environment does not reach it.
     :param jdbc_connections: connections that load each batch into the target at once.
+    :param partition_buckets: ``bucket(N, first key column)`` partitioning of the tables the job
+        creates, for the storage-partitioned MERGE; ``auto``: N from their size; 0 (default):
+        unpartitioned. Existing tables keep their spec (docs/merge-performance.md). (templated)
+    :param concurrent_tables: target tables the job merges at once, each in its own Spark session
+        and fair-scheduler pool; 1 (default): one after another. (templated)
     """
 
     template_fields: Sequence[str] = (
@@ -226,6 +243,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "table_properties",
         "target_conn_id",
         "jdbc_url",
+        "partition_buckets",
+        "concurrent_tables",
     )
 
     def __init__(
@@ -245,6 +264,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         jdbc_url: str | None = None,
         jdbc_credentials_file: str | None = None,
         jdbc_connections: int = 4,
+        partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
+        concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -282,6 +303,13 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.jdbc_url = jdbc_url
         self.jdbc_credentials_file = jdbc_credentials_file
         self.jdbc_connections = jdbc_connections
+        self.partition_buckets = partition_buckets
+        self.concurrent_tables = concurrent_tables
+        if not is_template(partition_buckets) and not is_template(concurrent_tables):
+            try:
+                scale_arguments(partition_buckets, concurrent_tables)
+            except ValueError as err:
+                raise ValueError(f"{self.task_id}: {err}") from None
         self._jdbc_target: JdbcTarget | None = None
         self.merge_result: dict[str, Any] | None = None
 
@@ -318,6 +346,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             jdbc_url=url if self.target_kind == "jdbc" else None,
             jdbc_connections=self.jdbc_connections,
             jdbc_credentials_file=self.jdbc_credentials_file,
+            partition_buckets=self.partition_buckets,
+            concurrent_tables=self.concurrent_tables,
         )
         if self.ship_job_modules:
             job_modules = merge_job_py_files()

@@ -242,6 +242,8 @@ def add_replication_tasks(
         jdbc_url=settings.merge.target.url,
         jdbc_credentials_file=settings.merge.target.credentials_file,
         jdbc_connections=settings.merge.target.connections,
+        partition_buckets=settings.merge.partition_buckets,
+        concurrent_tables=settings.merge.concurrent_tables,
         conn_id=settings.spark.conn_id,
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),

@@ -41,6 +41,12 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOp
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
+    CONCURRENT_TABLES_RULE,
+    PARTITION_BUCKETS_RULE,
+    concurrent_tables_value,
+    partition_buckets_value,
+)
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
 
@@ -234,6 +240,9 @@ class MergeSettings(_Section):
     :param execution_timeout_minutes: stop a hung merge (its retry skips windows already applied).
     :param tables: capture instance -> target table (``namespace.table``), overriding the template.
     :param target: the kind of target (Iceberg or a JDBC database) and how to reach it.
+    :param partition_buckets: ``bucket(N, first key)`` of the tables the merge creates (``auto``: from
+        their size; 0: unpartitioned), for the storage-partitioned MERGE (docs/merge-performance.md).
+    :param concurrent_tables: target tables merged at once in the one Spark application.
     """
 
     key: ClassVar[str] = "merge"
@@ -245,10 +254,26 @@ class MergeSettings(_Section):
     execution_timeout_minutes: float = 60.0
     tables: Mapping[str, str] = field(default_factory=dict)
     target: TargetSettings = field(default_factory=TargetSettings)
+    # Scale (issue 16): text, so that YAML's 8 and auto both fit; a number is taken as its text.
+    partition_buckets: str = str(operator_default(CdcSparkMergeOperator, "partition_buckets"))
+    concurrent_tables: int = operator_default(CdcSparkMergeOperator, "concurrent_tables")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.partition_buckets, int) and not isinstance(self.partition_buckets, bool):
+            object.__setattr__(self, "partition_buckets", str(self.partition_buckets))
+        super().__post_init__()
 
     def check(self) -> None:
-        """Refuse a non-positive timeout (the operator checks the modes when the DAG is built)."""
+        """Refuse a non-positive timeout and bad scale options (the operator checks the modes)."""
         self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
+        for name, check, rule in (
+            ("partition_buckets", partition_buckets_value, PARTITION_BUCKETS_RULE),
+            ("concurrent_tables", concurrent_tables_value, CONCURRENT_TABLES_RULE),
+        ):
+            try:
+                check(getattr(self, name))
+            except ValueError:
+                self._require(name, False, f"must be {rule}, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
