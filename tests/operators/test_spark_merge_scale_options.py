@@ -132,7 +132,7 @@ def test_the_pipeline_settings_reach_the_spark_submit_command(monkeypatch: pytes
     merge.execute({"ti": _TaskInstance()})
     command = _Popen.commands[0]
     assert command[-4:] == ["--partition-buckets", "8", "--concurrent-tables", "6"]
-    assert not any(SECRET in part or "rep" == part for part in command)
+    assert not any(SECRET in part or part == "rep" for part in command)
 
 
 @pytest.mark.parametrize(
