@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -337,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = parse_args(sys.argv[1:] if argv is None else argv)
+    import airflow_provider_sqlserver_cdc as package
+
+    # Where the driver found the job's modules: the py_files zip, or the provider installed on the cluster.
+    LOG.info("merge job %s, modules from %s", package.__version__, Path(package.__file__).parent)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("sqlserver-cdc-merge").getOrCreate()
