@@ -89,7 +89,7 @@ def test_the_operator_merges_on_a_standalone_cluster(
     monkeypatch.setattr(  # keep spark-submit's output (the driver's log, in client mode) for the checks below
         operator,
         "_read_result_line",
-        lambda lines: read_result_line(l for l in lines if not output.append(str(l))),
+        lambda lines: read_result_line(line for line in lines if not output.append(str(line))),
     )
     ti = _TaskInstance()
 
