@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from airflow_provider_sqlserver_cdc.spark.merge.staging_cleanup import drop_orphaned_staging_tables
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
 from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
 
@@ -60,6 +61,8 @@ def staged_net_effect(
 ) -> Iterator[str]:
     """Write ``net_effect`` into a staging table partitioned like ``table``; yield its name, drop it afterwards.
 
+    Staging tables of ``table`` that a crashed driver left are dropped first (``staging_cleanup``).
+
     The key columns keep the target's types: Iceberg's bucket of an ``int`` and of a ``bigint`` are
     different functions to Spark, so the two sides would not be co-partitioned.
 
@@ -78,6 +81,7 @@ def staged_net_effect(
             for c in net_effect.columns
         ]
     )
+    drop_orphaned_staging_tables(spark, table)
     name = staging_table_name(table)
     try:
         with temporary_view(frame, STAGING_VIEW) as staging_view:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +13,10 @@ import pytest
 from merge_runs import EXPECTED_AFTER_TWO, contents, run, two_windows
 from window_builder import INT_KEY, NAME, ChangeLog, Column, WindowSpec, flatten, write_window
 
+from airflow_provider_sqlserver_cdc.spark.merge import staging_cleanup
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
 from airflow_provider_sqlserver_cdc.spark.merge.partition_layout import StagingLayout, staging_layout
+from airflow_provider_sqlserver_cdc.spark.merge.staged_merge import staging_table_name
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
 
 pytestmark = pytest.mark.spark
@@ -33,13 +36,24 @@ def tables_in(spark: Any, namespace: str) -> list[str]:
 
 
 def test_bucketed_tables_merge_without_shuffling_the_target(
-    spark: Any, base: Path, namespace: str, table: str, merge_reports: Callable[[], list[MergeReport]]
+    spark: Any,
+    base: Path,
+    namespace: str,
+    table: str,
+    merge_reports: Callable[[], list[MergeReport]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Merge-on-read, the default (copy-on-write tables take the same path in test_job's parametrized runs)."""
     w1, w2 = two_windows(base)
     run(spark, namespace, w1, partition_buckets=4)
     assert str(iceberg_table(spark, table).spec().fields().get(0).transform()) == "bucket[4]"
+    # A staging table a crashed driver left (test_staging_cleanup.py): dropped first, once old enough.
+    orphan = staging_table_name(table)
+    spark.sql(f"CREATE TABLE {orphan} (id int) USING iceberg")
+    monkeypatch.setattr(staging_cleanup, "ORPHAN_AGE", dt.timedelta(0))  # as if a day had passed
     run(spark, namespace, w2)
+    assert f"dropped the staging table {orphan}, left " in caplog.text
     assert contents(spark, table) == EXPECTED_AFTER_TWO
     report = merge_reports()[-1]
     assert (report.strategy, report.reason) == ("storage-partitioned", "bucket(4, `id`)")
