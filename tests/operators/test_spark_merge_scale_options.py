@@ -30,6 +30,15 @@ class _Popen:
         return 0
 
 
+@pytest.fixture
+def spark_submit(monkeypatch: pytest.MonkeyPatch) -> type[_Popen]:
+    """Record the spark-submit commands instead of running them; the Spark connection is a standalone master."""
+    _Popen.commands = []
+    monkeypatch.setattr("airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen", _Popen)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://127.0.0.1:7077")
+    return _Popen
+
+
 class _TaskInstance:
     def xcom_push(self, key: str, value: Any) -> None:
         pass
@@ -74,9 +83,7 @@ def test_bad_values_are_refused_when_the_dag_is_built(kwargs: dict[str, Any], me
         CdcSparkMergeOperator(task_id="merge", windows="/w/a", namespace="lake.cdc", **kwargs)
 
 
-def test_templated_values_are_checked_once_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen", _Popen)
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://127.0.0.1:7077")
+def test_templated_values_are_checked_once_rendered(spark_submit: type[_Popen]) -> None:
     operator = CdcSparkMergeOperator(
         task_id="merge",
         windows="/w/a",
@@ -85,10 +92,9 @@ def test_templated_values_are_checked_once_rendered(monkeypatch: pytest.MonkeyPa
         concurrent_tables="{{ params.tables }}",
     )
     assert {"partition_buckets", "concurrent_tables"} <= set(operator.template_fields)
-    _Popen.commands = []
     operator.render_template_fields({"params": {"buckets": "auto", "tables": 5}})
     operator.execute({"ti": _TaskInstance()})
-    command = _Popen.commands[0]
+    command = spark_submit.commands[0]
     assert command[command.index("--master") + 1] == "spark://127.0.0.1:7077"
     arguments = command[command.index(operator.application) + 1 :]
     assert arguments[-4:] == ["--partition-buckets", "auto", "--concurrent-tables", "5"]
@@ -98,9 +104,9 @@ def test_templated_values_are_checked_once_rendered(monkeypatch: pytest.MonkeyPa
         operator.execute({"ti": _TaskInstance()})
 
 
-def test_the_pipeline_settings_reach_the_spark_submit_command(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("airflow.providers.apache.spark.hooks.spark_submit.subprocess.Popen", _Popen)
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://127.0.0.1:7077")
+def test_the_pipeline_settings_reach_the_spark_submit_command(
+    spark_submit: type[_Popen], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_PG_TARGET",
         json.dumps(
@@ -116,10 +122,9 @@ def test_the_pipeline_settings_reach_the_spark_submit_command(monkeypatch: pytes
     assert (settings.merge.partition_buckets, settings.merge.concurrent_tables) == ("auto", 6)
     merge = cdc_replication_dag(settings, dag_id="cdc_scale").task_dict["merge"]
     assert (merge.partition_buckets, merge.concurrent_tables) == ("auto", 6)
-    _Popen.commands = []
     merge.windows = "/w/a"
     merge.execute({"ti": _TaskInstance()})
-    arguments = _Popen.commands[0][_Popen.commands[0].index(merge.application) + 1 :]
+    arguments = spark_submit.commands[0][spark_submit.commands[0].index(merge.application) + 1 :]
     assert arguments[-4:] == ["--partition-buckets", "auto", "--concurrent-tables", "6"]
 
     # A JDBC target's login never joins them on the command line.
@@ -128,9 +133,8 @@ def test_the_pipeline_settings_reach_the_spark_submit_command(monkeypatch: pytes
     assert settings.merge.partition_buckets == "8"  # YAML's number, as text
     merge = cdc_replication_dag(settings, dag_id="cdc_scale_jdbc").task_dict["merge"]
     merge.windows = "/w/a"
-    _Popen.commands = []
     merge.execute({"ti": _TaskInstance()})
-    command = _Popen.commands[0]
+    command = spark_submit.commands[-1]
     assert command[-4:] == ["--partition-buckets", "8", "--concurrent-tables", "6"]
     assert not any(SECRET in part or part == "rep" for part in command)
 
