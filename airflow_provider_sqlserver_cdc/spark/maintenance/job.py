@@ -19,6 +19,7 @@ from airflow_provider_sqlserver_cdc.spark.maintenance.table_health import (
 )
 from airflow_provider_sqlserver_cdc.spark.maintenance.tombstones import purge_floor, purge_tombstones
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.staging_cleanup import drop_orphaned_staging_tables
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote_table
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import ranges_of, refresh_state
@@ -65,6 +66,10 @@ def maintain_table(
     health = read_health(spark, table, iceberg)
     before, reasons = health.as_dict(), health.needs_maintenance(settings.thresholds)
     entry: dict[str, Any] = {"state": state.source, "before": before}
+    # Staging tables of merges whose driver crashed (merges that no longer stage leave them for good).
+    dropped = drop_orphaned_staging_tables(spark, table, now_millis=int(now.timestamp() * 1000))
+    if dropped:
+        entry["staging_tables_dropped"] = dropped
     purged = 0
     if settings.tombstone_margin_hours is not None:
         before["tombstones"] = tombstone_count(spark, table)
