@@ -24,7 +24,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,9 +118,7 @@ def daemon_environment(conf_dir: Path, daemon_memory: str) -> dict[str, str]:
 
 
 @contextmanager
-def _daemon(
-    name: str, command: list[str], log: Path, env: dict[str, str]
-) -> Iterator[subprocess.Popen[bytes]]:
+def _daemon(command: list[str], log: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
     """Run a daemon in a process group of its own, its output in ``log``; stop the group on exit."""
     with log.open("wb") as output:
         process = subprocess.Popen(
@@ -134,20 +132,17 @@ def _daemon(
 
 def _stop_group(process: subprocess.Popen[bytes], grace_seconds: float = 15.0) -> None:
     """Stop a daemon and what it started (the worker's executors share its process group)."""
-    for sig, wait in ((signal.SIGTERM, grace_seconds), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            # The daemon is gone; its executors may still be going down.
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
         return
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace_seconds)
+    try:  # the daemon if it hung, and executors still going down
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    process.wait(timeout=10.0)
 
 
 def _wait_for(log: Path, process: subprocess.Popen[bytes], found: re.Pattern[str] | str, what: str) -> str:
@@ -194,7 +189,7 @@ def spark_standalone_cluster(
     loopback = ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"]
     with ExitStack() as daemons:
         master_log = directory / "master.log"
-        master = daemons.enter_context(_daemon("master", [script, MASTER_CLASS, *loopback], master_log, env))
+        master = daemons.enter_context(_daemon([script, MASTER_CLASS, *loopback], master_log, env))
         master_url = _wait_for(master_log, master, _MASTER_URL, "master")
         worker_log = directory / "worker.log"
         worker_options = [
@@ -206,7 +201,7 @@ def spark_standalone_cluster(
             str(work_dir),
         ]
         worker = daemons.enter_context(
-            _daemon("worker", [script, WORKER_CLASS, *loopback, *worker_options, master_url], worker_log, env)
+            _daemon([script, WORKER_CLASS, *loopback, *worker_options, master_url], worker_log, env)
         )
         _wait_for(worker_log, worker, _WORKER_REGISTERED, "worker")
         yield SparkStandaloneCluster(master_url, work_dir, worker_cores, worker_memory)
