@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings, parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import COMMIT_TIME, POSITION_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.column_groups import column_groups
 from airflow_provider_sqlserver_cdc.spark.merge.concurrent_tables import run_concurrently
 from airflow_provider_sqlserver_cdc.spark.merge.errors import (
     MergeJobError,
@@ -165,7 +166,7 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
 
 
 def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bool) -> None:
-    """Create or evolve the table, then merge its snapshots (each a commit) and its change windows (one commit)."""
+    """Create or evolve the table, then merge its snapshots and its change windows, a commit per group."""
     if not plan.windows:
         return
     if not plan.exists:
@@ -177,7 +178,8 @@ def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bo
         key=lambda w: w.manifest.lsn_range[1],
     )
     changes = [w for w in plan.windows if w.manifest.kind == "changes"]
-    for batch in [*([s] for s in snapshots), *([changes] if changes else [])]:
+    # one MERGE per run of windows carrying the same columns (one unless the source's schema changed)
+    for batch in [*([s] for s in snapshots), *column_groups(changes)]:
         plan.applied = merge_batch(spark, target, plan, batch, plan.applied, hard)
         plan.merged.extend(batch)
 

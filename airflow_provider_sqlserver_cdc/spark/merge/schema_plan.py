@@ -32,6 +32,7 @@ class TargetPlan:
     applied: dict[str, list[LsnRange]] = field(default_factory=dict)  # capture instance -> LSN ranges
     add_columns: list[tuple[str, str, str]] = field(default_factory=list)  # name, type, comment
     widen_columns: list[tuple[str, str]] = field(default_factory=list)
+    comment_columns: list[tuple[str, str]] = field(default_factory=list)  # name, widened SQL Server type
     key_columns: tuple[str, ...] = ()
     column_types: dict[str, str] = field(default_factory=dict)  # lower name -> window type
 

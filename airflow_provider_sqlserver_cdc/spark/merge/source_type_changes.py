@@ -6,7 +6,12 @@ The target's columns carry their SQL Server type in their comment (``SQL Server 
 digits) or a type of another kind than the one the target records comes from an ``ALTER COLUMN``
 the target cannot follow: its column would misstate the source. The table's merge then stops with
 an error naming the table, the column, the DDL and its LSN (from the windows' ``ddl_events``) and
-what to do, before anything is written (``job._prepare``). Widening (``schema_plan``) goes on.
+what to do, before anything is written (``job._prepare``). Widening (``schema_plan``) goes on, and
+the widened type becomes the column's recorded type (``plan.comment_columns``, set by the target's
+``evolve_table``), so a later narrowing below the new width is caught too: a string type Iceberg
+keeps as ``string`` whatever its length (``varchar(20)`` -> ``varchar(50)``) is recorded as well.
+The windows are judged in the order their rows apply (``column_groups``), each against the type the
+ones before it left.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.spark.merge.column_groups import apply_position
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
 
@@ -97,17 +103,25 @@ def _ddl_naming(plan: TargetPlan, column: str) -> str:
     return "; ".join(dict.fromkeys(found)) or "an ALTER COLUMN before these windows (not in their ddl_events)"
 
 
-def check_source_types(plan: TargetPlan, recorded: dict[str, Any]) -> None:
+def check_source_types(plan: TargetPlan, recorded: dict[str, Any]) -> list[tuple[str, str]]:
     """Raise SchemaEvolutionError for a window column whose SQL Server type the target cannot follow.
+
+    Returns the columns whose recorded type the windows widen, with the comment to record: (name, comment).
 
     :param plan: the table's plan, with its pending windows.
     :param recorded: lower-cased column name -> the target column's comment.
     """
-    for window in plan.windows:
+    current = dict(recorded)
+    widened: dict[str, tuple[str, str]] = {}
+    for window in sorted(plan.windows, key=apply_position):
         for column in window.manifest.columns:
-            comment = recorded.get(column["name"].lower())
-            problem = narrowing(comment, source_type_comment(column))
+            name = column["name"].lower()
+            comment, window_type = current.get(name), source_type_comment(column)
+            problem = narrowing(comment, window_type)
             if problem is None:
+                if name in recorded and comment is not None and window_type != comment:
+                    current[name] = window_type
+                    widened[name] = (column["name"], window_type)
                 continue
             raise SchemaEvolutionError(
                 f"target table {plan.table}: column {column['name']} of {window.manifest.capture_instance} cannot "
@@ -117,10 +131,11 @@ def check_source_types(plan: TargetPlan, recorded: dict[str, Any]) -> None:
                 "re-snapshot it (trigger the DAG with conf "
                 f'{{"resnapshot": ["{window.manifest.capture_instance}"]}}) (docs/schema-changes.md)'
             )
+    return [widened[name] for name in widened if current[name] != recorded.get(name)]
 
 
 def check_target_can_follow(spark: SparkSession, target: Any, plan: TargetPlan) -> None:
-    """Check the plan's windows against an existing Iceberg target's recorded SQL Server types.
+    """Check the plan's windows against an existing Iceberg target's recorded SQL Server types; plan widened ones.
 
     :param spark: the session.
     :param target: the merge target (only Iceberg tables record the types in comments).
@@ -128,4 +143,4 @@ def check_target_can_follow(spark: SparkSession, target: Any, plan: TargetPlan) 
     """
     if not plan.exists or not plan.windows or type(target).__name__ != "IcebergTarget":
         return
-    check_source_types(plan, recorded_source_types(spark, plan.table))
+    plan.comment_columns = check_source_types(plan, recorded_source_types(spark, plan.table))

@@ -50,6 +50,8 @@ def test_the_error_names_table_column_ddl_and_lsn_and_the_remedy():
     manifest = SimpleNamespace(
         capture_instance="dbo_customers",
         columns=[{"name": "Note", "sql_type": "varchar", "max_length": 20}],
+        lsn_range=(0x0A, 0x0B),
+        backfill=None,
         ddl_events=[
             {
                 "command": "ALTER TABLE dbo.customers ALTER COLUMN note varchar(20)",

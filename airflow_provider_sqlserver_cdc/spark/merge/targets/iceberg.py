@@ -376,7 +376,7 @@ class IcebergTarget(MergeTarget):
         )
 
     def evolve_table(self, plan: TargetPlan) -> None:
-        """Apply the planned column additions and widenings."""
+        """Apply the planned column additions and widenings, and record widened SQL Server types."""
         for name, column_type, comment in plan.add_columns:
             LOG.info("target %s: adding column %s %s", plan.table, name, column_type)
             self.spark.sql(
@@ -387,6 +387,11 @@ class IcebergTarget(MergeTarget):
             LOG.info("target %s: widening column %s to %s", plan.table, name, column_type)
             self.spark.sql(
                 f"ALTER TABLE {quote_table(plan.table)} ALTER COLUMN {quote(name)} TYPE {column_type}"
+            )
+        for name, comment in plan.comment_columns:  # the widened SQL Server type (source_type_changes)
+            self.spark.sql(
+                f"ALTER TABLE {quote_table(plan.table)} ALTER COLUMN {quote(name)} "
+                f"COMMENT '{comment.replace(chr(39), '')}'"
             )
 
     def apply(self, batch: ChangeBatch) -> None:
