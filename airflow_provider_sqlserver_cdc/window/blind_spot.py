@@ -149,7 +149,7 @@ def read_rows_by_key(
     return found, missing
 
 
-def _batch(
+def upsert_batch(
     instance: CaptureInstance,
     schema: pa.Schema,
     found: Sequence[tuple[Any, ...]],
@@ -158,7 +158,7 @@ def _batch(
     lsn: Lsn,
     commit_time: datetime,
 ) -> pa.RecordBatch:
-    """Upserts of the found rows and deletes of the missing keys, all at ``lsn``."""
+    """Return upserts of the found rows and deletes of the missing keys, all at ``lsn``, as one record batch."""
     width = len(instance.columns)
     keys = {name.lower(): i for i, name in enumerate(key_names)}
     deleted = [
@@ -229,7 +229,7 @@ def backfill_blind_spot(
     name = f"{spot.first.hex}_{spot.last.hex}_backfill"
     writer = ParquetWindowWriter(filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes)
     with writer:
-        writer.write_batch(_batch(new, schema, found, missing, key_names, point.lsn, point.utc_time))
+        writer.write_batch(upsert_batch(new, schema, found, missing, key_names, point.lsn, point.utc_time))
     counts = zero_operation_counts()
     counts[OPERATION_NAMES[UPDATE_AFTER]] = len(found)
     counts[OPERATION_NAMES[DELETE]] = len(missing)

@@ -28,6 +28,7 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
+from airflow_provider_sqlserver_cdc.window.added_column_values import reread_added_columns
 from airflow_provider_sqlserver_cdc.window.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.contiguity import (
@@ -38,6 +39,7 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
     gap_interval_start,
     guard_window,
 )
+from airflow_provider_sqlserver_cdc.window.ddl_split import window_pieces
 from airflow_provider_sqlserver_cdc.window.instance_switch import (
     disable_completed_old,
     follow_schema,
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
+#: the ``extract_options`` the re-read of added columns takes too
+ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "dag_id", "run_id")
 
 
 @dataclass
@@ -402,7 +406,8 @@ def extract_windows(
             )
     windows = []
     for switch, guarded, events in guarded_windows:
-        for number, (instance, part) in enumerate(switch.parts(guarded.window)):
+        carried, to_time = None, None
+        for number, (instance, part) in enumerate(window_pieces(hook, switch, guarded.window, events)):
             if log is not None:
                 log.info(
                     "%s: %s window %s..%s%s%s",
@@ -429,14 +434,12 @@ def extract_windows(
                 **extract_options,
             )
             to_local = hook.map_lsn_to_time(part.to_lsn) if not part.to_lsn.is_zero else None
+            to_time = tz.to_utc(to_local).isoformat() if to_local else None
             windows.append(
-                result.change_window(
-                    keys[switch.stream],
-                    to_position_time=tz.to_utc(to_local).isoformat() if to_local else None,
-                    empty=part.is_empty,
-                )
+                result.change_window(keys[switch.stream], to_position_time=to_time, empty=part.is_empty)
             )
-            spot = blind_spot(hook, switch, part) if instance is switch.old else None
+            carried = instance
+            spot = blind_spot(hook, switch, part) if instance.name == switch.old.name else None
             if spot is not None:
                 backfill = backfill_blind_spot(
                     hook,
@@ -450,6 +453,24 @@ def extract_windows(
                 )
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))
+                    carried = switch.new
+        if switch.new is not None and carried is not None:  # around a switch: columns added since?
+            added = reread_added_columns(
+                hook,
+                switch.stream,
+                carried,
+                guarded.window,
+                base_uri=base_uri,
+                database=database,
+                mode=guarded.window.mode,
+                row_filter_option=row_filter_option,
+                log=log,
+                **{k: extract_options[k] for k in ADDED_COLUMN_OPTIONS if k in extract_options},
+            )
+            if added is not None:
+                windows.append(
+                    ExtractResult(*added).change_window(keys[switch.stream], to_position_time=to_time)
+                )
     return windows
 
 

@@ -144,6 +144,46 @@ def test_without_a_second_instance_the_add_fails_and_the_opt_in_creates_one(sour
         extract(tmp_path, start=utc(11, 0), end=utc(12, 0), create_capture_instance=True)
 
 
+def test_a_drop_cuts_the_old_part_and_values_of_added_columns_are_re_read_once(source, tmp_path):
+    source.capture(until=local(10, 0))
+    (first,) = extract(tmp_path, start=utc(9, 0), end=utc(10, 0))  # the stream's columns before the DDL
+    source.commit_at(local(10, 16), ("ALTER TABLE dbo.orders ADD tier int NOT NULL DEFAULT 1",))
+    source.commit_at(local(10, 17), ("ALTER TABLE dbo.orders DROP COLUMN note",))
+    source.commit_at(local(10, 18), ("UPDATE dbo.orders SET loyalty = 8 WHERE order_id = 2",))
+    source.commit_at(local(10, 20), (ENABLE_V2,))
+    source.capture(until=local(11, 5))
+    windows = extract(tmp_path)
+    drop = Lsn.from_hex(
+        next(e["lsn"] for w in windows for e in manifest(w)["ddl_events"] or () if "DROP" in e["command"])
+    )
+    read = [(manifest(w)["read_instance"], w.window_uri.rsplit("_", 1)[-1], w) for w in windows]
+    before_drop, after_drop = [w for instance, _, w in read if instance is None]
+    assert Lsn.from_hex(manifest(before_drop)["to_lsn"]) == Lsn.from_int(int(drop) - 1)
+    assert Lsn.from_hex(manifest(after_drop)["from_lsn"]) == drop
+    assert "note" in [c["name"] for c in manifest(before_drop)["columns"]]
+    assert "note" not in [c["name"] for c in manifest(after_drop)["columns"]]  # its NULLs there are no values
+
+    # every row holding a value in a column added since the stream's previous window, read once at one LSN
+    (added,) = [w for _, suffix, w in read if suffix == "added"]
+    assert manifest(added)["backfill"]["added_columns"] == ["loyalty", "tier"]
+    assert {r["order_id"]: (r["loyalty"], r["tier"]) for r in rows(added)} == {
+        1: (7, 1),
+        2: (8, 1),
+        4: (9, 1),
+    }
+    assert Lsn.from_hex(manifest(added)["backfill"]["consistent_lsn"]) > Lsn.from_hex(
+        manifest(added)["to_lsn"]
+    )
+    history = json.loads((tmp_path / "lake" / "dbo_orders" / "_column_history.json").read_text())
+    assert [c["name"] for c in history["entries"][-1]["columns"]] == ["order_id", "loyalty", "tier"]
+
+    source.commit_at(local(11, 30), ("UPDATE dbo.orders SET tier = 2 WHERE order_id = 1",))
+    source.capture(until=local(12, 5))
+    later = extract(tmp_path, start=utc(11, 0), end=utc(12, 0))
+    assert [manifest(w)["read_instance"] for w in later] == ["dbo_orders_v2"]  # nothing re-read again
+    assert first.capture_instance == "dbo_orders"
+
+
 def test_successor_names_skip_taken_ones():
     assert successor_name("dbo_orders", ["dbo_orders", "DBO_ORDERS_V2"]) == "dbo_orders_v3"
     assert len(successor_name("x" * 100, [])) == 100
