@@ -262,6 +262,8 @@ class TableComparison:
     :param unexpected_in_target: live target keys that are not in the source.
     :param value_differences: columns whose values differ, per key.
     :param schema_differences: columns missing, extra or of another type than documented.
+    :param kept_columns: target columns the source dropped: kept, with the values they had at the DROP,
+        and not compared (the source has nothing to compare them with); the verdict names them.
     """
 
     capture_instance: str
@@ -274,6 +276,7 @@ class TableComparison:
     unexpected_in_target: list[Key] = field(default_factory=list)
     value_differences: list[ValueDifference] = field(default_factory=list)
     schema_differences: list[str] = field(default_factory=list)
+    kept_columns: list[str] = field(default_factory=list)
 
     @property
     def matches(self) -> bool:
@@ -291,6 +294,10 @@ class TableComparison:
             f"{self.source_table} -> {self.target_table}: source {self.source_rows} rows, "
             f"target {self.target_rows} live rows ({self.deleted_rows} flagged deleted)"
         )
+        if self.kept_columns:
+            head += (
+                f"; not compared: {', '.join(self.kept_columns)} (dropped on the source, kept in the target)"
+            )
         if self.matches:
             return f"{head}: MATCH"
         lines = [f"{head}: DIFFERENT"]
@@ -477,6 +484,7 @@ def compare_table(
     if source_columns is not None and spark.catalog.tableExists(target_table):
         present = {c.name.lower() for c in source_columns}
         dropped = {f.name.lower() for f in spark.table(target_table).schema.fields} - present
+        result.kept_columns = sorted(dropped - {name.lower() for name, _, _ in TARGET_META_COLUMNS})
     target = read_target_rows(spark, target_table, instance, result, dropped)
     source = read_source_rows(conn, instance)
     if result.schema_differences:

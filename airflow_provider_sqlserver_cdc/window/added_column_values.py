@@ -26,7 +26,6 @@ and the new instance also bring: the cost is one scan of the table per schema ch
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc import tsql
@@ -41,12 +40,11 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import ConsistentSnapshot
-from airflow_provider_sqlserver_cdc.window.blind_spot import upsert_batch
+from airflow_provider_sqlserver_cdc.window.blind_spot import upsert_batch, upsert_manifest
 from airflow_provider_sqlserver_cdc.window.column_changes import added_columns, columns_before, record_columns
 from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,
     WindowManifest,
-    source_description,
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.net_effect import UPDATE_AFTER
@@ -67,14 +65,11 @@ def reread_added_columns(
     carried: CaptureInstance,
     window: LsnWindow,
     *,
+    like: WindowManifest,
     base_uri: str,
     database: str,
-    mode: str,
-    row_filter_option: str,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    dag_id: str | None = None,
-    run_id: str | None = None,
     log: logging.Logger | None = None,
 ) -> tuple[WindowManifest, str, float] | None:
     """
@@ -88,12 +83,9 @@ def reread_added_columns(
     :param window: the stream's window of this run (after the contiguity guard).
     :param base_uri: the windows' base directory.
     :param database: the source database.
-    :param mode: the window mode, for the manifest.
-    :param row_filter_option: recorded in the manifest.
+    :param like: a window of the run (its mode, row filter option, DAG and run ids).
     :param batch_size: rows fetched at a time.
     :param max_file_bytes: roll to a new Parquet file at this size.
-    :param dag_id: recorded in the manifest.
-    :param run_id: recorded in the manifest.
     :param log: where the re-read is reported.
     """
     if window.is_empty:
@@ -114,14 +106,11 @@ def reread_added_columns(
             window.to_lsn,
             filesystem=filesystem,
             stream_dir=stream_dir,
+            like=like,
             base_uri=base_uri,
             database=database,
-            mode=mode,
-            row_filter_option=row_filter_option,
             batch_size=batch_size,
             max_file_bytes=max_file_bytes,
-            dag_id=dag_id,
-            run_id=run_id,
         )
         if log is not None:
             manifest = result[0]
@@ -149,14 +138,11 @@ def _reread(
     *,
     filesystem: Any,
     stream_dir: str,
+    like: WindowManifest,
     base_uri: str,
     database: str,
-    mode: str,
-    row_filter_option: str,
     batch_size: int,
     max_file_bytes: int,
-    dag_id: str | None,
-    run_id: str | None,
 ) -> tuple[WindowManifest, str, float]:
     """Stream the rows holding a value in ``added`` into the window ``{last}_{last}_added``."""
     started = time.monotonic()
@@ -182,25 +168,17 @@ def _reread(
             cursor.close()
     counts = zero_operation_counts()
     counts[OPERATION_NAMES[UPDATE_AFTER]] = rows
-    manifest = WindowManifest(
-        kind="changes",
-        capture_instance=stream,
-        source=source_description(hook.server, database, carried),
-        from_lsn=last.hex,
-        to_lsn=last.hex,
-        from_time=None,
-        to_time=None,
-        mode=mode,
-        row_filter_option=row_filter_option,
+    manifest = upsert_manifest(
+        hook,
+        database,
+        stream,
+        carried,
+        last,
+        last,
         key_columns=key_names,
-        columns=column_descriptions(carried),
         files=writer.files,
-        row_count=rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
-        dag_id=dag_id,
-        run_id=run_id,
-        read_instance=carried.name if carried.name != stream else None,
+        counts=counts,
+        like=like,
         backfill={
             "consistent_lsn": point.lsn.hex,
             "method": point.method,

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch
+    from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 #: Keys looked up per query.
@@ -184,6 +185,58 @@ def upsert_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def upsert_manifest(
+    hook: SqlServerCdcHook,
+    database: str,
+    stream: str,
+    instance: CaptureInstance,
+    first: Lsn,
+    last: Lsn,
+    *,
+    key_columns: Sequence[str],
+    files: list[ManifestFile],
+    counts: dict[str, int],
+    like: WindowManifest,
+    backfill: dict[str, Any],
+) -> WindowManifest:
+    """
+    Return the manifest of a window of rows read from ``instance``'s table at one consistent LSN.
+
+    :param hook: the source hook.
+    :param database: the source database.
+    :param stream: the stream the window is filed under.
+    :param instance: the capture instance whose columns were read.
+    :param first: the first LSN the window covers.
+    :param last: the last LSN the window covers.
+    :param key_columns: the key column names.
+    :param files: the window's Parquet files.
+    :param counts: rows per operation name.
+    :param like: a window of the same run (its mode, row filter option, DAG and run ids).
+    :param backfill: the read's record (``consistent_lsn``, ``method``, ...).
+    """
+    return WindowManifest(
+        kind="changes",
+        capture_instance=stream,
+        source=source_description(hook.server, database, instance),
+        from_lsn=first.hex,
+        to_lsn=last.hex,
+        from_time=None,
+        to_time=None,
+        mode=like.mode,
+        row_filter_option=like.row_filter_option,
+        key_columns=list(key_columns),
+        columns=column_descriptions(instance),
+        files=files,
+        row_count=sum(counts.values()),
+        operation_counts=counts,
+        created_at=datetime.now(UTC).isoformat(),
+        dag_id=like.dag_id,
+        run_id=like.run_id,
+        read_instance=instance.name if instance.name != stream else None,
+        backfill=backfill,
+    )
+
+
 def backfill_blind_spot(
     hook: SqlServerCdcHook,
     switch: InstanceSwitch,
@@ -233,25 +286,17 @@ def backfill_blind_spot(
     counts = zero_operation_counts()
     counts[OPERATION_NAMES[UPDATE_AFTER]] = len(found)
     counts[OPERATION_NAMES[DELETE]] = len(missing)
-    manifest = WindowManifest(
-        kind="changes",
-        capture_instance=switch.stream,
-        source=source_description(hook.server, database, new),
-        from_lsn=spot.first.hex,
-        to_lsn=spot.last.hex,
-        from_time=None,
-        to_time=None,
-        mode=old_part.mode,
-        row_filter_option=old_part.row_filter_option,
+    manifest = upsert_manifest(
+        hook,
+        database,
+        switch.stream,
+        new,
+        spot.first,
+        spot.last,
         key_columns=key_names,
-        columns=column_descriptions(new),
         files=writer.files,
-        row_count=len(found) + len(missing),
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
-        dag_id=old_part.dag_id,
-        run_id=old_part.run_id,
-        read_instance=new.name,
+        counts=counts,
+        like=old_part,
         backfill={
             "consistent_lsn": point.lsn.hex,
             "method": point.method,

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
 PROGRESS_EVERY_S = 30.0
 #: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "dag_id", "run_id")
+ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes")
 
 
 @dataclass
@@ -460,10 +460,9 @@ def extract_windows(
                 switch.stream,
                 carried,
                 guarded.window,
+                like=result.manifest,
                 base_uri=base_uri,
                 database=database,
-                mode=guarded.window.mode,
-                row_filter_option=row_filter_option,
                 log=log,
                 **{k: extract_options[k] for k in ADDED_COLUMN_OPTIONS if k in extract_options},
             )

@@ -16,6 +16,7 @@ import pytest
 from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
@@ -70,11 +71,13 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     first = harness.run(harness.interval_start(1), env=OPT_IN)
     assert first.state == "success", first.output[-6000:]
 
-    # interval 1: ADD a column, then rows change only inside the blind spot (before any second instance)
+    # interval 1: ADD a column, and one with a default that fills every row without a change event (re-read
+    # from the source once by the rows holding a value); then rows change only inside the blind spot
     harness.set_server_time(harness.interval_start(1) + dt.timedelta(seconds=1))
     execute(
         conn,
         "ALTER TABLE dbo.customers ADD loyalty int NULL",
+        "ALTER TABLE dbo.customers ADD tier int NOT NULL DEFAULT 1",
         "UPDATE dbo.customers SET loyalty = customer_id * 10 WHERE customer_id % 3 = 0",
         "UPDATE dbo.customers SET name = N'renamed' WHERE customer_id % 5 = 1",
     )
@@ -88,13 +91,21 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     backfills = [d for d in harness.window_dirs("dbo_customers") if d.name.endswith("_backfill")]
     assert len(backfills) == 1
     assert json.loads((backfills[0] / "_manifest.json").read_text())["backfill"]["keys"] > 0
+    (added,) = [d for d in harness.window_dirs("dbo_customers") if d.name.endswith("_added")]
+    assert json.loads((added / "_manifest.json").read_text())["backfill"]["added_columns"] == [
+        "loyalty",
+        "tier",
+    ]
 
-    # interval 2: changes after the switch (read from v2, with the new column), then a widening ALTER
+    # interval 2: changes after the switch (read from v2, with the new column), then widening ALTERs captured by
+    # the same instance inside one window: the change table follows the type, so every row of the window is
+    # read with the wider type, which holds each earlier value exactly (no cut needed, window.ddl_split)
     harness.set_server_time(harness.interval_start(2) + dt.timedelta(seconds=1))
     execute(
         conn,
         "UPDATE dbo.customers SET loyalty = 7 WHERE customer_id % 4 = 0",
         "ALTER TABLE dbo.customers ALTER COLUMN loyalty bigint NULL",
+        "ALTER TABLE dbo.customers ALTER COLUMN name nvarchar(150) NOT NULL",
         "UPDATE dbo.customers SET loyalty = 5000000000 WHERE customer_id % 7 = 0",
     )
     workload.run(conn, 5)
@@ -114,6 +125,8 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     # first instance is disabled and a third one created; rows change before and after it (a blind spot).
     # The next run, with neither opt-in, picks the DBA's instance up and switches to it.
     harness.set_server_time(harness.interval_start(3) + dt.timedelta(seconds=1))
+    cursor = conn.cursor()
+    kept = dict(cursor.execute("SELECT customer_id, credit_limit FROM dbo.customers").fetchall())
     execute(
         conn,
         "ALTER TABLE dbo.customers DROP COLUMN credit_limit",
@@ -131,8 +144,40 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     assert len([d for d in harness.window_dirs("dbo_customers") if d.name.endswith("_backfill")]) == 2
     comparisons = compare(harness, spark)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
-    types = {
-        f.name: f.dataType.simpleString() for f in spark.table(f"{NAMESPACE}.dbo_customers").schema.fields
-    }
+    assert [c.kept_columns for c in comparisons] == [["credit_limit"]]  # the verdict names what it skipped
+    target = spark.table(f"{NAMESPACE}.dbo_customers")
+    types = {f.name: f.dataType.simpleString() for f in target.schema.fields}
     assert types["loyalty"] == "bigint" and "credit_limit" in types  # widened; the dropped column is kept
+    comments = {f.name: f.metadata.get("comment") for f in target.schema.fields}
+    assert comments["loyalty"] == "SQL Server bigint" and comments["name"] == "SQL Server nvarchar(150)"
+    # the dropped column keeps the value each row had at the DROP, rows changed after it in the blind spot too
+    rows = target.where("NOT _cdc_deleted").select("customer_id", "credit_limit").collect()
+    assert {r.customer_id: r.credit_limit for r in rows} == kept
+
+    # the v2 -> v3 switch fell inside interval 3: its window was cut at the DROP and at v3's start_lsn
+    hook = SqlServerCdcHook(harness.conn_id)
+    try:
+        start = int(hook.get_capture_instance("dbo_customers_v3").start_lsn)
+    finally:
+        hook.close()
+    manifests = [json.loads((d / "_manifest.json").read_text()) for d in harness.window_dirs("dbo_customers")]
+    pieces = sorted(
+        (
+            int(Lsn.from_hex(m["from_lsn"])),
+            int(Lsn.from_hex(m["to_lsn"])),
+            m["read_instance"],
+            len(m["columns"]),
+        )
+        for m in manifests
+        if not m.get("backfill") and m.get("run_id") == manifests_run_id(manifests, start)
+    )
+    (cut_from, b_to, b_reader, b_columns), (drop, d_to, d_reader, d_columns), (switch, _, reader, _) = pieces
+    assert (b_to + 1, d_to + 1, switch) == (drop, start, start) and cut_from < drop
+    assert (b_reader, d_reader, reader) == ("dbo_customers_v2", "dbo_customers_v2", "dbo_customers_v3")
+    assert d_columns == b_columns - 1  # read without the dropped column after the DROP
     conn.close()
+
+
+def manifests_run_id(manifests: list[dict], start: int) -> str:
+    """The run that read the window holding ``start`` (the new instance's first LSN)."""
+    return next(m["run_id"] for m in manifests if int(Lsn.from_hex(m["from_lsn"])) == start)

@@ -105,6 +105,12 @@ def test_equal_tables_match() -> None:
     result = compare_rows(INSTANCE, rows, dict(rows), TableComparison("dbo_t", "dbo.t", "lake.cdc.dbo_t"))
     assert result.matches
     assert result.describe().endswith("MATCH")
+    kept = TableComparison("dbo_t", "dbo.t", "lake.cdc.dbo_t", kept_columns=["credit_limit"])
+    kept = compare_rows(INSTANCE, rows, dict(rows), kept)
+    assert kept.matches  # the verdict says what it did not compare
+    assert kept.describe().endswith(
+        "not compared: credit_limit (dropped on the source, kept in the target): MATCH"
+    )
 
 
 def test_target_table_name_follows_the_merge_template() -> None:
