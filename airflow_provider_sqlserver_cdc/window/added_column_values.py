@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_manifest
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -41,7 +41,12 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.window.blind_spot import upsert_batch, upsert_manifest
-from airflow_provider_sqlserver_cdc.window.column_changes import added_columns, columns_before, record_columns
+from airflow_provider_sqlserver_cdc.window.column_changes import (
+    HISTORY_NAME,
+    added_columns,
+    columns_before,
+    record_columns,
+)
 from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,
     WindowManifest,
@@ -93,7 +98,7 @@ def reread_added_columns(
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     stream_dir = f"{base_path}/{stream}"
-    before = columns_before(filesystem, stream_dir, Lsn.from_int(max(0, int(window.from_lsn) - 1)))
+    before = stream_columns_before(filesystem, stream_dir, window.from_lsn)
     columns = column_descriptions(carried)
     added = added_columns(before, carried.columns) if before is not None else []
     result = None
@@ -127,6 +132,40 @@ def reread_added_columns(
             )
     record_columns(filesystem, stream_dir, window.to_lsn, columns, before)
     return result
+
+
+def stream_columns_before(filesystem: Any, stream_dir: str, first: Lsn) -> list[dict[str, Any]] | None:
+    """
+    Return the columns the stream's windows carried before ``first``, or None when unknown.
+
+    From the column history when the stream has one, else from the newest window that starts before
+    ``first``: the first run's snapshot ends at its own LSN, which can be past the next window's start.
+
+    :param filesystem: the windows' filesystem.
+    :param stream_dir: ``{base}/{stream}`` on it.
+    :param first: the first LSN of the run's window.
+    """
+    import pyarrow.fs as pafs
+
+    if filesystem.get_file_info(f"{stream_dir}/{HISTORY_NAME}").type != pafs.FileType.NotFound:
+        return columns_before(filesystem, stream_dir, Lsn.from_int(max(0, int(first) - 1)))
+    candidates: list[tuple[Lsn, str]] = []
+    for info in filesystem.get_file_info(pafs.FileSelector(stream_dir, allow_not_found=True)):
+        bounds = info.base_name.split("_")
+        if info.type != pafs.FileType.Directory or len(bounds) != 2:
+            continue
+        try:
+            start, end = (Lsn.from_hex(bound) for bound in bounds)
+        except ValueError:
+            continue
+        if start <= end and start < first:
+            candidates.append((end, info.path))
+    for _, path in sorted(candidates, reverse=True):
+        try:
+            return read_manifest(filesystem, path).columns
+        except (OSError, ValueError):
+            continue  # an unfinished window (no manifest): the one before it
+    return None
 
 
 def _reread(
