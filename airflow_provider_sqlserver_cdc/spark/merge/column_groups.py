@@ -48,13 +48,24 @@ def column_groups(windows: Sequence[Window]) -> list[list[Window]]:
     """
     Return the change windows in the order their rows apply, cut where the columns they carry change.
 
+    A window without rows changes no column, so it joins the group beside it: its LSN range is
+    recorded with that group's commit (a group of empty windows alone would record nothing).
+
     :param windows: one table's pending change windows.
     """
     groups: list[tuple[frozenset[str], list[Window]]] = []
+    empty: list[Window] = []
     for window in sorted(windows, key=apply_position):
+        if window.manifest.row_count == 0:
+            if groups:
+                groups[-1][1].append(window)
+            else:
+                empty.append(window)
+            continue
         columns = column_set(window)
         if groups and groups[-1][0] == columns:
             groups[-1][1].append(window)
         else:
-            groups.append((columns, [window]))
-    return [group for _, group in groups]
+            groups.append((columns, [*empty, window]))
+            empty = []
+    return [group for _, group in groups] + ([empty] if empty else [])

@@ -29,8 +29,11 @@ from airflow_provider_sqlserver_cdc.window.net_effect import UPDATE_AFTER
 LOYALTY = Column("loyalty", "int", pa.int32(), max_length=4, precision=10)
 
 
-def _window(label: str, first: int, last: int, columns: tuple[str, ...], consistent: int | None = None):
+def _window(
+    label: str, first: int, last: int, columns: tuple[str, ...], consistent: int | None = None, rows: int = 1
+):
     manifest = SimpleNamespace(
+        row_count=rows,
         columns=[{"name": c} for c in columns],
         lsn_range=(first, last),
         backfill={"consistent_lsn": lsn_hex(consistent)} if consistent else None,
@@ -46,6 +49,11 @@ def test_windows_are_cut_where_their_columns_change_and_a_consistent_read_applie
     groups = column_groups([backfill, new_instance, after_drop, before_drop])
     assert [[w.label for w in g] for g in groups] == [["before"], ["after", "new", "backfill"]]
     assert len(column_groups([before_drop, _window("next", 0x200, 0x2FF, ("id", "name", "amount"))])) == 1
+    # a window without rows joins the group beside it, so its LSN range is recorded with that group's commit
+    empty_old = _window("empty", 0x100, 0x1FF, ("id", "name"), rows=0)
+    groups = column_groups([new_instance, empty_old])
+    assert [[w.label for w in g] for g in groups] == [["empty", "new"]]
+    assert [[w.label for w in g] for g in column_groups([empty_old])] == [["empty"]]
 
 
 def _backfill(base: Path, spec: WindowSpec, consistent: int) -> str:
