@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_manifest
+from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -45,6 +45,7 @@ from airflow_provider_sqlserver_cdc.window.column_changes import (
     HISTORY_NAME,
     added_columns,
     columns_before,
+    newest_window_columns,
     record_columns,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
@@ -149,23 +150,7 @@ def stream_columns_before(filesystem: Any, stream_dir: str, first: Lsn) -> list[
 
     if filesystem.get_file_info(f"{stream_dir}/{HISTORY_NAME}").type != pafs.FileType.NotFound:
         return columns_before(filesystem, stream_dir, Lsn.from_int(max(0, int(first) - 1)))
-    candidates: list[tuple[Lsn, str]] = []
-    for info in filesystem.get_file_info(pafs.FileSelector(stream_dir, allow_not_found=True)):
-        bounds = info.base_name.split("_")
-        if info.type != pafs.FileType.Directory or len(bounds) != 2:
-            continue
-        try:
-            start, end = (Lsn.from_hex(bound) for bound in bounds)
-        except ValueError:
-            continue
-        if start <= end and start < first:
-            candidates.append((end, info.path))
-    for _, path in sorted(candidates, reverse=True):
-        try:
-            return read_manifest(filesystem, path).columns
-        except (OSError, ValueError):
-            continue  # an unfinished window (no manifest): the one before it
-    return None
+    return newest_window_columns(filesystem, stream_dir, lambda start, end: start <= end and start < first)
 
 
 def _reread(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -88,6 +88,19 @@ def previous_columns(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -
     :param table_dir: ``{base}/{name}`` on it.
     :param before: the new window's last synchronized position.
     """
+    return newest_window_columns(filesystem, table_dir, lambda start, end: start <= end <= before)
+
+
+def newest_window_columns(
+    filesystem: pafs.FileSystem, table_dir: str, keep: Callable[[Lsn, Lsn], bool]
+) -> list[dict[str, Any]] | None:
+    """
+    The columns of the newest (by last LSN) finished window whose bounds ``keep`` accepts, or None.
+
+    :param filesystem: the filesystem of the windows.
+    :param table_dir: ``{base}/{name}`` on it.
+    :param keep: (first LSN, last LSN) of a window directory -> whether it is a candidate.
+    """
     import pyarrow.fs as pafs
 
     candidates: list[tuple[Lsn, str]] = []
@@ -98,7 +111,7 @@ def previous_columns(filesystem: pafs.FileSystem, table_dir: str, before: Lsn) -
             start, end = (Lsn.from_hex(part) for part in info.base_name.rsplit("_", 1))
         except ValueError:
             continue
-        if start <= end <= before:  # start > end: an empty window
+        if keep(start, end):
             candidates.append((end, info.path))
     for _, path in sorted(candidates, reverse=True):
         try:
