@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import is_job_table_property
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
@@ -36,6 +37,8 @@ class MergeSettings:
     partition_buckets: int | None = 0
     # Target tables merged at once, each on its own thread and Spark session (``concurrent_tables``).
     concurrent_tables: int = 1
+    # MERGE or rewrite the table per change window (``merge_strategy``): auto, merge or rewrite.
+    merge_strategy: str = "auto"
     # The relational target (docs/targets-postgres.md): credentials come from the environment or a file.
     target_kind: str = "iceberg"
     jdbc_url: str | None = None
@@ -134,6 +137,13 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         default=1,
         help="target tables merged at once in the application (with spark.scheduler.mode=FAIR, fairly)",
     )
+    parser.add_argument(
+        "--merge-strategy",
+        choices=MERGE_STRATEGIES,
+        default="auto",
+        help="Iceberg: MERGE each change window, rewrite the table with it applied, or choose per window "
+        "from the table's file statistics (auto, default; docs/merge-performance.md)",
+    )
     parser.add_argument("--target-kind", choices=TARGET_KINDS, default="iceberg")
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
     parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
@@ -174,6 +184,7 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
             "delete_mode",
             "partition_buckets",
             "concurrent_tables",
+            "merge_strategy",
         )
         + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
     }

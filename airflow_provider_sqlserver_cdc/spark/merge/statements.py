@@ -33,7 +33,8 @@ def quote_table(name: str) -> str:
     return ".".join(quote(part) for part in name.split("."))
 
 
-def _newer(left: str, right: str) -> str:
+def newer_condition(left: str, right: str) -> str:
+    """Return the LSN guard: the row aliased ``left`` holds a newer change than the one aliased ``right``."""
     fields_left = ", ".join(f"'{c}', {left}.{c}" for c in POSITION_COLUMNS)
     fields_right = ", ".join(f"'{c}', {right}.{c}" for c in POSITION_COLUMNS)
     return f"named_struct({fields_left}) > named_struct({fields_right})"
@@ -65,7 +66,7 @@ def merge_sql(
         f"INSERT ({', '.join(quote(c) for c in insert_columns)}) "
         f"VALUES ({', '.join('s.' + quote(c) for c in insert_columns)})"
     )
-    newer = _newer("s", "t")
+    newer = newer_condition("s", "t")
     clauses = []
     if hard:
         clauses.append(f"WHEN MATCHED AND {newer} AND s.{DELETED} THEN DELETE")

@@ -22,6 +22,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
     session_conf,
     source_key_range,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import choose_strategy, target_files
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpointed_net_effect,
     net_effect_frame,
@@ -39,6 +40,13 @@ from airflow_provider_sqlserver_cdc.spark.merge.statements import (
     quote,
     quote_table,
     snapshot_clause,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import (
+    REWRITE_CONF,
+    broadcast_fits,
+    current_snapshot_id,
+    overwrite_table,
+    rewrite_sql,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRanges, ChangeBatch, MergeTarget
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
@@ -287,6 +295,7 @@ class IcebergTarget(MergeTarget):
     :param table_properties: further Iceberg table properties for the tables the job creates.
     :param partition_buckets: key buckets of the tables the job creates (0: unpartitioned, the default);
         None: from their size (``partition_layout.bucket_count``).
+    :param merge_strategy: ``auto`` (MERGE or rewrite per window, ``merge_strategy``), ``merge`` or ``rewrite``.
     """
 
     def __init__(
@@ -295,11 +304,13 @@ class IcebergTarget(MergeTarget):
         write_mode: str = "merge-on-read",
         table_properties: Mapping[str, str] | None = None,
         partition_buckets: int | None = 0,
+        merge_strategy: str = "auto",
     ) -> None:
         self.spark = spark
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
         self.partition_buckets = partition_buckets
+        self.merge_strategy = merge_strategy
 
     def check_session(self) -> None:
         """Fail unless PySpark pins threads (commit properties) and Iceberg's SQL extensions are on."""
@@ -436,9 +447,17 @@ class IcebergTarget(MergeTarget):
         plan, spark = batch.plan, self.spark
         bounds = source_key_range(batch.changes, plan)
         iceberg = iceberg_table(spark, plan.table)
+        write_mode = str(iceberg.properties().get("write.merge.mode") or "copy-on-write")
+        files = target_files(spark, plan.table, bounds)
+        choice = choose_strategy(self.merge_strategy, files, batch.change_rows, write_mode)
+        chosen, other = ("rewrite", "MERGE") if choice.rewrite else ("MERGE", "rewrite")
+        LOG.info("target %s: %s, not a %s: %s", plan.table, chosen, other, choice.reason)
+        if choice.rewrite:
+            self._rewrite(batch, properties, choice.reason)
+            return
         layout = staging_layout(iceberg, plan.key_columns)
         # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
-        merge_on_read = iceberg.properties().get("write.merge.mode") == "merge-on-read"
+        merge_on_read = write_mode == "merge-on-read"
         scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
         filter_pays = runtime_key_filter_pays(scanned, batch.change_rows)
         if isinstance(layout, StagingLayout) and not filter_pays:
@@ -491,6 +510,32 @@ class IcebergTarget(MergeTarget):
                 plan.table,
                 ", ".join(layout.transforms),
             )
+
+    def _rewrite(self, batch: ChangeBatch, properties: dict[str, str], reason: str) -> None:
+        """Rewrite the table once with the batch's net effect applied (``table_rewrite``), instead of a MERGE."""
+        plan, spark = batch.plan, self.spark
+        iceberg = iceberg_table(spark, plan.table)
+        iceberg.refresh()  # the snapshot the overwrite validates from: the one the rows are read from, or older
+        snapshot_id = current_snapshot_id(iceberg)
+        target_columns = [
+            (f.name, f.dataType.simpleString()) for f in spark.table(quote_table(plan.table)).schema.fields
+        ]
+        broadcast = broadcast_fits(spark, batch.change_rows)
+        net_effect = net_effect_frame(batch.changes, plan.key_columns)
+        with temporary_view(net_effect, MERGE_SOURCE_VIEW) as source_view, session_conf(spark, REWRITE_CONF):
+            statement = rewrite_sql(
+                plan.table,
+                target_columns,
+                source_view,
+                batch.columns,
+                plan.key_columns,
+                batch.hard,
+                broadcast,
+            )
+            frame = spark.sql(statement)
+            with_commit_properties(spark, properties, lambda: overwrite_table(frame, plan.table, snapshot_id))
+        strategy = "rewrite, net effect broadcast" if broadcast else "rewrite, target shuffled"
+        log_merge(LOG, plan.table, strategy, frame, reason)
 
     def _run_merge(self, statement: str, properties: dict[str, str]) -> DataFrame:
         """Run a MERGE statement whose commit carries ``properties``; return its result (for its plan)."""

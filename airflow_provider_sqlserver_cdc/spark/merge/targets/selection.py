@@ -28,7 +28,11 @@ def target_from_settings(spark: SparkSession, settings: MergeSettings) -> MergeT
     """
     if settings.target_kind != "jdbc":
         return IcebergTarget(
-            spark, settings.write_mode, settings.table_properties, settings.partition_buckets
+            spark,
+            settings.write_mode,
+            settings.table_properties,
+            settings.partition_buckets,
+            merge_strategy=settings.merge_strategy,
         )
     if not settings.jdbc_url:
         raise MergeJobError("--target-kind jdbc needs --jdbc-url")

@@ -1,0 +1,118 @@
+"""MERGE or rewrite: the choice per change window, from the target's file statistics and the window's size.
+
+A MERGE reads the target rows its key range can match, joins them with the window's net effect and
+writes what changed. When the window touches most of the table, rewriting the table once with the
+net effect applied (``table_rewrite``) reads every row once and writes every row once, and beats
+it. The choice is made per window, from the Iceberg file statistics of the target (file metadata
+only: no data is read) and logged with the numbers it was based on; ``--merge-strategy`` forces
+either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_sqlserver_cdc.spark.merge.key_filter import KeyRange
+
+#: ``--merge-strategy``: choose per window (default), always MERGE, always rewrite the table.
+MERGE_STRATEGIES = ("auto", "merge", "rewrite")
+
+#: The rewrite is chosen when the data files the window's key range overlaps hold at least this
+#: share of the target's rows (a MERGE would read them anyway)...
+REWRITE_MIN_TOUCHED_SHARE = 0.5
+#: ... and the window's change rows are at least this share of the target's rows (write mode ->
+#: share). Measured with ``benchmarks/merge.py`` (docs/merge-performance.md): a merge-on-read MERGE
+#: of uniformly spread keys costs about a rewrite at ~2 % of the rows, twice one at 20 %; a
+#: copy-on-write MERGE rewrites every file it touches, so it loses earlier.
+REWRITE_MIN_CHANGE_SHARE = {"merge-on-read": 0.02, "copy-on-write": 0.01}
+
+
+@dataclass(frozen=True)
+class TargetFiles:
+    """The target's live data files, and those whose key bounds overlap the window's key range.
+
+    :param files: data files of the current snapshot.
+    :param rows: their records (rows removed by delete files included).
+    :param touched_files: files whose bounds on the first key column overlap the key range (all
+        files when there is no key range, or a file has no bounds).
+    :param touched_rows: their records.
+    """
+
+    files: int
+    rows: int
+    touched_files: int
+    touched_rows: int
+
+    @property
+    def touched_share(self) -> float:
+        """The share of the target's rows in touched files (1 for an empty table)."""
+        return self.touched_rows / self.rows if self.rows else 1.0
+
+
+def _literal(value: int, sql_type: str) -> str:
+    """Return a key bound as a Spark SQL literal of the key column's type."""
+    return f"CAST({value} AS {sql_type})" if sql_type.startswith("DECIMAL") else str(value)
+
+
+def target_files(spark: SparkSession, table: str, key_range: KeyRange | None) -> TargetFiles:
+    """Read the target's data files from its ``data_files`` metadata table (manifests only).
+
+    :param table: the dotted target table name.
+    :param key_range: the range of the window's first key column; None: every file is touched.
+    """
+    overlaps = "true"
+    if key_range is not None:
+        bounds = f"readable_metrics.{quote(key_range.column)}"
+        low, high = (_literal(v, key_range.sql_type) for v in (key_range.lowest, key_range.highest))
+        overlaps = f"coalesce(NOT ({bounds}.upper_bound < {low} OR {bounds}.lower_bound > {high}), true)"
+    row = spark.sql(
+        f"SELECT count(*) AS files, coalesce(sum(record_count), 0) AS rows, "
+        f"count_if({overlaps}) AS touched_files, "
+        f"coalesce(sum(CASE WHEN {overlaps} THEN record_count ELSE 0 END), 0) AS touched_rows "
+        f"FROM {quote_table(table)}.data_files"
+    ).first()
+    return TargetFiles(int(row.files), int(row.rows), int(row.touched_files), int(row.touched_rows))
+
+
+@dataclass(frozen=True)
+class StrategyChoice:
+    """Whether to rewrite the table instead of MERGE, and why (the numbers, for the log).
+
+    :param rewrite: True: rewrite the table with the window's net effect applied.
+    :param reason: the setting or the statistics the choice was made on.
+    """
+
+    rewrite: bool
+    reason: str
+
+
+def choose_strategy(setting: str, files: TargetFiles, change_rows: int, write_mode: str) -> StrategyChoice:
+    """Choose between a MERGE and a rewrite of the table for one change window.
+
+    :param setting: ``auto``, ``merge`` or ``rewrite`` (``--merge-strategy``).
+    :param files: the target's data files (``target_files``).
+    :param change_rows: the rows of the windows, update before-images included.
+    :param write_mode: the table's ``write.merge.mode``.
+    """
+    min_change = REWRITE_MIN_CHANGE_SHARE.get(write_mode, REWRITE_MIN_CHANGE_SHARE["merge-on-read"])
+    change_share = change_rows / files.rows if files.rows else float("inf")
+    numbers = (
+        f"{change_rows} change rows = {change_share:.1%} of {files.rows} target rows "
+        f"(rewrite from {min_change:.0%}, {write_mode}); the key range overlaps {files.touched_files} of "
+        f"{files.files} data files, {files.touched_share:.0%} of the rows (rewrite from "
+        f"{REWRITE_MIN_TOUCHED_SHARE:.0%})"
+    )
+    if setting == "merge":
+        return StrategyChoice(False, f"--merge-strategy merge; {numbers}")
+    if setting == "rewrite":
+        return StrategyChoice(True, f"--merge-strategy rewrite; {numbers}")
+    if files.rows == 0:
+        return StrategyChoice(False, "the target has no rows yet")
+    heavy = change_share >= min_change and files.touched_share >= REWRITE_MIN_TOUCHED_SHARE
+    return StrategyChoice(heavy, numbers)

@@ -1,0 +1,134 @@
+"""The rewrite strategy gives the MERGE's table; ``auto`` rewrites for a heavy window and MERGEs a light one."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from merge_runs import EXPECTED_AFTER_TWO, contents, rows_then_a_few_changes, run, snapshot_count, two_windows
+from window_builder import ChangeLog, WindowSpec, flatten, lsn_hex, write_window
+
+from airflow_provider_sqlserver_cdc.spark.merge.errors import is_commit_conflict
+from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
+from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import current_snapshot_id, overwrite_table
+from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
+
+pytestmark = pytest.mark.spark
+
+STRATEGIES = ("merge", "rewrite")
+
+
+@pytest.fixture
+def merge_reports(caplog: pytest.LogCaptureFixture) -> Callable[[], list[MergeReport]]:
+    """Return the reports of the MERGEs (and rewrites) run so far in the test."""
+    caplog.set_level(logging.INFO, logger="sqlserver_cdc.merge_job")
+    return lambda: [
+        getattr(r, MERGE_REPORT_ATTRIBUTE) for r in caplog.records if hasattr(r, MERGE_REPORT_ATTRIBUTE)
+    ]
+
+
+def all_columns(spark: Any, table: str) -> dict[Any, dict[str, Any]]:
+    """key -> every column of the row, LSN columns included."""
+    return {r["id"]: r.asDict() for r in spark.table(table).collect()}
+
+
+def test_rewrite_gives_the_merge_s_table_for_out_of_order_windows_and_replays(
+    spark: Any, base: Path, namespace: str, write_mode: str, merge_reports: Callable[[], list[MergeReport]]
+) -> None:
+    w1, w2 = two_windows(base)
+    tables = {s: f"{namespace}_{s}.dbo_orders" for s in STRATEGIES}
+    for strategy in STRATEGIES:
+        # The newer window first (it creates the table), then the older one (a backfill): the LSN guard.
+        for window in (w2, w1):
+            run(spark, f"{namespace}_{strategy}", window, write_mode=write_mode, merge_strategy=strategy)
+    # A window overlapping the applied ranges is merged again: the guard makes it a no-op.
+    doc = json.loads(Path(w2).read_text())
+    doc["from_lsn"] = lsn_hex(0x50)
+    Path(w2).write_text(json.dumps(doc))
+    for strategy in STRATEGIES:
+        run(spark, f"{namespace}_{strategy}", w2, write_mode=write_mode, merge_strategy=strategy)
+    assert contents(spark, tables["rewrite"]) == EXPECTED_AFTER_TWO
+    assert all_columns(spark, tables["rewrite"]) == all_columns(spark, tables["merge"])
+    strategies = {r.table: r.strategy for r in merge_reports()}
+    assert strategies[tables["rewrite"]].startswith("rewrite")
+    assert not strategies[tables["merge"]].startswith("rewrite")
+
+
+def test_rewrite_gives_the_merge_s_table_under_hard_deletes(
+    spark: Any, base: Path, namespace: str, write_mode: str
+) -> None:
+    w1, w2 = two_windows(base)
+    log = ChangeLog(start=0x9000)
+    third = flatten(
+        [
+            log.delete(id=2, name="bb", amount=None),
+            log.insert(id=3, name="back", amount=None),  # deleted in w2, inserted again
+            log.insert(id=5, name="e", amount=None),
+            log.delete(id=5, name="e", amount=None),  # inserted and deleted within the window
+        ]
+    )
+    w3 = write_window(base, WindowSpec("dbo_orders", 0x9000, log.lsn, third))
+    tables = {s: f"{namespace}_{s}.dbo_orders" for s in STRATEGIES}
+    for strategy in STRATEGIES:
+        options = {"write_mode": write_mode, "merge_strategy": strategy, "delete_mode": "hard"}
+        run(spark, f"{namespace}_{strategy}", w1, **options)
+        run(spark, f"{namespace}_{strategy}", w2, w3, **options)
+    assert all_columns(spark, tables["rewrite"]) == all_columns(spark, tables["merge"])
+    assert sorted(contents(spark, tables["rewrite"])) == [3, 4, 10]
+
+
+def test_auto_rewrites_for_a_heavy_window_and_merges_a_light_one(
+    spark: Any,
+    base: Path,
+    namespace: str,
+    table: str,
+    merge_reports: Callable[[], list[MergeReport]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    first, light = rows_then_a_few_changes(base)
+    run(spark, namespace, first)
+    spark.sql(f"UPDATE {table} SET name = 'x' WHERE id = 1")  # merge-on-read: a delete file to drop
+    spark.sql(f"UPDATE {table} SET name = 'n1' WHERE id = 1")
+    run(spark, namespace, light)
+    report = merge_reports()[-1]
+    assert not report.strategy.startswith("rewrite"), report
+    assert f"{table}: MERGE, not a rewrite: 3 change rows = 1.5% of 202 target rows" in caplog.text
+
+    log = ChangeLog(start=0x5000)
+    changes = flatten(
+        log.update({"id": k, "name": f"n{k}", "amount": None}, name="heavy") for k in range(1, 121)
+    )
+    heavy = write_window(base, WindowSpec("dbo_orders", 0x5000, log.lsn, changes))
+    snapshots = snapshot_count(spark, table)
+    run(spark, namespace, heavy)
+    report = merge_reports()[-1]
+    assert report.strategy == "rewrite, net effect broadcast", report
+    assert report.shuffles.table_scanned
+    assert "240 change rows = " in report.reason and "1 of 1 data files" not in report.reason
+    values = contents(spark, table)
+    assert values[7] == (False, "heavy", None) and values[150] == (False, "n150", None)
+    assert values[300] == (False, None, None)
+    # One commit, carrying the applied LSN ranges; the delete files are gone with their data files.
+    assert snapshot_count(spark, table) == snapshots + 1
+    newest = spark.sql(f"SELECT operation, summary FROM {table}.snapshots ORDER BY committed_at DESC").first()
+    assert newest.operation == "overwrite"
+    assert newest.summary["sqlserver-cdc.max-applied-lsn.dbo_orders"] == lsn_hex(log.lsn)
+    assert spark.sql(f"SELECT count(*) AS n FROM {table}.delete_files").first().n == 0
+
+
+def test_a_rewrite_fails_as_a_commit_conflict_when_another_writer_committed_since_its_snapshot(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    first, _ = rows_then_a_few_changes(base)
+    run(spark, namespace, first)
+    read_at = current_snapshot_id(iceberg_table(spark, table))
+    rows = spark.table(table).where("id <= 10").localCheckpoint()
+    spark.sql(f"UPDATE {table} SET name = 'concurrent' WHERE id = 20")  # another writer commits
+    with pytest.raises(Exception) as raised:
+        overwrite_table(rows, table, read_at)
+    assert is_commit_conflict(raised.value), raised.value
+    assert spark.table(table).count() == 200
