@@ -12,13 +12,19 @@ staging table, docs/merge-performance.md), side by side; ``--layouts`` picks the
 prints the strategy the job chose and the ``Exchange`` count of the MERGE's executed plan (all,
 and those feeding the target's scan).
 
+``--strategies`` runs the job's merge strategies side by side (``auto``: its choice per window,
+``merge``, ``rewrite``: forced; docs/merge-performance.md); ``--windows`` measures several windows
+(``uniform:1000000,recent:1000000,uniform:10000``) in one Spark application; ``--format-version 3``
+upgrades the targets to Iceberg format 3 (merge-on-read then writes deletion vectors).
+
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
 dev extra; one full-size round runs first and is not counted (JIT warm-up), then every mode is measured
 --rounds times (default 3; rewrite and merge of a round run back to back, after a JVM garbage
 collection; the order of the modes rotates from round to round). Each round prints wall time and the
 JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
 is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--changes 10000] [--keys recent]
-[--modes copy-on-write,merge-on-read] [--layouts unpartitioned,bucketed] [--buckets 8]``.
+[--modes copy-on-write,merge-on-read] [--layouts unpartitioned,bucketed] [--buckets 8]
+[--strategies auto,merge,rewrite] [--windows uniform:1000000,recent:1000000] [--format-version 3]``.
 """
 
 from __future__ import annotations
@@ -288,8 +294,13 @@ class MergeReports(logging.Handler):
             self.reports.append(getattr(record, MERGE_REPORT_ATTRIBUTE))
 
 
-def load_baseline(spark, snapshot_manifest: str, table: str, mode: str, buckets: int | None) -> None:
-    """Create the target as the job would and fill it with the snapshot rows (untimed set-up)."""
+def load_baseline(
+    spark, snapshot_manifest: str, table: str, mode: str, buckets: int | None, format_version: int = 2
+) -> None:
+    """Create the target as the job would and fill it with the snapshot rows (untimed set-up).
+
+    :param format_version: 3 upgrades the table to Iceberg format 3 (deletion vectors) before the rows go in.
+    """
     from pyspark.sql import functions as F
 
     configure_session(spark)
@@ -297,6 +308,8 @@ def load_baseline(spark, snapshot_manifest: str, table: str, mode: str, buckets:
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
     IcebergTarget(spark, mode, partition_buckets=buckets).create_table(plan)
+    if format_version != 2:
+        spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('format-version'='{format_version}')")
     frame = read_window(spark, window, table, check_count=False).withColumn(DELETED, F.lit(False))
     frame.writeTo(table).append()
 
@@ -318,6 +331,19 @@ def merge_in(spark, settings: MergeSettings, layout: str) -> None:
     finally:
         staged_merge.SPJ_CONF.clear()
         staged_merge.SPJ_CONF.update(saved)
+
+
+def parse_windows(text: str | None, keys: str, changes: int) -> list[tuple[str, int]]:
+    """Return the windows to measure: ``KEYS:CHANGES`` items, or the one of ``--keys`` and ``--changes``."""
+    if not text:
+        return [(keys, changes)]
+    windows = []
+    for item in text.split(","):
+        kind, _, count = item.partition(":")
+        if kind not in ("uniform", "recent") or not count.isdigit():
+            raise SystemExit(f"--windows {item!r}: expected uniform:N or recent:N")
+        windows.append((kind, int(count)))
+    return windows
 
 
 def main() -> None:
@@ -348,6 +374,19 @@ def main() -> None:
         default="uniform",
         help="which rows the updates and deletes hit: any (default) or the newest fifth of the keys",
     )
+    parser.add_argument(
+        "--windows",
+        default=None,
+        help="several windows, measured one after another: KEYS:CHANGES,... (replaces --keys and --changes)",
+    )
+    parser.add_argument(
+        "--strategies",
+        default="auto",
+        help="merge strategies side by side: auto (the job's choice), merge, rewrite (--merge-strategy)",
+    )
+    parser.add_argument(
+        "--format-version", type=int, choices=(2, 3), default=2, help="Iceberg format of the targets"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="measure each mode this many times")
     parser.add_argument(
         "--warm-up-rounds",
@@ -359,9 +398,13 @@ def main() -> None:
     args = parser.parse_args()
     size = int(5_000_000 * args.scale)
     changes = args.changes if args.changes is not None else int(1_000_000 * args.scale)
-    modes = args.modes.split(",")
-    layouts = args.layouts.split(",")
-    arms = [(mode, layout) for mode in modes for layout in layouts]
+    window_kinds = parse_windows(args.windows, args.keys, changes)
+    arms = [
+        (mode, layout, strategy)
+        for mode in args.modes.split(",")
+        for layout in args.layouts.split(",")
+        for strategy in args.strategies.split(",")
+    ]
     reports = MergeReports()
     job_log = logging.getLogger("sqlserver_cdc.merge_job")
     job_log.setLevel(logging.INFO)
@@ -374,67 +417,88 @@ def main() -> None:
         snapshot = write_window(
             work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(size, rng)
         )
-        change_rows, mix = change_table(size, changes, rng, args.keys)
-        window = write_window(
-            work / "windows", "changes", SNAPSHOT_LSN + 1, last_start_lsn(change_rows), change_rows
-        )
-        del change_rows
-        print(
-            f"target rows {size:,}; changes {changes:,} ({mix['updates']:,} updates, {mix['inserts']:,} inserts, "
-            f"{mix['deletes']:,} deletes on {args.keys} keys; {mix['rows']:,} change rows with before-images); "
-            f"windows written in {time.perf_counter() - started:.1f} s"
-        )
+        windows: list[tuple[str, str, dict[str, int]]] = []
+        for keys, count in window_kinds:
+            change_rows, mix = change_table(size, count, rng, keys)
+            manifest = write_window(
+                work / f"windows_{keys}_{count}",
+                "changes",
+                SNAPSHOT_LSN + 1,
+                last_start_lsn(change_rows),
+                change_rows,
+            )
+            del change_rows
+            windows.append((f"{keys} {count:,}", manifest, mix))
+            print(
+                f"target rows {size:,}; window {keys} {count:,}: {mix['updates']:,} updates, "
+                f"{mix['inserts']:,} inserts, {mix['deletes']:,} deletes; {mix['rows']:,} change rows with "
+                "before-images"
+            )
+        print(f"windows written in {time.perf_counter() - started:.1f} s")
         spark = spark_session(work / "warehouse", args.shuffle_partitions)
         clock = JvmClock(spark)
-        print(f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}")
         print(
-            f"{'mode':<15} {'layout':<13} {'round':>7} {'rewrite s':>10} {'merge s':>8} {'ratio':>6}   "
-            f"{'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} {'rows after':>12}  "
-            "strategy (Exchanges: all/target)"
+            f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}, "
+            f"Iceberg format {args.format_version}"
         )
-        ratios: dict[tuple[str, str], list[tuple[float, float]]] = {arm: [] for arm in arms}
-        for round_number in range(1 - args.warm_up_rounds, args.rounds + 1):
-            # Rotate the order of the arms: the first measurement of a round tends to be slower.
-            shift = (round_number - 1) % len(arms)
-            label = str(round_number) if round_number > 0 else "warm-up"
-            for mode, layout in arms[shift:] + arms[:shift]:
-                table = f"lake.bench.orders_{mode.replace('-', '_')}_{layout.replace('-', '_')}_{round_number + args.warm_up_rounds}"
-                buckets = 0 if layout == "unpartitioned" else args.buckets
-                load_baseline(spark, snapshot, table, mode, buckets)
-                rewrite, rewrite_cpu = clock.measure(
-                    lambda table=table: spark.sql(
-                        f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
+        print(
+            f"{'window':<16} {'mode':<15} {'layout':<13} {'strategy':<8} {'round':>7} {'rewrite s':>10} "
+            f"{'merge s':>8} {'ratio':>6}   {'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} "
+            f"{'rows after':>12}  strategy chosen (Exchanges: all/target)"
+        )
+        ratios: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+        for index, (label_window, window, mix) in enumerate(windows):
+            first_round = 1 - args.warm_up_rounds if index == 0 else 1  # one JVM warm-up for all windows
+            for round_number in range(first_round, args.rounds + 1):
+                # Rotate the order of the arms: the first measurement of a round tends to be slower.
+                shift = (round_number - 1) % len(arms)
+                label = str(round_number) if round_number > 0 else "warm-up"
+                for mode, layout, strategy in arms[shift:] + arms[:shift]:
+                    table = (
+                        f"lake.bench.orders_{mode.replace('-', '_')}_{layout.replace('-', '_')}_{strategy}_"
+                        f"{round_number + args.warm_up_rounds}"
                     )
-                )
-                settings = MergeSettings(manifests=(window,), targets={"dbo_orders": table})
-                reports.reports.clear()
-                merge, merge_cpu = clock.measure(
-                    lambda settings=settings, layout=layout: merge_in(spark, settings, layout)
-                )
-                report = reports.reports[-1]
-                fields = iceberg_table(spark, table).spec().fields()
-                spec = ",".join(str(fields.get(i).transform()) for i in range(fields.size())) or "none"
-                total = spark.table(table).count()
-                live = spark.table(table).where(f"NOT {DELETED}").count()
-                expected_live = size + mix["inserts"] - mix["deletes"]
-                assert live == expected_live, (live, expected_live)
-                print(
-                    f"{mode:<15} {layout:<13} {label:>7} {rewrite:>10.1f} {merge:>8.1f} {merge / rewrite:>5.2f}x   "
-                    f"{rewrite_cpu:>13.1f} {merge_cpu:>11.1f} {merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}  "
-                    f"{report.strategy} ({report.shuffles.exchanges}/{report.shuffles.table_exchanges}) spec {spec}",
-                    flush=True,
-                )
-                if round_number > 0:
-                    ratios[(mode, layout)].append((merge / rewrite, merge_cpu / rewrite_cpu))
-                spark.sql(f"DROP TABLE {table}_rewrite PURGE")
-                spark.sql(f"DROP TABLE {table} PURGE")
-        for (mode, layout), measured in ratios.items():
+                    buckets = 0 if layout == "unpartitioned" else args.buckets
+                    load_baseline(spark, snapshot, table, mode, buckets, args.format_version)
+                    rewrite, rewrite_cpu = clock.measure(
+                        lambda table=table: spark.sql(
+                            f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
+                        )
+                    )
+                    settings = MergeSettings(
+                        manifests=(window,), targets={"dbo_orders": table}, merge_strategy=strategy
+                    )
+                    reports.reports.clear()
+                    merge, merge_cpu = clock.measure(
+                        lambda settings=settings, layout=layout: merge_in(spark, settings, layout)
+                    )
+                    report = reports.reports[-1]
+                    fields = iceberg_table(spark, table).spec().fields()
+                    spec = ",".join(str(fields.get(i).transform()) for i in range(fields.size())) or "none"
+                    total = spark.table(table).count()
+                    live = spark.table(table).where(f"NOT {DELETED}").count()
+                    expected_live = size + mix["inserts"] - mix["deletes"]
+                    assert live == expected_live, (live, expected_live)
+                    print(
+                        f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} {label:>7} {rewrite:>10.1f} "
+                        f"{merge:>8.1f} {merge / rewrite:>5.2f}x   {rewrite_cpu:>13.1f} {merge_cpu:>11.1f} "
+                        f"{merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}  {report.strategy} "
+                        f"({report.shuffles.exchanges}/{report.shuffles.table_exchanges}) spec {spec}",
+                        flush=True,
+                    )
+                    if round_number > 0:
+                        ratios.setdefault((label_window, mode, layout, strategy), []).append(
+                            (merge / rewrite, merge_cpu / rewrite_cpu)
+                        )
+                    spark.sql(f"DROP TABLE {table}_rewrite PURGE")
+                    spark.sql(f"DROP TABLE {table} PURGE")
+        for (label_window, mode, layout, strategy), measured in ratios.items():
             wall = sorted(r for r, _ in measured)
             cpu = sorted(c for _, c in measured)
             print(
-                f"{mode:<15} {layout:<13} merge/rewrite over {len(measured)} rounds: wall median {statistics.median(wall):.2f}x "
-                f"(min {wall[0]:.2f}x, max {wall[-1]:.2f}x); JVM CPU median {statistics.median(cpu):.2f}x "
-                f"(min {cpu[0]:.2f}x, max {cpu[-1]:.2f}x)"
+                f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} merge/rewrite over {len(measured)} "
+                f"rounds: wall median {statistics.median(wall):.2f}x (min {wall[0]:.2f}x, max {wall[-1]:.2f}x); "
+                f"JVM CPU median {statistics.median(cpu):.2f}x (min {cpu[0]:.2f}x, max {cpu[-1]:.2f}x)"
             )
         spark.stop()
     finally:

@@ -21,6 +21,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     parse_table_properties,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
     COMMITTED,
     FAILED,
@@ -56,6 +57,7 @@ def merge_job_arguments(
     jdbc_credentials_file: str | None = None,
     partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
     concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
+    merge_strategy: str = "auto",
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -74,6 +76,8 @@ def merge_job_arguments(
     :param partition_buckets: ``bucket(N, first key)`` of the tables the job creates, or ``auto``; 0
         (default): unpartitioned (docs/merge-performance.md).
     :param concurrent_tables: target tables merged at once; 1 (default): one after another.
+    :param merge_strategy: Iceberg: ``auto`` (MERGE or rewrite the table per window, from its file
+        statistics), ``merge`` or ``rewrite`` (docs/merge-performance.md).
     """
     property_arguments = table_property_arguments(properties)
     target_arguments: list[str] = []
@@ -90,6 +94,9 @@ def merge_job_arguments(
         raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
     if write_mode not in WRITE_MODES:
         raise ValueError(f"write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
+    if merge_strategy not in MERGE_STRATEGIES:
+        raise ValueError(f"merge_strategy must be one of {MERGE_STRATEGIES}, got {merge_strategy!r}")
+    strategy_arguments = ["--merge-strategy", merge_strategy] if merge_strategy != "auto" else []
     arguments: list[str] = []
     for uri in manifests:
         if urlsplit(uri).password:
@@ -111,6 +118,7 @@ def merge_job_arguments(
         delete_mode,
         "--write-mode",
         write_mode,
+        *strategy_arguments,
         *property_arguments,
         *target_arguments,
         *scale_arguments(partition_buckets, concurrent_tables),
@@ -232,6 +240,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         unpartitioned. Existing tables keep their spec (docs/merge-performance.md). (templated)
     :param concurrent_tables: target tables the job merges at once, each in its own Spark session
         and fair-scheduler pool; 1 (default): one after another. (templated)
+    :param merge_strategy: Iceberg: ``auto`` (default; per change window, a MERGE or one rewrite of
+        the table with the window applied, from the table's file statistics), ``merge`` or
+        ``rewrite`` (docs/merge-performance.md). Checked when the task runs. (templated)
     """
 
     template_fields: Sequence[str] = (
@@ -245,6 +256,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "jdbc_url",
         "partition_buckets",
         "concurrent_tables",
+        "merge_strategy",
     )
 
     def __init__(
@@ -266,6 +278,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         jdbc_connections: int = 4,
         partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
         concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
+        merge_strategy: str = "auto",
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -310,6 +323,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
                 scale_arguments(partition_buckets, concurrent_tables)
             except ValueError as err:
                 raise ValueError(f"{self.task_id}: {err}") from None
+        self.merge_strategy = merge_strategy
         self._jdbc_target: JdbcTarget | None = None
         self.merge_result: dict[str, Any] | None = None
 
@@ -348,6 +362,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             jdbc_credentials_file=self.jdbc_credentials_file,
             partition_buckets=self.partition_buckets,
             concurrent_tables=self.concurrent_tables,
+            merge_strategy=self.merge_strategy,
         )
         if self.ship_job_modules:
             job_modules = merge_job_py_files()

@@ -244,6 +244,7 @@ def add_replication_tasks(
         jdbc_connections=settings.merge.target.connections,
         partition_buckets=settings.merge.partition_buckets,
         concurrent_tables=settings.merge.concurrent_tables,
+        merge_strategy=settings.merge.merge_strategy,
         conn_id=settings.spark.conn_id,
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),

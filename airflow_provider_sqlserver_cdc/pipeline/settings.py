@@ -41,6 +41,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOp
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     CONCURRENT_TABLES_RULE,
     PARTITION_BUCKETS_RULE,
@@ -243,6 +244,7 @@ class MergeSettings(_Section):
     :param partition_buckets: ``bucket(N, first key)`` of the tables the merge creates (``auto``: from
         their size; 0: unpartitioned), for the storage-partitioned MERGE (docs/merge-performance.md).
     :param concurrent_tables: target tables merged at once in the one Spark application.
+    :param merge_strategy: Iceberg: ``auto`` (MERGE or rewrite the table per window), ``merge`` or ``rewrite``.
     """
 
     key: ClassVar[str] = "merge"
@@ -263,6 +265,9 @@ class MergeSettings(_Section):
             object.__setattr__(self, "partition_buckets", str(self.partition_buckets))
         super().__post_init__()
 
+    # The adaptive MERGE-or-rewrite choice (issue 16, docs/merge-performance.md).
+    merge_strategy: str = operator_default(CdcSparkMergeOperator, "merge_strategy")
+
     def check(self) -> None:
         """Refuse a non-positive timeout and bad scale options (the operator checks the modes)."""
         self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
@@ -274,6 +279,9 @@ class MergeSettings(_Section):
                 check(getattr(self, name))
             except ValueError:
                 self._require(name, False, f"must be {rule}, got {getattr(self, name)!r}")
+        self._require(
+            "merge_strategy", self.merge_strategy in MERGE_STRATEGIES, f"must be one of {MERGE_STRATEGIES}"
+        )
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,14 @@ def test_arguments_pass_table_properties_checked_as_the_job_checks_them() -> Non
         merge_job_arguments(["/w/a"], properties={"write.merge.mode": "copy-on-write"})
 
 
+def test_arguments_pass_the_merge_strategy_and_refuse_an_unknown_one() -> None:
+    assert "--merge-strategy" not in merge_job_arguments(["/w/a"])  # auto: the job's default
+    assert merge_job_arguments(["/w/a"], merge_strategy="rewrite")[-2:] == ["--merge-strategy", "rewrite"]
+    with pytest.raises(ValueError, match=r"merge_strategy must be one of \('auto', 'merge', 'rewrite'\)"):
+        merge_job_arguments(["/w/a"], merge_strategy="fastest")
+    assert "merge_strategy" in CdcSparkMergeOperator.template_fields
+
+
 def test_arguments_refuse_credentials_in_uris() -> None:
     with pytest.raises(ValueError, match="carries credentials") as caught:
         merge_job_arguments(["s3a://AKIA:s3cr3t@bucket/w/_manifest.json"])

@@ -86,6 +86,12 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
     assert merge.execution_timeout == dt.timedelta(minutes=60)
 
 
+def test_the_merge_strategy_setting_reaches_the_merge_task() -> None:
+    s = settings(merge={"namespace": "lake.cdc", "merge_strategy": "rewrite"})
+    dag = cdc_replication_dag(s, dag_id="cdc_strategy", window_mode="interval")
+    assert dag.task_dict["merge"].merge_strategy == "rewrite"
+
+
 @pytest.mark.parametrize("mode", ["interval", "watermark"])
 def test_the_dag_has_the_pipeline_without_a_group_prefix(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.sdk import Variable

@@ -62,6 +62,7 @@ def test_the_documented_defaults() -> None:
         ("snapshot", "chunk_rows", CdcSnapshotOperator, "chunk_rows"),
         ("merge", "write_mode", CdcSparkMergeOperator, "write_mode"),
         ("merge", "delete_mode", CdcSparkMergeOperator, "delete_mode"),
+        ("merge", "merge_strategy", CdcSparkMergeOperator, "merge_strategy"),
         ("source", "conn_id", CdcExtractOperator, "sqlserver_cdc_conn_id"),
     ],
 )
@@ -150,6 +151,10 @@ def test_an_environment_value_of_the_wrong_type_is_refused() -> None:
         ({"dag": {"start_date": "yesterday"}}, r"^dag\.start_date: expected an ISO 8601 date and time"),
         ({"dag": {"max_active_runs": 0}}, r"^dag\.max_active_runs: must be at least 1"),
         ({"merge": {}}, r"^merge\.namespace: required"),
+        (
+            {"merge": {"namespace": "lake.cdc", "merge_strategy": "fast"}},
+            r"^merge\.merge_strategy: must be one of \('auto', 'merge', 'rewrite'\)",
+        ),
     ],
 )
 def test_bad_settings_are_refused_naming_the_key(overrides: dict[str, Any], message: str) -> None:

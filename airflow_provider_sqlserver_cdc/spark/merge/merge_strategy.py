@@ -31,6 +31,9 @@ REWRITE_MIN_TOUCHED_SHARE = 0.5
 #: of uniformly spread keys costs about a rewrite at ~2 % of the rows, twice one at 20 %; a
 #: copy-on-write MERGE rewrites every file it touches, so it loses earlier.
 REWRITE_MIN_CHANGE_SHARE = {"merge-on-read": 0.02, "copy-on-write": 0.01}
+#: ... and the target holds at least this many rows: below, both are quick, and the MERGE keeps the
+#: table's files (a rewrite replaces them all, a merge-on-read MERGE adds a few).
+REWRITE_MIN_TARGET_ROWS = 100_000
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,9 @@ def choose_strategy(setting: str, files: TargetFiles, change_rows: int, write_mo
         return StrategyChoice(False, f"--merge-strategy merge; {numbers}")
     if setting == "rewrite":
         return StrategyChoice(True, f"--merge-strategy rewrite; {numbers}")
-    if files.rows == 0:
-        return StrategyChoice(False, "the target has no rows yet")
+    if files.rows < REWRITE_MIN_TARGET_ROWS:
+        return StrategyChoice(
+            False, f"a small target ({files.rows} rows, rewrite from {REWRITE_MIN_TARGET_ROWS}); {numbers}"
+        )
     heavy = change_share >= min_change and files.touched_share >= REWRITE_MIN_TOUCHED_SHARE
     return StrategyChoice(heavy, numbers)

@@ -94,10 +94,16 @@ def rewrite_sql(
             added.append(f"CAST(NULL AS {sql_type}) AS {column}")
     hint = "/*+ BROADCAST(s) */ " if broadcast else ""
     target = quote_table(table)
+    keys = ", ".join(f"t.{quote(k)}" for k in key_columns)
+    on_matched = " AND ".join(f"m.{quote(k)} = s.{quote(k)}" for k in key_columns)
+    # The window's keys the target holds, from the target's key columns probed against the broadcast
+    # net effect (no shuffle of the target): at most one per window key, so it is broadcast in turn.
+    matched_keys = f"SELECT {hint}{keys} FROM {target} t LEFT SEMI JOIN {source_view} s ON {on}"
     return (
         f"SELECT {hint}{', '.join(kept)} FROM {target} t LEFT JOIN {source_view} s ON {on}"
         + (f" WHERE NOT ({take} AND s.{DELETED})" if hard else "")
-        + f" UNION ALL SELECT {', '.join(added)} FROM {source_view} s LEFT ANTI JOIN {target} t ON {on}"
+        + f" UNION ALL SELECT {'/*+ BROADCAST(m) */ ' if broadcast else ''}{', '.join(added)} "
+        f"FROM {source_view} s LEFT ANTI JOIN ({matched_keys}) m ON {on_matched}"
         + (f" WHERE NOT s.{DELETED}" if hard else "")
     )
 

@@ -77,3 +77,11 @@ def test_negative_buckets_and_no_concurrency_are_refused() -> None:
     for given in (["--partition-buckets", "-1"], ["--concurrent-tables", "0"]):
         with pytest.raises(SystemExit):
             parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", *given])
+
+
+def test_merge_strategy_defaults_to_auto_and_takes_merge_or_rewrite() -> None:
+    assert parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc"]).merge_strategy == "auto"
+    given = parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", "--merge-strategy", "rewrite"])
+    assert given.merge_strategy == "rewrite"
+    with pytest.raises(SystemExit):
+        parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", "--merge-strategy", "fast"])

@@ -12,6 +12,7 @@ import pytest
 from merge_runs import EXPECTED_AFTER_TWO, contents, rows_then_a_few_changes, run, snapshot_count, two_windows
 from window_builder import ChangeLog, WindowSpec, flatten, lsn_hex, write_window
 
+from airflow_provider_sqlserver_cdc.spark.merge import merge_strategy
 from airflow_provider_sqlserver_cdc.spark.merge.errors import is_commit_conflict
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
 from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import current_snapshot_id, overwrite_table
@@ -88,7 +89,10 @@ def test_auto_rewrites_for_a_heavy_window_and_merges_a_light_one(
     table: str,
     merge_reports: Callable[[], list[MergeReport]],
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The same rule as on large tables (test_strategy_choice), with the floor on the target's size lowered."""
+    monkeypatch.setattr(merge_strategy, "REWRITE_MIN_TARGET_ROWS", 100)
     first, light = rows_then_a_few_changes(base)
     run(spark, namespace, first)
     spark.sql(f"UPDATE {table} SET name = 'x' WHERE id = 1")  # merge-on-read: a delete file to drop

@@ -521,8 +521,11 @@ class IcebergTarget(MergeTarget):
             (f.name, f.dataType.simpleString()) for f in spark.table(quote_table(plan.table)).schema.fields
         ]
         broadcast = broadcast_fits(spark, batch.change_rows)
-        net_effect = net_effect_frame(batch.changes, plan.key_columns)
-        with temporary_view(net_effect, MERGE_SOURCE_VIEW) as source_view, session_conf(spark, REWRITE_CONF):
+        with (
+            checkpointed_net_effect(batch.changes, plan.key_columns) as net_effect,  # read three times
+            temporary_view(net_effect, MERGE_SOURCE_VIEW) as source_view,
+            session_conf(spark, REWRITE_CONF),
+        ):
             statement = rewrite_sql(
                 plan.table,
                 target_columns,
