@@ -11,8 +11,8 @@ columns schema evolution just added):
 * a window row whose key the target lacks is added (not a delete, under hard deletes);
 * every other target row is kept as it is.
 
-The target is joined with the net effect broadcast (when it fits in memory), so its rows are not
-shuffled; only its key columns are, to find the window's new keys. The rows replace the table's
+The target is joined with the net effect, or only its keys and change positions, broadcast (when
+it fits in memory), so its rows are not shuffled (``rewrite_sql``). The rows replace the table's
 files in one Iceberg overwrite that validates, at serializable isolation, that no other writer
 added or deleted data since the snapshot read: a concurrent commit fails it as it fails a MERGE,
 and the job retries (``job._commit_retrying``). The snapshot validated from is taken before the
@@ -24,7 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, TARGET_META_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
+    DELETED,
+    POSITION_COLUMNS,
+    TARGET_META_COLUMNS,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.statements import newer_condition, quote, quote_table
 
 if TYPE_CHECKING:
@@ -70,14 +74,77 @@ def rewrite_sql(
 ) -> str:
     """Return the query of the table's rows once the net effect in ``source_view`` is applied.
 
+    When the window writes every column of the target (the usual case), a target row is either kept
+    whole or replaced whole, so only the keys and change positions of the net effect are broadcast
+    (``_replacing_sql``); otherwise the net effect's rows are, to fill the columns the window lacks
+    from the target (``_updating_sql``).
+
     :param target_columns: the target's columns, in order: (name, Spark SQL type).
     :param source_view: the net effect (``net_effect_frame``): one row per key.
     :param columns: the captured columns the window writes (as ``merge_sql`` takes them).
     :param key_columns: the key columns.
     :param hard: drop deleted keys instead of flagging them.
-    :param broadcast: broadcast the net effect to the target's scan tasks.
+    :param broadcast: broadcast the net effect (or its keys and positions) to the target's scan tasks.
     """
     written = {c.lower() for c in (*columns, *(name for name, _, _ in TARGET_META_COLUMNS))}
+    if all(name.lower() in written for name, _ in target_columns):
+        return _replacing_sql(table, target_columns, source_view, key_columns, hard, broadcast)
+    return _updating_sql(table, target_columns, source_view, written, key_columns, hard, broadcast)
+
+
+def _hint(broadcast: bool, alias: str) -> str:
+    return f"/*+ BROADCAST({alias}) */ " if broadcast else ""
+
+
+def _replacing_sql(
+    table: str,
+    target_columns: Sequence[tuple[str, str]],
+    source_view: str,
+    key_columns: Sequence[str],
+    hard: bool,
+    broadcast: bool,
+) -> str:
+    """Return the rewrite's rows as target rows no newer change replaces, plus the window rows that win.
+
+    Both are anti joins against narrow broadcasts: the net effect's keys and positions for the
+    target's rows, the target's positions of the window's keys for the window's rows.
+    """
+    target = quote_table(table)
+    keys = [quote(k) for k in key_columns]
+    positions = ", ".join(f"n.{c}" for c in POSITION_COLUMNS)
+    newer_positions = f"SELECT {', '.join(f'n.{k}' for k in keys)}, {positions} FROM {source_view} n"
+    on_n = " AND ".join(f"t.{k} = n.{k}" for k in keys)
+    kept = ", ".join(f"t.{quote(name)}" for name, _ in target_columns)
+    held = (
+        f"SELECT {_hint(broadcast, 'n')}{', '.join(f't.{k}' for k in keys)}, "
+        f"{', '.join(f't.{c}' for c in POSITION_COLUMNS)} FROM {target} t "
+        f"LEFT SEMI JOIN (SELECT {', '.join(f'n.{k}' for k in keys)} FROM {source_view} n) n ON {on_n}"
+    )
+    added = ", ".join(
+        f"CAST(s.{quote(name)} AS {sql_type}) AS {quote(name)}" for name, sql_type in target_columns
+    )
+    on_m = " AND ".join(f"m.{k} = s.{k}" for k in keys)
+    return (
+        f"SELECT {_hint(broadcast, 'n')}{kept} FROM {target} t LEFT ANTI JOIN ({newer_positions}) n "
+        f"ON {on_n} AND {newer_condition('n', 't')}"
+        f" UNION ALL SELECT {_hint(broadcast, 'm')}{added} FROM {source_view} s LEFT ANTI JOIN ({held}) m "
+        f"ON {on_m} AND NOT {newer_condition('s', 'm')}" + (f" WHERE NOT s.{DELETED}" if hard else "")
+    )
+
+
+def _updating_sql(
+    table: str,
+    target_columns: Sequence[tuple[str, str]],
+    source_view: str,
+    written: set[str],
+    key_columns: Sequence[str],
+    hard: bool,
+    broadcast: bool,
+) -> str:
+    """Return the rewrite's rows from the target joined with the net effect, column by column.
+
+    A replaced row keeps the target's value in the columns the window lacks, as ``UPDATE SET`` does.
+    """
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in key_columns)
     matched = f"s.{quote(key_columns[0])} IS NOT NULL"
     take = f"({matched} AND {newer_condition('s', 't')})"
@@ -92,17 +159,18 @@ def rewrite_sql(
         else:
             kept.append(f"t.{column}")
             added.append(f"CAST(NULL AS {sql_type}) AS {column}")
-    hint = "/*+ BROADCAST(s) */ " if broadcast else ""
     target = quote_table(table)
     keys = ", ".join(f"t.{quote(k)}" for k in key_columns)
     on_matched = " AND ".join(f"m.{quote(k)} = s.{quote(k)}" for k in key_columns)
     # The window's keys the target holds, from the target's key columns probed against the broadcast
     # net effect (no shuffle of the target): at most one per window key, so it is broadcast in turn.
-    matched_keys = f"SELECT {hint}{keys} FROM {target} t LEFT SEMI JOIN {source_view} s ON {on}"
+    matched_keys = (
+        f"SELECT {_hint(broadcast, 's')}{keys} FROM {target} t LEFT SEMI JOIN {source_view} s ON {on}"
+    )
     return (
-        f"SELECT {hint}{', '.join(kept)} FROM {target} t LEFT JOIN {source_view} s ON {on}"
+        f"SELECT {_hint(broadcast, 's')}{', '.join(kept)} FROM {target} t LEFT JOIN {source_view} s ON {on}"
         + (f" WHERE NOT ({take} AND s.{DELETED})" if hard else "")
-        + f" UNION ALL SELECT {'/*+ BROADCAST(m) */ ' if broadcast else ''}{', '.join(added)} "
+        + f" UNION ALL SELECT {_hint(broadcast, 'm')}{', '.join(added)} "
         f"FROM {source_view} s LEFT ANTI JOIN ({matched_keys}) m ON {on_matched}"
         + (f" WHERE NOT s.{DELETED}" if hard else "")
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 import logging
 from collections.abc import Callable
@@ -15,12 +16,21 @@ from window_builder import ChangeLog, WindowSpec, flatten, lsn_hex, write_window
 from airflow_provider_sqlserver_cdc.spark.merge import merge_strategy
 from airflow_provider_sqlserver_cdc.spark.merge.errors import is_commit_conflict
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
-from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import current_snapshot_id, overwrite_table
+from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import net_effect_frame
+from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import (
+    current_snapshot_id,
+    overwrite_table,
+    rewrite_sql,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
+from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
 
 pytestmark = pytest.mark.spark
 
-STRATEGIES = ("merge", "rewrite")
+#: (strategy, write mode) of the tables compared: the MERGE's table is the reference. The rewrite
+#: writes alike in both modes (an overwrite of every file), so the mode only names the table's later MERGEs.
+ARMS = (("merge", "merge-on-read"), ("rewrite", "merge-on-read"), ("rewrite", "copy-on-write"))
 
 
 @pytest.fixture
@@ -37,31 +47,36 @@ def all_columns(spark: Any, table: str) -> dict[Any, dict[str, Any]]:
     return {r["id"]: r.asDict() for r in spark.table(table).collect()}
 
 
+def arm_namespace(namespace: str, strategy: str, write_mode: str) -> str:
+    return f"{namespace}_{strategy}_{write_mode.replace('-', '_')}"
+
+
 def test_rewrite_gives_the_merge_s_table_for_out_of_order_windows_and_replays(
-    spark: Any, base: Path, namespace: str, write_mode: str, merge_reports: Callable[[], list[MergeReport]]
+    spark: Any, base: Path, namespace: str, merge_reports: Callable[[], list[MergeReport]]
 ) -> None:
     w1, w2 = two_windows(base)
-    tables = {s: f"{namespace}_{s}.dbo_orders" for s in STRATEGIES}
-    for strategy in STRATEGIES:
+    for strategy, write_mode in ARMS:
         # The newer window first (it creates the table), then the older one (a backfill): the LSN guard.
         for window in (w2, w1):
-            run(spark, f"{namespace}_{strategy}", window, write_mode=write_mode, merge_strategy=strategy)
+            options = {"write_mode": write_mode, "merge_strategy": strategy}
+            run(spark, arm_namespace(namespace, strategy, write_mode), window, **options)
     # A window overlapping the applied ranges is merged again: the guard makes it a no-op.
     doc = json.loads(Path(w2).read_text())
     doc["from_lsn"] = lsn_hex(0x50)
     Path(w2).write_text(json.dumps(doc))
-    for strategy in STRATEGIES:
-        run(spark, f"{namespace}_{strategy}", w2, write_mode=write_mode, merge_strategy=strategy)
-    assert contents(spark, tables["rewrite"]) == EXPECTED_AFTER_TWO
-    assert all_columns(spark, tables["rewrite"]) == all_columns(spark, tables["merge"])
+    tables = []
+    for strategy, write_mode in ARMS:
+        ns = arm_namespace(namespace, strategy, write_mode)
+        run(spark, ns, w2, write_mode=write_mode, merge_strategy=strategy)
+        tables.append(f"{ns}.dbo_orders")
+    assert contents(spark, tables[0]) == EXPECTED_AFTER_TWO
+    assert all_columns(spark, tables[1]) == all_columns(spark, tables[0])
+    assert all_columns(spark, tables[2]) == all_columns(spark, tables[0])
     strategies = {r.table: r.strategy for r in merge_reports()}
-    assert strategies[tables["rewrite"]].startswith("rewrite")
-    assert not strategies[tables["merge"]].startswith("rewrite")
+    assert [strategies[t].startswith("rewrite") for t in tables] == [False, True, True]
 
 
-def test_rewrite_gives_the_merge_s_table_under_hard_deletes(
-    spark: Any, base: Path, namespace: str, write_mode: str
-) -> None:
+def test_rewrite_gives_the_merge_s_table_under_hard_deletes(spark: Any, base: Path, namespace: str) -> None:
     w1, w2 = two_windows(base)
     log = ChangeLog(start=0x9000)
     third = flatten(
@@ -73,13 +88,15 @@ def test_rewrite_gives_the_merge_s_table_under_hard_deletes(
         ]
     )
     w3 = write_window(base, WindowSpec("dbo_orders", 0x9000, log.lsn, third))
-    tables = {s: f"{namespace}_{s}.dbo_orders" for s in STRATEGIES}
-    for strategy in STRATEGIES:
+    tables = []
+    for strategy, write_mode in (ARMS[0], ARMS[2]):
+        ns = arm_namespace(namespace, strategy, write_mode)
         options = {"write_mode": write_mode, "merge_strategy": strategy, "delete_mode": "hard"}
-        run(spark, f"{namespace}_{strategy}", w1, **options)
-        run(spark, f"{namespace}_{strategy}", w2, w3, **options)
-    assert all_columns(spark, tables["rewrite"]) == all_columns(spark, tables["merge"])
-    assert sorted(contents(spark, tables["rewrite"])) == [3, 4, 10]
+        run(spark, ns, w1, **options)
+        run(spark, ns, w2, w3, **options)
+        tables.append(f"{ns}.dbo_orders")
+    assert all_columns(spark, tables[1]) == all_columns(spark, tables[0])
+    assert sorted(contents(spark, tables[1])) == [3, 4, 10]
 
 
 def test_auto_rewrites_for_a_heavy_window_and_merges_a_light_one(
@@ -136,3 +153,28 @@ def test_a_rewrite_fails_as_a_commit_conflict_when_another_writer_committed_sinc
         overwrite_table(rows, table, read_at)
     assert is_commit_conflict(raised.value), raised.value
     assert spark.table(table).count() == 200
+
+
+def test_the_narrow_and_the_column_by_column_rewrite_give_the_same_rows(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    """The rewrite replaces whole rows when the window writes every column, else fills the others from the target."""
+    w1, w2 = two_windows(base)
+    run(spark, namespace, w1)
+    target_columns = [(f.name, f.dataType.simpleString()) for f in spark.table(table).schema.fields]
+    changes = read_window(spark, read_manifest(spark, w2), table, check_count=False)
+    columns = [c for c in changes.columns if not c.startswith("_cdc_")]
+    with temporary_view(net_effect_frame(changes, ["id"]), "rewrite_source") as view:
+        for hard in (False, True):
+            queries = [
+                rewrite_sql(table, target_columns, view, columns, ["id"], hard, broadcast=True),
+                # A column the window lacks: the column-by-column form (its value kept from the target).
+                rewrite_sql(table, target_columns, view, columns[:-1], ["id"], hard, broadcast=False),
+            ]
+            narrow, wide = ({r.id: r for r in spark.sql(q).collect()} for q in queries)
+            assert narrow.keys() == wide.keys() == ({2, 4, 10} if hard else {1, 2, 3, 4, 10})
+            new_keys = {4, 10}  # not in the target: the wide form has no value for the missing column
+            assert {k: r.asDict() for k, r in narrow.items() if k not in new_keys} == {
+                k: r.asDict() for k, r in wide.items() if k not in new_keys
+            }
+            assert (narrow[10].amount, wide[10].amount) == (decimal.Decimal("1.00"), None)
