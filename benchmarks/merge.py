@@ -14,8 +14,8 @@ and those feeding the target's scan).
 
 ``--strategies`` runs the job's merge strategies side by side (``auto``: its choice per window,
 ``merge``, ``rewrite``: forced; docs/merge-performance.md); ``--windows`` measures several windows
-(``uniform:1000000,recent:1000000,uniform:10000``) in one Spark application; ``--format-version 3``
-upgrades the targets to Iceberg format 3 (merge-on-read then writes deletion vectors).
+(``uniform:1000000,recent:1000000,uniform:10000``) in one Spark application; ``--format-versions 2,3``
+also measures targets upgraded to Iceberg format 3 (merge-on-read then writes deletion vectors).
 
 Goal: merge within 1.5x of the rewrite. Spark runs on local[2] with the Iceberg runtime jar of the
 dev extra; one full-size round runs first and is not counted (JIT warm-up), then every mode is measured
@@ -24,7 +24,7 @@ collection; the order of the modes rotates from round to round). Each round prin
 JVM's CPU time of both; the summary gives the median ratio per mode, with its range, since the machine
 is shared. Usage: ``python benchmarks/merge.py [--scale 0.1] [--changes 10000] [--keys recent]
 [--modes copy-on-write,merge-on-read] [--layouts unpartitioned,bucketed] [--buckets 8]
-[--strategies auto,merge,rewrite] [--windows uniform:1000000,recent:1000000] [--format-version 3]``.
+[--strategies auto,merge,rewrite] [--windows uniform:1000000,recent:1000000] [--format-versions 2,3]``.
 """
 
 from __future__ import annotations
@@ -385,7 +385,9 @@ def main() -> None:
         help="merge strategies side by side: auto (the job's choice), merge, rewrite (--merge-strategy)",
     )
     parser.add_argument(
-        "--format-version", type=int, choices=(2, 3), default=2, help="Iceberg format of the targets"
+        "--format-versions",
+        default="2",
+        help="Iceberg formats of the targets, side by side: 2 and/or 3 (deletion vectors for merge-on-read)",
     )
     parser.add_argument("--rounds", type=int, default=3, help="measure each mode this many times")
     parser.add_argument(
@@ -400,10 +402,11 @@ def main() -> None:
     changes = args.changes if args.changes is not None else int(1_000_000 * args.scale)
     window_kinds = parse_windows(args.windows, args.keys, changes)
     arms = [
-        (mode, layout, strategy)
+        (mode, layout, strategy, int(version))
         for mode in args.modes.split(",")
         for layout in args.layouts.split(",")
         for strategy in args.strategies.split(",")
+        for version in args.format_versions.split(",")
     ]
     reports = MergeReports()
     job_log = logging.getLogger("sqlserver_cdc.merge_job")
@@ -439,27 +442,27 @@ def main() -> None:
         clock = JvmClock(spark)
         print(
             f"spark {spark.version} local[2], shuffle partitions {args.shuffle_partitions}, "
-            f"Iceberg format {args.format_version}"
+            f"Iceberg format(s) {args.format_versions}"
         )
         print(
-            f"{'window':<16} {'mode':<15} {'layout':<13} {'strategy':<8} {'round':>7} {'rewrite s':>10} "
+            f"{'window':<16} {'mode':<15} {'layout':<13} {'strategy':<8} {'fv':>2} {'round':>7} {'rewrite s':>10} "
             f"{'merge s':>8} {'ratio':>6}   {'rewrite cpu s':>13} {'merge cpu s':>11} {'ratio':>6} "
             f"{'rows after':>12}  strategy chosen (Exchanges: all/target)"
         )
-        ratios: dict[tuple[str, str, str, str], list[tuple[float, float]]] = {}
+        ratios: dict[tuple[str, str, str, str, int], list[tuple[float, float]]] = {}
         for index, (label_window, window, mix) in enumerate(windows):
             first_round = 1 - args.warm_up_rounds if index == 0 else 1  # one JVM warm-up for all windows
             for round_number in range(first_round, args.rounds + 1):
                 # Rotate the order of the arms: the first measurement of a round tends to be slower.
                 shift = (round_number - 1) % len(arms)
                 label = str(round_number) if round_number > 0 else "warm-up"
-                for mode, layout, strategy in arms[shift:] + arms[:shift]:
+                for mode, layout, strategy, version in arms[shift:] + arms[:shift]:
                     table = (
                         f"lake.bench.orders_{mode.replace('-', '_')}_{layout.replace('-', '_')}_{strategy}_"
-                        f"{round_number + args.warm_up_rounds}"
+                        f"v{version}_{round_number + args.warm_up_rounds}"
                     )
                     buckets = 0 if layout == "unpartitioned" else args.buckets
-                    load_baseline(spark, snapshot, table, mode, buckets, args.format_version)
+                    load_baseline(spark, snapshot, table, mode, buckets, version)
                     rewrite, rewrite_cpu = clock.measure(
                         lambda table=table: spark.sql(
                             f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
@@ -480,23 +483,24 @@ def main() -> None:
                     expected_live = size + mix["inserts"] - mix["deletes"]
                     assert live == expected_live, (live, expected_live)
                     print(
-                        f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} {label:>7} {rewrite:>10.1f} "
+                        f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} {version:>2} {label:>7} "
+                        f"{rewrite:>10.1f} "
                         f"{merge:>8.1f} {merge / rewrite:>5.2f}x   {rewrite_cpu:>13.1f} {merge_cpu:>11.1f} "
                         f"{merge_cpu / rewrite_cpu:>5.2f}x {total:>12,}  {report.strategy} "
                         f"({report.shuffles.exchanges}/{report.shuffles.table_exchanges}) spec {spec}",
                         flush=True,
                     )
                     if round_number > 0:
-                        ratios.setdefault((label_window, mode, layout, strategy), []).append(
+                        ratios.setdefault((label_window, mode, layout, strategy, version), []).append(
                             (merge / rewrite, merge_cpu / rewrite_cpu)
                         )
                     spark.sql(f"DROP TABLE {table}_rewrite PURGE")
                     spark.sql(f"DROP TABLE {table} PURGE")
-        for (label_window, mode, layout, strategy), measured in ratios.items():
+        for (label_window, mode, layout, strategy, version), measured in ratios.items():
             wall = sorted(r for r, _ in measured)
             cpu = sorted(c for _, c in measured)
             print(
-                f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} merge/rewrite over {len(measured)} "
+                f"{label_window:<16} {mode:<15} {layout:<13} {strategy:<8} {version:>2} merge/rewrite over {len(measured)} "
                 f"rounds: wall median {statistics.median(wall):.2f}x (min {wall[0]:.2f}x, max {wall[-1]:.2f}x); "
                 f"JVM CPU median {statistics.median(cpu):.2f}x (min {cpu[0]:.2f}x, max {cpu[-1]:.2f}x)"
             )

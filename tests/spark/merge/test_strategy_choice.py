@@ -13,11 +13,13 @@ WHOLE_RANGE = TargetFiles(files=40, rows=5_000_000, touched_files=40, touched_ro
 @pytest.mark.parametrize(
     ("files", "change_rows", "write_mode", "rewrite"),
     [
-        (WHOLE_RANGE, 1_700_000, "merge-on-read", True),  # 1M changes with before-images: heavy churn
-        (WHOLE_RANGE, 17_000, "merge-on-read", False),  # a 10k window: the MERGE (key filter) wins
-        (WHOLE_RANGE, 75_000, "copy-on-write", True),  # copy-on-write rewrites every touched file anyway
+        # 1M changes with before-images: a merge-on-read MERGE still wins (it writes the changed rows only),
+        (WHOLE_RANGE, 1_700_000, "merge-on-read", False),
+        (WHOLE_RANGE, 6_000_000, "merge-on-read", True),  # unless the window outnumbers the table,
+        (WHOLE_RANGE, 1_700_000, "copy-on-write", True),  # a copy-on-write one rewrites every file it touches
+        (WHOLE_RANGE, 17_000, "copy-on-write", False),  # a 10k window: the MERGE touches a few files
         # Recent keys: the key range keeps a fifth of the rows from the MERGE's scan.
-        (TargetFiles(40, 5_000_000, 8, 1_000_000), 1_700_000, "merge-on-read", False),
+        (TargetFiles(40, 5_000_000, 8, 1_000_000), 1_700_000, "copy-on-write", False),
         (TargetFiles(0, 0, 0, 0), 100, "merge-on-read", False),  # an empty table: nothing to rewrite
         (TargetFiles(2, 50_000, 2, 50_000), 170_000, "merge-on-read", False),  # small: both are quick
     ],
