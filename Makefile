@@ -108,6 +108,7 @@ lint: venv
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist; a test module stays on one worker, each
 # worker has its own Airflow home and Spark session), and the lowest-Airflow smoke tests run beside it:
 # most of their time is spent waiting on Airflow's start-up, not on the CPU.
+# Modules go to the workers in collection order (tests/conftest.py puts the end-to-end ones first).
 PYTEST_WORKERS ?= 2
 test: venv venv-lowest client-deps
 	$(BIN)/ruff check .
@@ -116,7 +117,7 @@ test: venv venv-lowest client-deps
 
 .PHONY: test-suite
 test-suite: venv client-deps
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 clean:
 	rm -rf $(VENV) $(LOWEST_VENV) $(STAMP) .airflow-test-home .airflow-test-home-* .pytest_cache .ruff_cache
