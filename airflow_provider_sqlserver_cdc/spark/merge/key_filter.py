@@ -94,7 +94,7 @@ RUNTIME_KEY_FILTER_MIN_RATIO = 4
 def runtime_key_filter_pays(target_rows: int | None, change_rows: int) -> bool:
     """Say whether to merge through ``checkpointed_net_effect`` with ``runtime_key_filter_conf``.
 
-    :param target_rows: the rows the MERGE's target scan reads (``target_rows_scanned``), None if unknown.
+    :param target_rows: the rows the MERGE's target scan reads (``merge_strategy.TargetFiles.touched_rows``), None if unknown.
     :param change_rows: the rows of the windows, update before-images included.
     """
     return target_rows is not None and target_rows >= RUNTIME_KEY_FILTER_MIN_RATIO * max(change_rows, 1)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from airflow_provider_sqlserver_cdc.spark.merge.staging_cleanup import drop_orphaned_staging_tables
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
 from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
+from airflow_provider_sqlserver_cdc.spark.merge.write_distribution import UNSHUFFLED_WRITE_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -34,7 +35,7 @@ SPJ_CONF = {
     "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
     "spark.sql.requireAllClusterKeysForCoPartition": "false",
     "spark.sql.iceberg.planning.preserve-data-grouping": "true",
-    "spark.sql.iceberg.distribution-mode": "none",
+    **UNSHUFFLED_WRITE_CONF,
 }
 
 #: The staging table is written once and read once, right away: no shuffle to the writers (each task

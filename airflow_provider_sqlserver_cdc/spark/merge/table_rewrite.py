@@ -30,13 +30,14 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     TARGET_META_COLUMNS,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.statements import newer_condition, quote, quote_table
+from airflow_provider_sqlserver_cdc.spark.merge.write_distribution import UNSHUFFLED_WRITE_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: Session settings of the overwrite: no shuffle to the writers (rows stay in the files of the scan
 #: task that read them; ``fanout-enabled`` lets a task write several partitions).
-REWRITE_CONF = {"spark.sql.iceberg.distribution-mode": "none"}
+REWRITE_CONF = dict(UNSHUFFLED_WRITE_CONF)
 #: Bytes a net-effect row is assumed to take in the broadcast hash table (a generous guess for the
 #: usual tables; the share of the driver's memory below bounds the total).
 BROADCAST_ROW_BYTES = 256

@@ -15,13 +15,13 @@ from window_builder import AMOUNT, INT_KEY, NAME, ChangeLog, Column, WindowSpec,
 from airflow_provider_sqlserver_cdc.spark.merge import key_filter
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import WRITE_MODES
 from airflow_provider_sqlserver_cdc.spark.merge.job import LOG
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import target_files
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpointed_net_effect,
     net_effect_frame,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.statements import merge_sql
-from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import target_rows_scanned
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
 
 
@@ -72,7 +72,7 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
     explained = spark.sql("EXPLAIN " + statement).first()[0]
     # Pushed into the Iceberg scan of the target.
     assert f"filters=id >= {offset + 50}, id <= {offset + 150}" in explained, explained
-    assert target_rows_scanned(spark, table, bounds) == 100
+    assert target_files(spark, table, bounds).touched_rows == 100
 
     run(spark, namespace, w2, write_mode=write_mode)
     rows = contents(spark, table)

@@ -68,6 +68,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
     SUMMARY_RANGES as SUMMARY_RANGES,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
+from airflow_provider_sqlserver_cdc.spark.merge.write_distribution import UNSHUFFLED_WRITE_CONF
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges
 
 if TYPE_CHECKING:
@@ -269,24 +270,6 @@ def with_commit_properties(
         raise
 
 
-def target_rows_scanned(spark: SparkSession, table: str, key_range: KeyRange | None) -> int | None:
-    """Return how many rows the MERGE's target scan will read, from Iceberg's scan planning, or None.
-
-    The record counts of the data files Iceberg plans for the key range (file metadata only: no
-    data is read). None when Spark reports no row count.
-    """
-    frame = spark.table(quote_table(table))
-    if key_range is not None:
-        frame = frame.where(key_range.condition())
-    try:
-        statistics = frame._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
-        row_count = statistics.rowCount()
-        return int(row_count.get()) if row_count.isDefined() else None
-    except Exception as err:  # an internal Spark API: never let it fail a merge
-        LOG.warning("target %s: no row-count estimate for the MERGE's scan (%s)", table, err)
-        return None
-
-
 class IcebergTarget(MergeTarget):
     """Iceberg tables of the session's catalogs, created with identifier fields and merged with MERGE INTO.
 
@@ -458,7 +441,8 @@ class IcebergTarget(MergeTarget):
         layout = staging_layout(iceberg, plan.key_columns)
         # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
         merge_on_read = write_mode == "merge-on-read"
-        scanned = target_rows_scanned(spark, plan.table, bounds) if merge_on_read else None
+        # The MERGE's target scan reads the files the key range overlaps.
+        scanned = files.touched_rows if merge_on_read else None
         filter_pays = runtime_key_filter_pays(scanned, batch.change_rows)
         if isinstance(layout, StagingLayout) and not filter_pays:
             self._merge_storage_partitioned(batch, properties, bounds, layout)
@@ -483,6 +467,8 @@ class IcebergTarget(MergeTarget):
                 stack.enter_context(session_conf(spark, runtime_key_filter_conf(batch.change_rows)))
             else:
                 source = net_effect_frame(batch.changes, plan.key_columns)
+            if merge_on_read:
+                stack.enter_context(session_conf(spark, UNSHUFFLED_WRITE_CONF))
             source_view = stack.enter_context(temporary_view(source, MERGE_SOURCE_VIEW))
             statement = self._merge_statement(batch, source_view, bounds)
             frame = self._run_merge(statement, properties)

@@ -10,6 +10,7 @@ from merge_runs import contents, rows_then_a_few_changes, run
 from window_builder import ChangeLog, WindowSpec, flatten, write_window
 
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import KeyRange
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import TargetFiles, target_files
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import (
     SUMMARY_RANGES,
     IcebergTarget,
@@ -17,7 +18,6 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import (
     iceberg_table,
     reconcile_applied_state,
     summary_properties,
-    target_rows_scanned,
     with_commit_properties,
 )
 
@@ -48,7 +48,7 @@ def test_table_properties_are_set_on_tables_the_job_creates_only(
     assert contents(spark, table)[7] == (False, "changed", None)
 
 
-def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps(
+def test_target_files_count_the_records_of_the_files_the_key_range_overlaps(
     spark: Any, base: Path, namespace: str, table: str
 ) -> None:
     log = ChangeLog()
@@ -59,9 +59,10 @@ def test_target_rows_scanned_counts_the_records_of_the_files_the_key_range_keeps
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, high))
     run(spark, namespace, w1)
     run(spark, namespace, w2)  # a second data file: keys 1001-1010
-    assert target_rows_scanned(spark, table, None) == 40
-    assert target_rows_scanned(spark, table, KeyRange("id", 1005, 2000, "INT")) == 10
-    assert target_rows_scanned(spark, table, KeyRange("id", 5000, 6000, "INT")) == 0
+    assert target_files(spark, table, None) == TargetFiles(2, 40, 2, 40)
+    assert target_files(spark, table, KeyRange("id", 1005, 2000, "INT")) == TargetFiles(2, 40, 1, 10)
+    assert target_files(spark, table, KeyRange("id", 20, 1001, "INT")) == TargetFiles(2, 40, 2, 40)
+    assert target_files(spark, table, KeyRange("id", 5000, 6000, "INT")) == TargetFiles(2, 40, 0, 0)
 
 
 def test_raced_commits_end_with_a_state_holding_both(spark: Any, namespace: str) -> None:
