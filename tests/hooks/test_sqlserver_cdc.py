@@ -8,6 +8,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from server_clock import OFFSET, ZONE
 
 from airflow_provider_sqlserver_cdc.errors import (
     CaptureInstanceNotFoundError,
@@ -19,8 +20,6 @@ from airflow_provider_sqlserver_cdc.errors import (
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
-
-ZONE = "Asia/Kolkata"  # UTC+05:30, no DST
 
 TYPES_DDL = """CREATE TABLE dbo.zoo (
     id int NOT NULL PRIMARY KEY, c_bit bit NULL, c_tinyint tinyint NULL, c_smallint smallint NULL,
@@ -158,7 +157,7 @@ def test_stream_changes_keeps_every_value_exact(hook):
     # Commit time: the server's local time converted to UTC (the server runs at +05:30).
     commit = batch.column("__$commit_time")[0].as_py()
     local = hook.map_lsn_to_time(Lsn(insert["__$start_lsn"]))
-    assert commit == (local - dt.timedelta(hours=5, minutes=30)).replace(tzinfo=dt.UTC)
+    assert commit == (local - OFFSET).replace(tzinfo=dt.UTC)
     before, after = batch.slice(1, 2).to_pylist()
     assert (before["c_nvarchar"], after["c_nvarchar"]) == ("Ωж😀", "changed")
     assert before["__$start_lsn"] == after["__$start_lsn"]

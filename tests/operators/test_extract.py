@@ -8,6 +8,7 @@ import json
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.errors import NoKeyColumnsError, RetentionGapError, SqlServerCdcError
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
@@ -18,22 +19,11 @@ from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDa
 from airflow_provider_sqlserver_cdc.window.extraction import extract_window
 from airflow_provider_sqlserver_cdc.window.planning import plan_interval_window
 
-ZONE = "Asia/Kolkata"
-OFFSET = dt.timedelta(hours=5, minutes=30)
 UTC = dt.UTC
-DAY = dt.datetime(2026, 3, 2)  # server-local date of the test transactions
 TABLES = {
     "orders": "order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, note nvarchar(100) NULL",
     "heap": "x int NULL",  # no primary key
 }
-
-
-def local(hh: int, mm: int, ss: int = 0) -> dt.datetime:
-    return DAY.replace(hour=hh, minute=mm, second=ss)
-
-
-def utc(hh: int, mm: int) -> dt.datetime:
-    return (local(hh, mm) - OFFSET).replace(tzinfo=UTC)
 
 
 def insert(i: int, note: str = "n") -> tuple:

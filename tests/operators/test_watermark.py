@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
 from dag_runner import run_cdc_dag
+from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 
-ZONE = "Asia/Kolkata"  # the simulator runs at UTC+05:30
-OFFSET = dt.timedelta(hours=5, minutes=30)
-DAY = dt.datetime(2026, 3, 2)
 CIS = ["dbo_orders", "dbo_items"]
 TABLES = {
     "orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL",
@@ -24,12 +21,8 @@ TABLES = {
 pytestmark = pytest.mark.slow
 
 
-def local(hh: int, mm: int) -> dt.datetime:
-    return DAY.replace(hour=hh, minute=mm)
-
-
 def utc_iso(hh: int, mm: int) -> str:
-    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC).isoformat()
+    return utc(hh, mm).isoformat()
 
 
 def variable(key: str) -> dict | None:

@@ -12,24 +12,13 @@ import json
 import os
 
 import pytest
+from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.errors import WatermarkMissingError
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
-
-ZONE = "Asia/Kolkata"
-OFFSET = dt.timedelta(hours=5, minutes=30)
-DAY = dt.datetime(2026, 3, 2)
-
-
-def local(hh: int, mm: int) -> dt.datetime:
-    return DAY.replace(hour=hh, minute=mm)
-
-
-def utc(hh: int, mm: int) -> dt.datetime:
-    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC)
 
 
 @pytest.fixture

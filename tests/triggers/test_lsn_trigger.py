@@ -7,11 +7,9 @@ import datetime as dt
 import json
 
 import pytest
+from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
-
-ZONE = "Asia/Kolkata"
-DAY = dt.datetime(2026, 3, 2)
 
 
 def make():
@@ -75,7 +73,7 @@ def shop(sqlserver_simulator, monkeypatch):
     """A CDC-enabled ``shop`` whose capture job stopped at 10:05 server time; connection ``src`` in the env."""
     sim = sqlserver_simulator
     sim.clock.set_timezone(ZONE)
-    sim.clock.set(DAY.replace(hour=10), frozen=True)
+    sim.clock.set(local(10, 0), frozen=True)
     cur = sim.connect().cursor()
     for sql in (
         "CREATE DATABASE shop",
@@ -86,7 +84,7 @@ def shop(sqlserver_simulator, monkeypatch):
         "EXEC sys.sp_cdc_stop_job @job_type = N'capture'",
     ):
         cur.execute(sql)
-    sim.clock.set(DAY.replace(hour=10, minute=5), frozen=True)
+    sim.clock.set(local(10, 5), frozen=True)
     cur.execute("INSERT INTO dbo.orders VALUES (1)")
     sim.run_capture_scan("shop")
 
@@ -126,23 +124,23 @@ def test_run_fetches_the_connection_with_the_async_api(shop, monkeypatch):
 
     monkeypatch.setattr(BaseHook, "get_connection", classmethod(sync_lookup))
     # 10:00 server time (UTC+05:30) is behind the capture job's 10:05: ready at once.
-    payload = first_event(interval_trigger(dt.datetime(2026, 3, 2, 4, 30, tzinfo=dt.UTC)))
+    payload = first_event(interval_trigger(utc(10, 0)))
     assert payload["status"] == "success", payload
     assert "2026-03-02 10:05:00" in payload["message"]
 
 
 def test_bad_credentials_are_an_error_event_with_the_reason(shop):
     shop.use_password("not-the-password")
-    payload = first_event(interval_trigger(dt.datetime(2026, 3, 2, 4, 30, tzinfo=dt.UTC)))
+    payload = first_event(interval_trigger(utc(10, 0)))
     assert payload["status"] == "error"
     assert "SqlServerLoginError" in payload["message"] and "Login failed" in payload["message"]
     assert "not-the-password" not in payload["message"]
 
 
 def test_not_ready_in_time_is_a_timeout_event_with_the_capture_job(shop):
-    shop.clock.set(DAY.replace(hour=10, minute=30), frozen=True)
+    shop.clock.set(local(10, 30), frozen=True)
     trigger = interval_trigger(
-        dt.datetime(2026, 3, 2, 4, 40, tzinfo=dt.UTC),  # 10:10 server time
+        utc(10, 10),
         poll_interval=0.1,
         timeout_at=(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=0.3)).isoformat(),
     )

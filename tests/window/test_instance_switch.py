@@ -8,32 +8,20 @@ sys-sp-cdc-enable-table-transact-sql.md). The watermark Variables are a dict her
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from server_clock import ZONE, local, utc
+from simulator_extraction import extract
 
 from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
-from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 from airflow_provider_sqlserver_cdc.window.instance_switch import CaptureInstanceLimitError, successor_name
-
-ZONE = "Asia/Kolkata"
-OFFSET = dt.timedelta(hours=5, minutes=30)
-DAY = dt.datetime(2026, 3, 2)
-
-
-def local(hh: int, mm: int) -> dt.datetime:
-    return DAY.replace(hour=hh, minute=mm)
-
-
-def utc(hh: int, mm: int) -> dt.datetime:
-    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC)
 
 
 @pytest.fixture
@@ -63,22 +51,6 @@ def source(sqlserver_simulator, monkeypatch, store):
         ("DELETE FROM dbo.orders WHERE order_id = 3",),
     )
     return db
-
-
-def extract(tmp_path: Path, start: dt.datetime | None = None, end: dt.datetime | None = None, **options):
-    hook = SqlServerCdcHook("sim")
-    try:
-        return extract_windows(
-            hook,
-            ["dbo_orders"],
-            conn_id="sim",
-            base_uri=str(tmp_path / "lake"),
-            data_interval_start=start or utc(10, 0),
-            data_interval_end=end or utc(11, 0),
-            **options,
-        )
-    finally:
-        hook.close()
 
 
 def manifest(window) -> dict:

@@ -7,24 +7,19 @@ Airflow metadata database is needed for the extraction library).
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
+from server_clock import ZONE, local
+from simulator_extraction import extract
 
 from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
-from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 from airflow_provider_sqlserver_cdc.window.schema_drift import DdlEvent, named_identifiers, schema_drift
-
-ZONE = "Asia/Kolkata"
-OFFSET = dt.timedelta(hours=5, minutes=30)
-DAY = dt.datetime(2026, 3, 2)
 
 
 def col(name: str, sql_type: str = "int", max_length: int = 4, precision: int = 10, scale: int = 0):
@@ -70,14 +65,6 @@ def test_named_identifiers_unquote():
     assert {"a]b", "x y", "c"} <= named_identifiers('ALTER TABLE t ADD [a]]b] int, "x y" int, c int')
 
 
-def local(hh: int, mm: int) -> dt.datetime:
-    return DAY.replace(hour=hh, minute=mm)
-
-
-def utc(hh: int, mm: int) -> dt.datetime:
-    return (local(hh, mm) - OFFSET).replace(tzinfo=dt.UTC)
-
-
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
@@ -89,22 +76,6 @@ def source(sqlserver_simulator, monkeypatch):
     )
     tables = {"orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
     return ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone=ZONE, start=local(9, 0))
-
-
-def extract(tmp_path: Path, **options):
-    hook = SqlServerCdcHook("sim")
-    try:
-        return extract_windows(
-            hook,
-            ["dbo_orders"],
-            conn_id="sim",
-            base_uri=str(tmp_path / "lake"),
-            data_interval_start=utc(10, 0),
-            data_interval_end=utc(11, 0),
-            **options,
-        )
-    finally:
-        hook.close()
 
 
 def test_a_column_added_inside_the_window_fails_the_extract_before_writing(source, tmp_path):
