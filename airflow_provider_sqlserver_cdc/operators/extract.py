@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
+from airflow_provider_sqlserver_cdc.task_defaults import (
+    DEFAULT_CREATE_CAPTURE_INSTANCE,
+    DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
+    DEFAULT_ON_GAP,
+    DEFAULT_ON_SCHEMA_CHANGE,
+    DEFAULT_ROW_FILTER_OPTION,
+)
 from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
 if TYPE_CHECKING:
@@ -58,12 +65,12 @@ class CdcExtractOperator(WindowTaskOperator):
         self,
         *,
         window_mode: str = "interval",
-        row_filter_option: str = "all update old",
+        row_filter_option: str = DEFAULT_ROW_FILTER_OPTION,
         reader: str = "auto",
-        on_gap: str = "heal",
-        on_schema_change: str = "fail",
-        create_capture_instance: bool = False,
-        disable_old_capture_instance: bool = False,
+        on_gap: str = DEFAULT_ON_GAP,
+        on_schema_change: str = DEFAULT_ON_SCHEMA_CHANGE,
+        create_capture_instance: bool = DEFAULT_CREATE_CAPTURE_INSTANCE,
+        disable_old_capture_instance: bool = DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

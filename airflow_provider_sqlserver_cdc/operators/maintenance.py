@@ -10,10 +10,12 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
+    DEFAULT_ORPHAN_AGE_HOURS,
     DEFAULT_RETAIN_LAST,
     DEFAULT_SNAPSHOT_RETENTION_HOURS,
     Thresholds,
 )
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_SQLSERVER_CDC_CONN_ID
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -32,7 +34,7 @@ def maintenance_job_arguments(
     force: bool = False,
     snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS,
     retain_last: int = DEFAULT_RETAIN_LAST,
-    orphan_age_hours: float = 72.0,
+    orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS,
     cdc_min_lsns: Mapping[str, Lsn] | None = None,
     tombstone_margin_hours: float | None = None,
 ) -> list[str]:
@@ -137,10 +139,10 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
         force: bool = False,
         snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS,
         retain_last: int = DEFAULT_RETAIN_LAST,
-        orphan_age_hours: float = 72.0,
+        orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS,
         tombstone_margin_hours: float | None = None,
         capture_instances: Sequence[str] = (),
-        sqlserver_cdc_conn_id: str = "mssql_default",
+        sqlserver_cdc_conn_id: str = DEFAULT_SQLSERVER_CDC_CONN_ID,
         database: str | None = None,
         ship_job_modules: bool = True,
         **kwargs: Any,

@@ -19,6 +19,7 @@ from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
     split_loads,
 )
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_windows
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_ALLOW_TABLE_LOCK_FALLBACK
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -55,7 +56,7 @@ class CdcSnapshotOperator(WindowTaskOperator):
         *,
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
         method: str = SNAPSHOT_ISOLATION,
-        allow_table_lock_fallback: bool = False,
+        allow_table_lock_fallback: bool = DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
         lock_timeout: float = 30.0,
         resume: bool = True,
         **kwargs: Any,

@@ -35,6 +35,14 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     scale_arguments,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
+from airflow_provider_sqlserver_cdc.task_defaults import (
+    DEFAULT_DELETE_MODE,
+    DEFAULT_JDBC_CONNECTIONS,
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_TABLE_NAME_TEMPLATE,
+    DEFAULT_TARGET_KIND,
+    DEFAULT_WRITE_MODE,
+)
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
@@ -49,15 +57,15 @@ def merge_job_arguments(
     namespace: str | None = None,
     table_name_template: str | None = None,
     targets: Mapping[str, str] | None = None,
-    delete_mode: str = "soft",
-    write_mode: str = "merge-on-read",
+    delete_mode: str = DEFAULT_DELETE_MODE,
+    write_mode: str = DEFAULT_WRITE_MODE,
     properties: Mapping[str, str] | None = None,
     jdbc_url: str | None = None,
-    jdbc_connections: int = 4,
+    jdbc_connections: int = DEFAULT_JDBC_CONNECTIONS,
     jdbc_credentials_file: str | None = None,
     partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
     concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
-    merge_strategy: str = "auto",
+    merge_strategy: str = DEFAULT_MERGE_STRATEGY,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -265,20 +273,20 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
         windows: Any = None,
-        table_name_template: str = "{schema}_{table}",
+        table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
         targets: Mapping[str, str] | None = None,
-        delete_mode: str = "soft",
-        write_mode: str = "merge-on-read",
+        delete_mode: str = DEFAULT_DELETE_MODE,
+        write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
         ship_job_modules: bool = True,
-        target_kind: str = "iceberg",
+        target_kind: str = DEFAULT_TARGET_KIND,
         target_conn_id: str | None = None,
         jdbc_url: str | None = None,
         jdbc_credentials_file: str | None = None,
-        jdbc_connections: int = 4,
+        jdbc_connections: int = DEFAULT_JDBC_CONNECTIONS,
         partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
         concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
-        merge_strategy: str = "auto",
+        merge_strategy: str = DEFAULT_MERGE_STRATEGY,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")

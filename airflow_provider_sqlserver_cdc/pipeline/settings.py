@@ -4,8 +4,8 @@ The settings of a replication pipeline: every default, and why it is safe, in th
 A YAML file (or a mapping) only overrides these defaults; unknown keys and wrong types are
 refused with the dotted key in the message, and ``${NAME}`` / ``${NAME:-default}`` in a value
 is replaced from the environment. Where a setting is an operator argument, its default *is*
-the operator's (read from the operator's signature by :func:`operator_default`), so the two
-cannot disagree:
+the operator's: both take it from ``task_defaults`` (spark-submit's are read from
+``SparkSubmitOperator``'s signature by :func:`operator_default`), so the two cannot disagree:
 
 - ``extract.batch_size`` 50,000 rows per Arrow batch: the size the extract and snapshot
   benchmarks measured (peak RSS about 350 MB, flat as a window grows; docs/extraction.md).
@@ -34,10 +34,6 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
-from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
-from airflow_provider_sqlserver_cdc.operators.snapshot import CdcSnapshotOperator
-from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
@@ -47,6 +43,29 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     PARTITION_BUCKETS_RULE,
     concurrent_tables_value,
     partition_buckets_value,
+)
+from airflow_provider_sqlserver_cdc.task_defaults import (
+    DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_CHUNK_ROWS,
+    DEFAULT_CONCURRENT_TABLES,
+    DEFAULT_CREATE_CAPTURE_INSTANCE,
+    DEFAULT_DELETE_MODE,
+    DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
+    DEFAULT_JDBC_CONNECTIONS,
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_ON_GAP,
+    DEFAULT_ON_SCHEMA_CHANGE,
+    DEFAULT_ORPHAN_AGE_HOURS,
+    DEFAULT_PARTITION_BUCKETS,
+    DEFAULT_RETAIN_LAST,
+    DEFAULT_ROW_FILTER_OPTION,
+    DEFAULT_SNAPSHOT_RETENTION_HOURS,
+    DEFAULT_SQLSERVER_CDC_CONN_ID,
+    DEFAULT_TABLE_NAME_TEMPLATE,
+    DEFAULT_TARGET_KIND,
+    DEFAULT_WRITE_MODE,
 )
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
@@ -98,7 +117,7 @@ class SourceSettings(_Section):
     """
 
     key: ClassVar[str] = "source"
-    conn_id: str = operator_default(CdcExtractOperator, "sqlserver_cdc_conn_id")
+    conn_id: str = DEFAULT_SQLSERVER_CDC_CONN_ID
     database: str | None = None
     server_time_zone: str | None = None
 
@@ -149,14 +168,14 @@ class ExtractSettings(_Section):
     """
 
     key: ClassVar[str] = "extract"
-    row_filter_option: str = operator_default(CdcExtractOperator, "row_filter_option")
-    batch_size: int = operator_default(CdcExtractOperator, "batch_size")
-    max_file_bytes: int = operator_default(CdcExtractOperator, "max_file_bytes")
+    row_filter_option: str = DEFAULT_ROW_FILTER_OPTION
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     execution_timeout_minutes: float = 30.0
-    on_gap: str = operator_default(CdcExtractOperator, "on_gap")
-    on_schema_change: str = operator_default(CdcExtractOperator, "on_schema_change")
-    create_capture_instance: bool = operator_default(CdcExtractOperator, "create_capture_instance")
-    disable_old_capture_instance: bool = operator_default(CdcExtractOperator, "disable_old_capture_instance")
+    on_gap: str = DEFAULT_ON_GAP
+    on_schema_change: str = DEFAULT_ON_SCHEMA_CHANGE
+    create_capture_instance: bool = DEFAULT_CREATE_CAPTURE_INSTANCE
+    disable_old_capture_instance: bool = DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE
 
     def check(self) -> None:
         """Refuse non-positive sizes and times, and an unknown ``on_gap``."""
@@ -182,8 +201,8 @@ class SnapshotSettings(_Section):
     """
 
     key: ClassVar[str] = "snapshot"
-    allow_table_lock_fallback: bool = operator_default(CdcSnapshotOperator, "allow_table_lock_fallback")
-    chunk_rows: int = operator_default(CdcSnapshotOperator, "chunk_rows")
+    allow_table_lock_fallback: bool = DEFAULT_ALLOW_TABLE_LOCK_FALLBACK
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
     execution_timeout_minutes: float = 30.0
 
     def check(self) -> None:
@@ -209,11 +228,11 @@ class TargetSettings(_Section):
     """
 
     key: ClassVar[str] = "merge.target"
-    kind: str = operator_default(CdcSparkMergeOperator, "target_kind")
+    kind: str = DEFAULT_TARGET_KIND
     conn_id: str | None = None
     url: str | None = None
     credentials_file: str | None = None
-    connections: int = operator_default(CdcSparkMergeOperator, "jdbc_connections")
+    connections: int = DEFAULT_JDBC_CONNECTIONS
 
     def check(self) -> None:
         """Refuse an unknown kind, a JDBC target without a login, and fewer than one connection."""
@@ -249,16 +268,16 @@ class MergeSettings(_Section):
 
     key: ClassVar[str] = "merge"
     namespace: str
-    table_name_template: str = operator_default(CdcSparkMergeOperator, "table_name_template")
-    delete_mode: str = operator_default(CdcSparkMergeOperator, "delete_mode")
-    write_mode: str = operator_default(CdcSparkMergeOperator, "write_mode")
+    table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE
+    delete_mode: str = DEFAULT_DELETE_MODE
+    write_mode: str = DEFAULT_WRITE_MODE
     table_properties: Mapping[str, str] = field(default_factory=dict)
     execution_timeout_minutes: float = 60.0
     tables: Mapping[str, str] = field(default_factory=dict)
     target: TargetSettings = field(default_factory=TargetSettings)
     # Scale (issue 16): text, so that YAML's 8 and auto both fit; a number is taken as its text.
-    partition_buckets: str = str(operator_default(CdcSparkMergeOperator, "partition_buckets"))
-    concurrent_tables: int = operator_default(CdcSparkMergeOperator, "concurrent_tables")
+    partition_buckets: str = str(DEFAULT_PARTITION_BUCKETS)
+    concurrent_tables: int = DEFAULT_CONCURRENT_TABLES
 
     def __post_init__(self) -> None:
         if isinstance(self.partition_buckets, int) and not isinstance(self.partition_buckets, bool):
@@ -266,7 +285,7 @@ class MergeSettings(_Section):
         super().__post_init__()
 
     # The adaptive MERGE-or-rewrite choice (issue 16, docs/merge-performance.md).
-    merge_strategy: str = operator_default(CdcSparkMergeOperator, "merge_strategy")
+    merge_strategy: str = DEFAULT_MERGE_STRATEGY
 
     def check(self) -> None:
         """Refuse a non-positive timeout and bad scale options (the operator checks the modes)."""
@@ -390,11 +409,9 @@ class TableMaintenanceSettings(_Section):
     min_snapshots: int = Thresholds().snapshots
     min_metadata_bytes: int = Thresholds().metadata_bytes
     full_rewrite_delete_ratio: float = Thresholds().full_rewrite_delete_ratio
-    snapshot_retention_hours: float = operator_default(
-        CdcTableMaintenanceOperator, "snapshot_retention_hours"
-    )
-    retain_last: int = operator_default(CdcTableMaintenanceOperator, "retain_last")
-    orphan_age_hours: float = operator_default(CdcTableMaintenanceOperator, "orphan_age_hours")
+    snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS
+    retain_last: int = DEFAULT_RETAIN_LAST
+    orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS
     tombstone_margin_hours: float | None = None
     execution_timeout_minutes: float = 60.0
 

@@ -12,6 +12,8 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 #: windows keep more copies of the compacted files (docs/maintenance.md, "Disk and time travel").
 DEFAULT_SNAPSHOT_RETENTION_HOURS = 1.0
 DEFAULT_RETAIN_LAST = 10
+#: Files no snapshot references are removed once this old (Iceberg's floor is 24 h).
+DEFAULT_ORPHAN_AGE_HOURS = 72.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class MaintenanceSettings:
     force: bool = False
     snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS
     retain_last: int = DEFAULT_RETAIN_LAST
-    orphan_age_hours: float = 72.0
+    orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS
     cdc_min_lsn: dict[str, Lsn] = field(default_factory=dict)
     tombstone_margin_hours: float | None = None
 
@@ -81,7 +83,7 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
     parser.add_argument("--force", action="store_true", help="maintain whatever the figures")
     parser.add_argument("--snapshot-retention-hours", type=float, default=DEFAULT_SNAPSHOT_RETENTION_HOURS)
     parser.add_argument("--retain-last", type=int, default=DEFAULT_RETAIN_LAST)
-    parser.add_argument("--orphan-age-hours", type=float, default=72.0)
+    parser.add_argument("--orphan-age-hours", type=float, default=DEFAULT_ORPHAN_AGE_HOURS)
     parser.add_argument(
         "--cdc-min-lsn", action="append", default=[], help="CAPTURE_INSTANCE=0x... (repeatable)"
     )

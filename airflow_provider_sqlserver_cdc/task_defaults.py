@@ -1,0 +1,68 @@
+"""
+The defaults of the provider's task arguments: each stated once, for the operators and the pipeline settings.
+
+The operators take these as their constructors' defaults and ``pipeline/settings.py`` as the
+defaults of its settings (which says why each is safe), so an operator used on its own and a
+pipeline built from settings behave alike. A default that belongs to one library module (a
+batch size, a chunk, a retention) is stated there and only named here.
+"""
+
+from __future__ import annotations
+
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
+    DEFAULT_ORPHAN_AGE_HOURS,
+    DEFAULT_RETAIN_LAST,
+    DEFAULT_SNAPSHOT_RETENTION_HOURS,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
+    DEFAULT_CONCURRENT_TABLES,
+    DEFAULT_PARTITION_BUCKETS,
+)
+
+__all__ = [
+    "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_CHUNK_ROWS",
+    "DEFAULT_CONCURRENT_TABLES",
+    "DEFAULT_CREATE_CAPTURE_INSTANCE",
+    "DEFAULT_DELETE_MODE",
+    "DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE",
+    "DEFAULT_JDBC_CONNECTIONS",
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MERGE_STRATEGY",
+    "DEFAULT_ON_GAP",
+    "DEFAULT_ON_SCHEMA_CHANGE",
+    "DEFAULT_ORPHAN_AGE_HOURS",
+    "DEFAULT_PARTITION_BUCKETS",
+    "DEFAULT_RETAIN_LAST",
+    "DEFAULT_ROW_FILTER_OPTION",
+    "DEFAULT_SNAPSHOT_RETENTION_HOURS",
+    "DEFAULT_SQLSERVER_CDC_CONN_ID",
+    "DEFAULT_TABLE_NAME_TEMPLATE",
+    "DEFAULT_TARGET_KIND",
+    "DEFAULT_WRITE_MODE",
+]
+
+# The source connection of every task that reads SQL Server.
+DEFAULT_SQLSERVER_CDC_CONN_ID: str = SqlServerCdcHook.default_conn_name
+
+# CdcExtractOperator
+DEFAULT_ROW_FILTER_OPTION = "all update old"  # keeps update before-images
+DEFAULT_ON_GAP = "heal"  # window.contiguity.ON_GAP
+DEFAULT_ON_SCHEMA_CHANGE = "fail"  # window.schema_drift.ON_SCHEMA_CHANGE
+DEFAULT_CREATE_CAPTURE_INSTANCE = False
+DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE = False
+
+# CdcSnapshotOperator
+DEFAULT_ALLOW_TABLE_LOCK_FALLBACK = False
+
+# CdcSparkMergeOperator
+DEFAULT_TABLE_NAME_TEMPLATE = "{schema}_{table}"
+DEFAULT_DELETE_MODE = "soft"
+DEFAULT_WRITE_MODE = "merge-on-read"
+DEFAULT_TARGET_KIND = "iceberg"
+DEFAULT_JDBC_CONNECTIONS = 4
+DEFAULT_MERGE_STRATEGY = "auto"
