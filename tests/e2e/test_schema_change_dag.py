@@ -149,8 +149,8 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     types = {f.name: f.dataType.simpleString() for f in target.schema.fields}
     assert types["loyalty"] == "bigint" and "credit_limit" in types  # widened; the dropped column is kept
     comments = {f.name: f.metadata.get("comment") for f in target.schema.fields}
-    # the widened types are recorded (a string's length as sys.columns.max_length gives it: bytes, 2 a character)
-    assert comments["loyalty"] == "SQL Server bigint" and comments["name"] == "SQL Server nvarchar(300)"
+    # the widened types are recorded as declared (nvarchar(150): a length in characters, not max_length's bytes)
+    assert comments["loyalty"] == "SQL Server bigint" and comments["name"] == "SQL Server nvarchar(150)"
     # the dropped column keeps the value each row had at the DROP, rows changed after it in the blind spot too
     rows = target.where("NOT _cdc_deleted").select("customer_id", "credit_limit").collect()
     assert {r.customer_id: r.credit_limit for r in rows} == kept

@@ -19,6 +19,8 @@ from airflow_provider_sqlserver_cdc.errors import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
+from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 TYPES_DDL = """CREATE TABLE dbo.zoo (
@@ -123,6 +125,25 @@ def test_capture_instances_columns_and_keys(hook):
     assert hook.get_capture_instance("lines_v1").key_columns == ("order_id", "line_no")
     assert hook.get_capture_instance("dbo.lines").name == "lines_v1"
     assert hook.get_capture_instance("dbo_heap").key_columns == ()
+
+
+def test_the_manifest_carries_bytes_and_the_merge_records_the_declared_type(hook):
+    """``max_length`` is sys.columns.max_length (bytes: nvarchar(20) is 40); a target's comment says nvarchar(20)."""
+    zoo = hook.get_capture_instance("dbo_zoo")
+    columns = {c["name"]: c for c in column_descriptions(zoo)}
+    assert (columns["c_nvarchar"]["max_length"], columns["c_char"]["max_length"]) == (40, 4)
+    declared = {c.name: c.describe() for c in zoo.columns}
+    for name in (
+        "c_decimal",
+        "c_char",
+        "c_varchar_max",
+        "c_nvarchar",
+        "c_varbinary",
+        "c_time3",
+        "c_dt2_3",
+        "c_dto",
+    ):
+        assert source_type_comment(columns[name]) == f"SQL Server {declared[name]}"
 
 
 def test_stream_changes_keeps_every_value_exact(hook):

@@ -12,6 +12,9 @@ _STRING_TYPES = frozenset(
     | {"time", "datetimeoffset", "sql_variant", "hierarchyid", "geography", "geometry"}
 )
 _BINARY_TYPES = frozenset({"binary", "varbinary", "image", "rowversion", "timestamp"})
+#: Types whose ``max_length`` (``sys.columns``, in bytes) holds two bytes per character: ``nvarchar(200)``
+#: arrives as 400 (``sysname`` is ``nvarchar(128)``, 256).
+_TWO_BYTE_CHARACTER_TYPES = frozenset({"nchar", "nvarchar", "sysname"})
 #: SQL Server types whose Spark type depends on nothing else.
 _FIXED_TYPES = {
     "bit": "BOOLEAN",
@@ -121,7 +124,10 @@ def widening(table_type: str, window_type: str) -> str | None:
 
 
 def source_type_comment(column: dict[str, Any]) -> str:
-    """Return the column comment naming its SQL Server type, e.g. ``SQL Server decimal(10,2)``.
+    """Return the column comment naming its SQL Server type as declared, e.g. ``SQL Server nvarchar(200)``.
+
+    A length is in characters, as in ``nvarchar(200)``: the manifest's ``max_length`` is
+    ``sys.columns.max_length``, in bytes (400 for that column), and -1 for ``(max)``.
 
     :param column: the manifest's column entry.
     """
@@ -132,5 +138,7 @@ def source_type_comment(column: dict[str, Any]) -> str:
         sql_type += f"({column.get('scale')})"
     elif column.get("max_length") not in (None, 0) and sql_type.lower() in _STRING_TYPES | _BINARY_TYPES:
         length = column.get("max_length")
+        if length != -1 and sql_type.lower() in _TWO_BYTE_CHARACTER_TYPES:
+            length //= 2
         sql_type += "(max)" if length == -1 else f"({length})"
     return "SQL Server " + sql_type

@@ -14,7 +14,7 @@ from window_builder import INT_KEY, Column, Row, WindowSpec, write_window
 
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_META_COLUMNS
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
-from airflow_provider_sqlserver_cdc.spark.merge.spark_types import spark_type, widening
+from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment, spark_type, widening
 
 
 @pytest.mark.parametrize(
@@ -71,6 +71,27 @@ def test_widening_allowed_by_iceberg(table: str, window: str, expected: str | No
 def test_widening_refused(table: str, window: str) -> None:
     with pytest.raises(ValueError):
         widening(table, window)
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        # max_length is sys.columns.max_length, in bytes: two a character for the n-types
+        ({"sql_type": "nvarchar", "max_length": 400}, "nvarchar(200)"),
+        ({"sql_type": "nchar", "max_length": 20}, "nchar(10)"),
+        ({"sql_type": "sysname", "max_length": 256}, "sysname(128)"),
+        ({"sql_type": "nvarchar", "max_length": -1}, "nvarchar(max)"),
+        ({"sql_type": "varchar", "max_length": 50}, "varchar(50)"),
+        ({"sql_type": "char", "max_length": 4}, "char(4)"),
+        ({"sql_type": "varbinary", "max_length": -1}, "varbinary(max)"),
+        ({"sql_type": "binary", "max_length": 16}, "binary(16)"),
+        ({"sql_type": "decimal", "max_length": 9, "precision": 10, "scale": 2}, "decimal(10,2)"),
+        ({"sql_type": "datetime2", "max_length": 7, "precision": 23, "scale": 3}, "datetime2(3)"),
+        ({"sql_type": "int", "max_length": 4, "precision": 10}, "int"),
+    ],
+)
+def test_source_type_comment_names_the_type_as_declared(column: dict[str, Any], expected: str) -> None:
+    assert source_type_comment({"name": "c", **column}) == f"SQL Server {expected}"
 
 
 ALL_TYPES = (
