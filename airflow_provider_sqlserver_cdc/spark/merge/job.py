@@ -31,6 +31,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.selection import target_
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     Window,
     check_files,
+    check_rows,
     empty_changes,
     read_manifest,
     read_window,
@@ -89,7 +90,13 @@ def merge_batch(
     columns = tuple(c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME))
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
     after = ranges_after(applied, windows)
-    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied))
+    bounds = [plan.key_bounds.get(w.uri) for w in windows if w.manifest.row_count > 0]
+    key_bounds = (
+        (min(b[0] for b in bounds), max(b[1] for b in bounds))  # type: ignore[index]
+        if bounds and all(b is not None for b in bounds)
+        else None
+    )
+    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied, key_bounds))
     return after
 
 
@@ -155,7 +162,7 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
     for window in plan.windows:
         check_files(spark, window)
         if window.manifest.row_count > 0:
-            read_window(spark, window, plan.table, check_count=True)
+            plan.key_bounds[window.uri] = check_rows(spark, window, plan.table)
     if plan.windows:
         plan_schema(
             plan,

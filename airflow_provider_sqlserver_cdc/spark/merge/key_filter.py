@@ -43,11 +43,15 @@ class KeyRange:
         return f"{qualifier}{quote(self.column)} BETWEEN {low} AND {high}"
 
 
-def source_key_range(changes: DataFrame, plan: TargetPlan) -> KeyRange | None:
+def source_key_range(
+    changes: DataFrame, plan: TargetPlan, known: tuple[int, int] | None = None
+) -> KeyRange | None:
     """Return the range of the first key column in ``changes``, if it holds whole numbers.
 
-    Whole-number keys only (``INTEGER_KEY_TYPE``): their bounds are exact literals. One small Spark
-    job that reads the key column of the windows.
+    Whole-number keys only (``INTEGER_KEY_TYPE``): their bounds are exact literals. Unless the bounds
+    are ``known``, one small Spark job reads the key column of the windows.
+
+    :param known: the lowest and highest key, read while the job checked the windows (``check_rows``).
     """
     from pyspark.sql import functions as F
 
@@ -55,6 +59,8 @@ def source_key_range(changes: DataFrame, plan: TargetPlan) -> KeyRange | None:
     sql_type = plan.column_types.get(key.lower(), "").upper()
     if not INTEGER_KEY_TYPE.match(sql_type):
         return None
+    if known is not None:
+        return KeyRange(key, known[0], known[1], sql_type)
     row = changes.agg(F.min(F.col(quote(key))), F.max(F.col(quote(key)))).first()
     if row is None or row[0] is None:
         return None

@@ -35,6 +35,8 @@ class TargetPlan:
     comment_columns: list[tuple[str, str]] = field(default_factory=list)  # name, widened SQL Server type
     key_columns: tuple[str, ...] = ()
     column_types: dict[str, str] = field(default_factory=dict)  # lower name -> window type
+    # window URI -> lowest and highest value of the first key column, None if unknown (``check_rows``)
+    key_bounds: dict[str, tuple[int, int] | None] = field(default_factory=dict)
 
 
 def plan_schema(

@@ -98,17 +98,51 @@ def read_window(spark: SparkSession, window: Window, table: str, check_count: bo
     Columns: the captured columns cast to their target types, then ``_cdc_start_lsn``,
     ``_cdc_seqval``, ``_cdc_operation`` and ``_cdc_commit_time``.
     """
+    frame = spark.read.parquet(*[f.uri for f in window.files])
+    if check_count:
+        _check_row_count(window, frame.count())
+    return _target_columns(spark, window, table, frame)
+
+
+def check_rows(spark: SparkSession, window: Window, table: str) -> tuple[int, int] | None:
+    """Check a window's columns and row count; return the lowest and highest value of its first key column.
+
+    One Spark job reads the row count and, for a whole-number first key column, its bounds (the
+    MERGE's key range: ``key_filter``). The bounds cover every row, dropped before-images included:
+    those carry the key of the after-image kept beside them.
+
+    :return: the bounds, or None for an empty window or a key that is not a whole number.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, IntegralType
+
+    frame = spark.read.parquet(*[f.uri for f in window.files])
+    _target_columns(spark, window, table, frame)  # the columns are all there
+    present = {name.lower(): name for name in frame.columns}
+    key = present.get(window.manifest.key_columns[0].lower()) if window.manifest.key_columns else None
+    key_type = frame.schema[key].dataType if key is not None else None
+    whole = isinstance(key_type, IntegralType) or (isinstance(key_type, DecimalType) and key_type.scale == 0)
+    if not whole:
+        _check_row_count(window, frame.count())
+        return None
+    row = frame.agg(F.count(F.lit(1)), F.min(F.col(quote(key))), F.max(F.col(quote(key)))).first()
+    _check_row_count(window, row[0])
+    return None if row[1] is None else (int(row[1]), int(row[2]))
+
+
+def _check_row_count(window: Window, actual: int) -> None:
+    if actual != window.manifest.row_count:
+        raise ManifestError(
+            f"window {window.label}: the Parquet files hold {actual} rows, the manifest {window.uri} "
+            f"says {window.manifest.row_count}; re-run the extract task for this window"
+        )
+
+
+def _target_columns(spark: SparkSession, window: Window, table: str, frame: DataFrame) -> DataFrame:
+    """Select a window's Parquet rows with target column names and types (``read_window``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
 
-    frame = spark.read.parquet(*[f.uri for f in window.files])
-    if check_count:
-        actual = frame.count()
-        if actual != window.manifest.row_count:
-            raise ManifestError(
-                f"window {window.label}: the Parquet files hold {actual} rows, the manifest {window.uri} "
-                f"says {window.manifest.row_count}; re-run the extract task for this window"
-            )
     present = {name.lower(): name for name in frame.columns}
     selected = []
     for column in window.manifest.columns:

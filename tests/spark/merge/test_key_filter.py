@@ -160,3 +160,13 @@ def test_runtime_key_filter_is_sized_for_the_change_rows_within_sparks_cap() -> 
 def test_source_key_range_is_only_for_whole_number_keys(key_type: str) -> None:
     plan = TargetPlan("lake.ns.t", key_columns=("code",), column_types={"code": key_type})
     assert key_filter.source_key_range(None, plan) is None  # and no Spark job
+    assert key_filter.source_key_range(None, plan, known=(1, 9)) is None
+
+
+@pytest.mark.parametrize("key_type", ["INT", "BIGINT", "DECIMAL(38,0)"])
+def test_source_key_range_takes_the_bounds_read_while_the_windows_were_checked(key_type: str) -> None:
+    plan = TargetPlan("lake.ns.t", key_columns=("id",), column_types={"id": key_type})
+    # changes=None: no Spark job may run
+    assert key_filter.source_key_range(None, plan, known=(-5, 10**20)) == key_filter.KeyRange(
+        "id", -5, 10**20, key_type
+    )

@@ -13,6 +13,7 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     Window,
     before_image_needed,
+    check_rows,
     read_manifest,
     read_window,
 )
@@ -82,6 +83,16 @@ def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged
     read = read_window(spark, window, f"{namespace}.dbo_orders")
     positions = sorted((r.id, r._cdc_operation) for r in read.collect())
     assert positions == [(1, 2), (1, 4), (2, 2), (2, 3), (7, 4)]  # only id 1's before-image is gone
+
+    # The check of the window reads its key bounds too: every row's key, the key change's old one included.
+    assert check_rows(spark, window, f"{namespace}.dbo_orders") == (1, 7)
+    by_name = read_manifest(
+        spark,
+        write_window(
+            base / "by_name", WindowSpec("dbo_orders", 0x100, 0x130, changes, key_columns=("name",))
+        ),
+    )
+    assert check_rows(spark, by_name, f"{namespace}.dbo_orders") is None  # not a whole number: no bounds
 
     run(spark, namespace, manifest)
     assert contents(spark, f"{namespace}.dbo_orders") == {

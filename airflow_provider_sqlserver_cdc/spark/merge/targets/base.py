@@ -50,6 +50,8 @@ class ChangeBatch:
     :param hard: remove deleted keys instead of flagging them.
     :param applied: the applied LSN ranges of the table once the batch is applied, to record with it.
     :param applied_before: the ranges the table held when the job read it (what ``applied`` builds on).
+    :param key_bounds: the lowest and highest value of the first key column in ``changes``, when the
+        job read them while checking the windows (``window_reader.check_rows``); None: not known.
     """
 
     plan: TargetPlan
@@ -59,6 +61,7 @@ class ChangeBatch:
     hard: bool
     applied: AppliedRanges
     applied_before: AppliedRanges = field(default_factory=dict)
+    key_bounds: tuple[int, int] | None = None
 
     @property
     def snapshot(self) -> Window | None:

@@ -428,7 +428,7 @@ class IcebergTarget(MergeTarget):
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
         """MERGE change windows, with the key range and, where it pays, the runtime key filter."""
         plan, spark = batch.plan, self.spark
-        bounds = source_key_range(batch.changes, plan)
+        bounds = source_key_range(batch.changes, plan, batch.key_bounds)
         iceberg = iceberg_table(spark, plan.table)
         write_mode = str(iceberg.properties().get("write.merge.mode") or "copy-on-write")
         files = target_files(spark, plan.table, bounds)
