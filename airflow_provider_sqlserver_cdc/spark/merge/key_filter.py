@@ -92,18 +92,27 @@ def runtime_key_filter_conf(change_rows: int) -> dict[str, str]:
 
 
 #: The runtime key filter pays for its checkpoint when the target rows the MERGE scans outnumber the
-#: change rows at least this many times. Measured (docs/merge-job.md): 0.34x the merge time at
-#: ~290 times, 1.00x at ~3 times, 1.31x at ~1 time.
-RUNTIME_KEY_FILTER_MIN_RATIO = 4
+#: change rows at least this many times. Measured with ``benchmarks/merge.py``'s data at scale 1, side
+#: by side (docs/merge-performance.md): 0.88x the plain MERGE's time at ~2.9 times (1M uniformly
+#: spread changes into 5M rows), 1.18x at ~0.6 times (1M recent changes, whose key range keeps a
+#: fifth of the target); earlier, before the checkpoint kept its partitioning, 0.34x at ~290 times.
+RUNTIME_KEY_FILTER_MIN_RATIO = 2
+#: The same against the storage-partitioned MERGE of a bucketed target, which shuffles no target row
+#: either: measured (docs/merge-performance.md) with the earlier checkpoint, 1.00x at ~3 times.
+RUNTIME_KEY_FILTER_MIN_RATIO_BUCKETED = 4
 
 
-def runtime_key_filter_pays(target_rows: int | None, change_rows: int) -> bool:
+def runtime_key_filter_pays(
+    target_rows: int | None, change_rows: int, min_ratio: int = RUNTIME_KEY_FILTER_MIN_RATIO
+) -> bool:
     """Say whether to merge through ``checkpointed_net_effect`` with ``runtime_key_filter_conf``.
 
-    :param target_rows: the rows the MERGE's target scan reads (``merge_strategy.TargetFiles.touched_rows``), None if unknown.
+    :param target_rows: the rows the MERGE's target scan reads (``merge_strategy.TargetFiles.scanned_rows``), None if unknown.
     :param change_rows: the rows of the windows, update before-images included.
+    :param min_ratio: target rows per change row from which the filter pays: ``RUNTIME_KEY_FILTER_MIN_RATIO``,
+        or ``RUNTIME_KEY_FILTER_MIN_RATIO_BUCKETED`` against a storage-partitioned MERGE.
     """
-    return target_rows is not None and target_rows >= RUNTIME_KEY_FILTER_MIN_RATIO * max(change_rows, 1)
+    return target_rows is not None and target_rows >= min_ratio * max(change_rows, 1)
 
 
 @contextmanager

@@ -48,12 +48,21 @@ class TargetFiles:
     :param touched_files: files whose bounds on the first key column overlap the key range (all
         files when there is no key range, or a file has no bounds).
     :param touched_rows: their records.
+    :param range_rows: an estimate of the touched files' rows within the key range: each file's
+        records in proportion to the part of its key bounds that the range covers (keys spread
+        evenly between the bounds). None: not estimated.
     """
 
     files: int
     rows: int
     touched_files: int
     touched_rows: int
+    range_rows: int | None = None
+
+    @property
+    def scanned_rows(self) -> int:
+        """The rows the MERGE's target scan keeps after its key range filter (estimated)."""
+        return self.touched_rows if self.range_rows is None else self.range_rows
 
     @property
     def touched_share(self) -> float:
@@ -72,18 +81,28 @@ def target_files(spark: SparkSession, table: str, key_range: KeyRange | None) ->
     :param table: the dotted target table name.
     :param key_range: the range of the window's first key column; None: every file is touched.
     """
-    overlaps = "true"
+    overlaps, in_range = "true", "record_count"
     if key_range is not None:
         bounds = f"readable_metrics.{quote(key_range.column)}"
         low, high = (_literal(v, key_range.sql_type) for v in (key_range.lowest, key_range.highest))
         overlaps = f"coalesce(NOT ({bounds}.upper_bound < {low} OR {bounds}.lower_bound > {high}), true)"
+        # Exact differences first (as decimals: no overflow of a long), then their ratio.
+        lower, upper = (f"CAST({bounds}.{b} AS DECIMAL(38,0))" for b in ("lower_bound", "upper_bound"))
+        first, last = (f"CAST({v} AS DECIMAL(38,0))" for v in (key_range.lowest, key_range.highest))
+        covered = f"CAST(least({upper}, {last}) - greatest({lower}, {first}) + 1 AS DOUBLE)"
+        span = f"CAST({upper} - {lower} + 1 AS DOUBLE)"
+        # a file without bounds counts whole
+        in_range = f"coalesce(record_count * greatest({covered}, 0) / {span}, record_count)"
     row = spark.sql(
         f"SELECT count(*) AS files, coalesce(sum(record_count), 0) AS rows, "
         f"count_if({overlaps}) AS touched_files, "
-        f"coalesce(sum(CASE WHEN {overlaps} THEN record_count ELSE 0 END), 0) AS touched_rows "
+        f"coalesce(sum(CASE WHEN {overlaps} THEN record_count ELSE 0 END), 0) AS touched_rows, "
+        f"coalesce(sum(CASE WHEN {overlaps} THEN {in_range} ELSE 0 END), 0) AS range_rows "
         f"FROM {quote_table(table)}.data_files"
     ).first()
-    return TargetFiles(int(row.files), int(row.rows), int(row.touched_files), int(row.touched_rows))
+    return TargetFiles(
+        int(row.files), int(row.rows), int(row.touched_files), int(row.touched_rows), round(row.range_rows)
+    )
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, OPERATION, POSITION_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.key_filter import session_conf
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
 from airflow_provider_sqlserver_cdc.window.net_effect import DELETING_OPERATIONS
 
@@ -66,7 +67,10 @@ def checkpointed_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> I
     Like any local checkpoint it is lost with an executor: the MERGE then fails before it commits,
     and a retry is safe.
     """
-    ranked = ranked_changes(changes, key_columns).localCheckpoint(eager=True)
+    # Planned without adaptive execution, the checkpoint keeps the shuffle's partitioning by key and
+    # its order, which the MERGE's join then reuses instead of shuffling and sorting the rows again.
+    with session_conf(changes.sparkSession, {"spark.sql.adaptive.enabled": "false"}):
+        ranked = ranked_changes(changes, key_columns).localCheckpoint(eager=True)
     try:
         yield latest_per_key(ranked)
     finally:

@@ -163,7 +163,13 @@ def _target_columns(spark: SparkSession, window: Window, table: str, frame: Data
             whole = (source - F.pmod(source, F.lit(1000))).cast("decimal(38,0)")
             micros = (whole / F.lit(1000)).cast("long")
             source = F.timestamp_micros(micros).cast("timestamp_ntz")
-        selected.append(source.cast(target_type.replace("TIMESTAMP_NTZ", "timestamp_ntz")).alias(name))
+        spark_sql_type = target_type.replace("TIMESTAMP_NTZ", "timestamp_ntz")
+        if present[name.lower()] == name and _same_type(frame.schema[name].dataType, spark_sql_type):
+            # The Parquet column as it is: no new attribute for it (Spark plans a checkpoint's
+            # partitioning by key with the scan's attributes: net_effect_frame.checkpointed_net_effect).
+            selected.append(source)
+        else:
+            selected.append(source.cast(spark_sql_type).alias(name))
     for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
         if meta not in present:
             raise ManifestError(f"window {window.label}: column {meta} is missing from the Parquet files")
@@ -178,6 +184,11 @@ def _target_columns(spark: SparkSession, window: Window, table: str, frame: Data
         F.col(quote("__$commit_time")).cast("timestamp").alias(COMMIT_TIME),
     ]
     return frame.select(*selected)
+
+
+def _same_type(data_type: Any, sql_type: str) -> bool:
+    """Say whether a Parquet column's Spark type is the SQL type named, so that no cast is needed."""
+    return bool(data_type.simpleString().lower() == sql_type.lower().replace(" ", ""))
 
 
 def key_ordinals(window: Window) -> list[int] | None:

@@ -16,6 +16,8 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_MET
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import log_merge
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
+    RUNTIME_KEY_FILTER_MIN_RATIO,
+    RUNTIME_KEY_FILTER_MIN_RATIO_BUCKETED,
     KeyRange,
     runtime_key_filter_conf,
     runtime_key_filter_pays,
@@ -441,16 +443,17 @@ class IcebergTarget(MergeTarget):
         layout = staging_layout(iceberg, plan.key_columns)
         # Spark only filters a merge-on-read target: copy-on-write keeps every row of the files it rewrites.
         merge_on_read = write_mode == "merge-on-read"
-        # The MERGE's target scan reads the files the key range overlaps.
-        scanned = files.touched_rows if merge_on_read else None
-        filter_pays = runtime_key_filter_pays(scanned, batch.change_rows)
-        if isinstance(layout, StagingLayout) and not filter_pays:
+        scanned = files.scanned_rows if merge_on_read else None
+        bucketed = isinstance(layout, StagingLayout)
+        min_ratio = RUNTIME_KEY_FILTER_MIN_RATIO_BUCKETED if bucketed else RUNTIME_KEY_FILTER_MIN_RATIO
+        filter_pays = runtime_key_filter_pays(scanned, batch.change_rows, min_ratio)
+        if bucketed and not filter_pays:
             self._merge_storage_partitioned(batch, properties, bounds, layout)
             return
         reason = (
             f"the runtime key filter pays more than a storage-partitioned join ({scanned} target rows to scan, "
             f"{batch.change_rows} change rows; docs/merge-performance.md)"
-            if isinstance(layout, StagingLayout)
+            if bucketed
             else f"no storage-partitioned join: {layout}"
         )
         strategy = "plain"

@@ -59,10 +59,12 @@ def test_target_files_count_the_records_of_the_files_the_key_range_overlaps(
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, high))
     run(spark, namespace, w1)
     run(spark, namespace, w2)  # a second data file: keys 1001-1010
-    assert target_files(spark, table, None) == TargetFiles(2, 40, 2, 40)
-    assert target_files(spark, table, KeyRange("id", 1005, 2000, "INT")) == TargetFiles(2, 40, 1, 10)
-    assert target_files(spark, table, KeyRange("id", 20, 1001, "INT")) == TargetFiles(2, 40, 2, 40)
-    assert target_files(spark, table, KeyRange("id", 5000, 6000, "INT")) == TargetFiles(2, 40, 0, 0)
+    assert target_files(spark, table, None) == TargetFiles(2, 40, 2, 40, 40)
+    # keys 1005-1010: the range covers 6 of the second file's 10 keys
+    assert target_files(spark, table, KeyRange("id", 1005, 2000, "INT")) == TargetFiles(2, 40, 1, 10, 6)
+    # keys 16-30 of the first file, 1001 of the second
+    assert target_files(spark, table, KeyRange("id", 16, 1001, "INT")) == TargetFiles(2, 40, 2, 40, 16)
+    assert target_files(spark, table, KeyRange("id", 5000, 6000, "INT")) == TargetFiles(2, 40, 0, 0, 0)
 
 
 def test_raced_commits_end_with_a_state_holding_both(spark: Any, namespace: str) -> None:
