@@ -53,8 +53,31 @@ def net_effect_frame(changes: DataFrame, key_columns: Sequence[str]) -> DataFram
     return latest_per_key(ranked_changes(changes, key_columns))
 
 
+#: Bytes of change rows per partition of a checkpoint: the size adaptive execution aims at by default
+#: (``spark.sql.adaptive.advisoryPartitionSizeInBytes``, 64 MB).
+CHECKPOINT_PARTITION_BYTES = 64 * 1024 * 1024
+#: In-memory bytes per byte of a window's Parquet files (compressed columns): a rough factor.
+PARQUET_EXPANSION = 4
+
+
+def checkpoint_partitions(window_bytes: int, shuffle_partitions: int) -> int:
+    """Return how many partitions a checkpoint of this many bytes of windows should have.
+
+    As many as adaptive execution would coalesce its shuffle into (one per 64 MB of rows), at most
+    ``spark.sql.shuffle.partitions``: each partition becomes a task of the MERGE, and each task
+    writes its own data and delete files.
+
+    :param window_bytes: the size of the windows' Parquet files.
+    :param shuffle_partitions: the session's ``spark.sql.shuffle.partitions``.
+    """
+    wanted = -(-max(window_bytes, 0) * PARQUET_EXPANSION // CHECKPOINT_PARTITION_BYTES)
+    return max(1, min(wanted, shuffle_partitions))
+
+
 @contextmanager
-def checkpointed_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> Iterator[DataFrame]:
+def checkpointed_net_effect(
+    changes: DataFrame, key_columns: Sequence[str], partitions: int | None = None
+) -> Iterator[DataFrame]:
     """Yield the net effect of ``changes`` over a local checkpoint of the ranked changes; release it afterwards.
 
     The yielded frame keeps rank 1 over the checkpointed ranked changes. That is a selective filter
@@ -62,14 +85,19 @@ def checkpointed_net_effect(changes: DataFrame, key_columns: Sequence[str]) -> I
     source keys (``runtime_key_filter_conf``) and drop, in the target scan, the rows no change
     touches before they are shuffled and sorted for the join. A window function between the filter
     and the Parquet scan would hide that shape. A local checkpoint keeps the rows as they are
-    (memory, then disk), with their partitioning by key for the join; Spark's columnar cache, the
-    other such leaf, costs more to build than the filter saves on large windows (docs/merge-job.md).
-    Like any local checkpoint it is lost with an executor: the MERGE then fails before it commits,
-    and a retry is safe.
+    (memory, then disk); Spark's columnar cache, the other such leaf, costs more to build than the
+    filter saves on large windows (docs/merge-job.md). Like any local checkpoint it is lost with an
+    executor: the MERGE then fails before it commits, and a retry is safe.
+
+    :param partitions: plan the checkpoint into this many partitions by key, without adaptive
+        execution: the checkpoint then keeps that partitioning and its order (adaptive execution
+        would hide them), and a join on the key shuffles and sorts only its other side. None: as
+        adaptive execution partitions it.
     """
-    # Planned without adaptive execution, the checkpoint keeps the shuffle's partitioning by key and
-    # its order, which the MERGE's join then reuses instead of shuffling and sorting the rows again.
-    with session_conf(changes.sparkSession, {"spark.sql.adaptive.enabled": "false"}):
+    settings = {}
+    if partitions is not None:
+        settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(partitions)}
+    with session_conf(changes.sparkSession, settings):
         ranked = ranked_changes(changes, key_columns).localCheckpoint(eager=True)
     try:
         yield latest_per_key(ranked)

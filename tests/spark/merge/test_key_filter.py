@@ -17,6 +17,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.arguments import WRITE_MODES
 from airflow_provider_sqlserver_cdc.spark.merge.job import LOG
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import target_files
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
+    checkpoint_partitions,
     checkpointed_net_effect,
     net_effect_frame,
 )
@@ -124,6 +125,8 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
     assert (
         "runtime key filter on (194 target rows to scan, 3 change rows)" in caplog.text
     )  # keys 7-200 of ids 1-200: the range [7, 300]
+    # The checkpoint keeps its partitioning by key: the join shuffles the target's rows, not the changes again.
+    assert "executed plan: 1 Exchange(s), 1 on the target's side" in caplog.text
     rows = contents(spark, table)
     assert len(rows) == 201 and rows[7] == (False, "changed", None) and rows[300][0] is False
     assert all(rows[k] == (False, f"n{k}", None) for k in range(1, 201) if k != 7)
@@ -173,3 +176,20 @@ def test_source_key_range_takes_the_bounds_read_while_the_windows_were_checked(k
     assert key_filter.source_key_range(None, plan, known=(-5, 10**20)) == key_filter.KeyRange(
         "id", -5, 10**20, key_type
     )
+
+
+@pytest.mark.parametrize(
+    ("window_bytes", "shuffle_partitions", "partitions"),
+    [
+        (0, 200, 1),
+        (1_000_000, 200, 1),
+        (16 * 1024 * 1024, 200, 1),
+        (16 * 1024 * 1024 + 1, 200, 2),
+        (10**12, 8, 8),
+    ],
+)
+def test_a_checkpoint_has_a_partition_per_64_mb_of_change_rows(
+    window_bytes: int, shuffle_partitions: int, partitions: int
+) -> None:
+    # Parquet bytes x 4 in memory; a minutely window is one task (one data file, one delete file).
+    assert checkpoint_partitions(window_bytes, shuffle_partitions) == partitions

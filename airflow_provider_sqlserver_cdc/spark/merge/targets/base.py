@@ -75,6 +75,11 @@ class ChangeBatch:
         return sum(w.manifest.row_count for w in self.windows)
 
     @property
+    def change_bytes(self) -> int:
+        """The size of the batch's Parquet files (a file of unknown size counted at 200 bytes a row)."""
+        return sum(f.bytes if f.bytes >= 0 else 200 * f.rows for w in self.windows for f in w.files)
+
+    @property
     def labels(self) -> str:
         """The windows' labels, for messages."""
         return ", ".join(w.label for w in self.windows)

@@ -26,6 +26,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
 )
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import choose_strategy, target_files
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
+    checkpoint_partitions,
     checkpointed_net_effect,
     net_effect_frame,
 )
@@ -466,7 +467,12 @@ class IcebergTarget(MergeTarget):
                     scanned,
                     batch.change_rows,
                 )
-                source = stack.enter_context(checkpointed_net_effect(batch.changes, plan.key_columns))
+                partitions = checkpoint_partitions(
+                    batch.change_bytes, int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+                )
+                source = stack.enter_context(
+                    checkpointed_net_effect(batch.changes, plan.key_columns, partitions)
+                )
                 stack.enter_context(session_conf(spark, runtime_key_filter_conf(batch.change_rows)))
             else:
                 source = net_effect_frame(batch.changes, plan.key_columns)
