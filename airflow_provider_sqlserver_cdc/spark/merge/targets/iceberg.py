@@ -71,7 +71,10 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
     SUMMARY_RANGES as SUMMARY_RANGES,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
-from airflow_provider_sqlserver_cdc.spark.merge.write_distribution import UNSHUFFLED_WRITE_CONF
+from airflow_provider_sqlserver_cdc.spark.merge.write_distribution import (
+    UNSHUFFLED_WRITE_CONF,
+    writes_delete_files_per_partition,
+)
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import add_range, covers, format_ranges
 
 if TYPE_CHECKING:
@@ -476,7 +479,7 @@ class IcebergTarget(MergeTarget):
                 stack.enter_context(session_conf(spark, runtime_key_filter_conf(batch.change_rows)))
             else:
                 source = net_effect_frame(batch.changes, plan.key_columns)
-            if merge_on_read:
+            if merge_on_read and writes_delete_files_per_partition(iceberg):
                 stack.enter_context(session_conf(spark, UNSHUFFLED_WRITE_CONF))
             source_view = stack.enter_context(temporary_view(source, MERGE_SOURCE_VIEW))
             statement = self._merge_statement(batch, source_view, bounds)
