@@ -60,17 +60,21 @@ CHECKPOINT_PARTITION_BYTES = 64 * 1024 * 1024
 PARQUET_EXPANSION = 4
 
 
-def checkpoint_partitions(window_bytes: int, shuffle_partitions: int) -> int:
+def checkpoint_partitions(window_bytes: int, shuffle_partitions: int, cores: int) -> int:
     """Return how many partitions a checkpoint of this many bytes of windows should have.
 
-    As many as adaptive execution would coalesce its shuffle into (one per 64 MB of rows), at most
-    ``spark.sql.shuffle.partitions``: each partition becomes a task of the MERGE, and each task
-    writes its own data and delete files.
+    One per 64 MB of rows, as adaptive execution would coalesce its shuffle into. More partitions
+    than cores run in waves: then the count is rounded up to whole waves, so that no task runs
+    alone at the end. At most ``spark.sql.shuffle.partitions``: each partition becomes a task of
+    the MERGE, and each task writes its own data and delete files.
 
     :param window_bytes: the size of the windows' Parquet files.
     :param shuffle_partitions: the session's ``spark.sql.shuffle.partitions``.
+    :param cores: the tasks the application runs at once (``SparkContext.defaultParallelism``).
     """
-    wanted = -(-max(window_bytes, 0) * PARQUET_EXPANSION // CHECKPOINT_PARTITION_BYTES)
+    wanted = max(1, -(-max(window_bytes, 0) * PARQUET_EXPANSION // CHECKPOINT_PARTITION_BYTES))
+    if cores > 0 and wanted > cores:
+        wanted = -(-wanted // cores) * cores
     return max(1, min(wanted, shuffle_partitions))
 
 

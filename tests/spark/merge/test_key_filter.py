@@ -179,17 +179,18 @@ def test_source_key_range_takes_the_bounds_read_while_the_windows_were_checked(k
 
 
 @pytest.mark.parametrize(
-    ("window_bytes", "shuffle_partitions", "partitions"),
+    ("window_bytes", "shuffle_partitions", "cores", "partitions"),
     [
-        (0, 200, 1),
-        (1_000_000, 200, 1),
-        (16 * 1024 * 1024, 200, 1),
-        (16 * 1024 * 1024 + 1, 200, 2),
-        (10**12, 8, 8),
+        (0, 200, 2, 1),
+        (1_000_000, 200, 2, 1),  # a minutely window: one task, one data file, one delete file
+        (16 * 1024 * 1024, 200, 2, 1),  # Parquet bytes x 4 in memory: 64 MB
+        (16 * 1024 * 1024 + 1, 200, 2, 2),
+        (40 * 1024 * 1024, 200, 2, 4),  # 3 partitions on 2 cores: a whole second wave
+        (40 * 1024 * 1024, 200, 100, 3),  # one wave anyway
+        (10**12, 8, 2, 8),
     ],
 )
-def test_a_checkpoint_has_a_partition_per_64_mb_of_change_rows(
-    window_bytes: int, shuffle_partitions: int, partitions: int
+def test_a_checkpoint_has_a_partition_per_64_mb_of_change_rows_in_whole_waves(
+    window_bytes: int, shuffle_partitions: int, cores: int, partitions: int
 ) -> None:
-    # Parquet bytes x 4 in memory; a minutely window is one task (one data file, one delete file).
-    assert checkpoint_partitions(window_bytes, shuffle_partitions) == partitions
+    assert checkpoint_partitions(window_bytes, shuffle_partitions, cores) == partitions

@@ -471,7 +471,9 @@ class IcebergTarget(MergeTarget):
                     batch.change_rows,
                 )
                 partitions = checkpoint_partitions(
-                    batch.change_bytes, int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+                    batch.change_bytes,
+                    int(spark.conf.get("spark.sql.shuffle.partitions") or 200),
+                    spark.sparkContext.defaultParallelism,
                 )
                 source = stack.enter_context(
                     checkpointed_net_effect(batch.changes, plan.key_columns, partitions)
