@@ -310,7 +310,7 @@ def load_baseline(
     IcebergTarget(spark, mode, partition_buckets=buckets).create_table(plan)
     if format_version != 2:
         spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('format-version'='{format_version}')")
-    frame = read_window(spark, window, table, check_count=False).withColumn(DELETED, F.lit(False))
+    frame = read_window(spark, window, table).withColumn(DELETED, F.lit(False))
     frame.writeTo(table).append()
 
 

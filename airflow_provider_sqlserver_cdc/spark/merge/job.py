@@ -74,9 +74,7 @@ def merge_batch(
     :param windows: one snapshot, or change windows (in any order).
     :param applied: the ranges the table holds before.
     """
-    frames = [
-        read_window(spark, w, plan.table, check_count=False) for w in windows if w.manifest.row_count > 0
-    ]
+    frames = [read_window(spark, w, plan.table) for w in windows if w.manifest.row_count > 0]
     snapshot = windows[0] if windows[0].manifest.kind == "snapshot" else None
     if not frames and snapshot is None:
         LOG.info("target %s: windows %s are empty, no MERGE", plan.table, [w.label for w in windows])
@@ -90,13 +88,7 @@ def merge_batch(
     columns = tuple(c for c in changes.columns if c not in (*POSITION_COLUMNS, COMMIT_TIME))
     LOG.info("target %s: MERGE of %s", plan.table, ", ".join(w.label for w in windows))
     after = ranges_after(applied, windows)
-    bounds = [plan.key_bounds.get(w.uri) for w in windows if w.manifest.row_count > 0]
-    key_bounds = (
-        (min(b[0] for b in bounds), max(b[1] for b in bounds))  # type: ignore[index]
-        if bounds and all(b is not None for b in bounds)
-        else None
-    )
-    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied, key_bounds))
+    target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied))
     return after
 
 

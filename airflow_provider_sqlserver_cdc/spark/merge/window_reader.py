@@ -92,16 +92,13 @@ def check_files(spark: SparkSession, window: Window) -> None:
             )
 
 
-def read_window(spark: SparkSession, window: Window, table: str, check_count: bool = True) -> DataFrame:
-    """Return a window's rows with target column names and types, checking the row count.
+def read_window(spark: SparkSession, window: Window, table: str) -> DataFrame:
+    """Return a window's rows with target column names and types (``check_rows`` checks them first).
 
     Columns: the captured columns cast to their target types, then ``_cdc_start_lsn``,
     ``_cdc_seqval``, ``_cdc_operation`` and ``_cdc_commit_time``.
     """
-    frame = spark.read.parquet(*[f.uri for f in window.files])
-    if check_count:
-        _check_row_count(window, frame.count())
-    return _target_columns(spark, window, table, frame)
+    return _target_columns(spark, window, table, spark.read.parquet(*[f.uri for f in window.files]))
 
 
 def check_rows(spark: SparkSession, window: Window, table: str) -> tuple[int, int] | None:

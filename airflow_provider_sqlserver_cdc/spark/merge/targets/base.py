@@ -50,8 +50,6 @@ class ChangeBatch:
     :param hard: remove deleted keys instead of flagging them.
     :param applied: the applied LSN ranges of the table once the batch is applied, to record with it.
     :param applied_before: the ranges the table held when the job read it (what ``applied`` builds on).
-    :param key_bounds: the lowest and highest value of the first key column in ``changes``, when the
-        job read them while checking the windows (``window_reader.check_rows``); None: not known.
     """
 
     plan: TargetPlan
@@ -61,7 +59,6 @@ class ChangeBatch:
     hard: bool
     applied: AppliedRanges
     applied_before: AppliedRanges = field(default_factory=dict)
-    key_bounds: tuple[int, int] | None = None
 
     @property
     def snapshot(self) -> Window | None:
@@ -73,6 +70,16 @@ class ChangeBatch:
     def change_rows(self) -> int:
         """The rows of the batch's windows, update before-images included."""
         return sum(w.manifest.row_count for w in self.windows)
+
+    @property
+    def key_bounds(self) -> tuple[int, int] | None:
+        """The lowest and highest value of the first key column in ``changes``, as the job read them
+        while checking the windows (``window_reader.check_rows``); None when a window's are not known."""
+        bounds = [self.plan.key_bounds.get(w.uri) for w in self.windows if w.manifest.row_count > 0]
+        known = [b for b in bounds if b is not None]
+        if not known or len(known) < len(bounds):
+            return None
+        return min(low for low, _ in known), max(high for _, high in known)
 
     @property
     def change_bytes(self) -> int:
