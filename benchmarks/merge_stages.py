@@ -3,7 +3,7 @@
 Builds ``benchmarks/merge.py``'s data (a target of ``5,000,000 * --scale`` rows and one window),
 then, for each round on a fresh target, times a plain copy of the table and one run of the job, and
 prints every Spark job and stage the run started: wall time, tasks, task CPU-seconds summed over
-the tasks (``executorRunTime``), rows read from files and from shuffles, rows shuffled out. Use it
+the tasks (``executorRunTime``), when each started (seconds after the run's first job), rows read from files and from shuffles, rows shuffled out. Use it
 to see which step a change to the merge path makes cheaper; ``benchmarks/merge.py`` gives the
 ratios to quote. The first round warms the JVM up and is printed but not meant to be read.
 
@@ -45,11 +45,13 @@ def print_jobs(spark: Any, jobs: list[int]) -> None:
     """Print the given Spark jobs and their stages, in order, from the application's status store."""
     store = spark.sparkContext._jsc.sc().statusStore()
     tracker = spark.sparkContext.statusTracker()
+    first = min((store.job(j).submissionTime().get().getTime() for j in jobs), default=0)
     for job_id in sorted(jobs):
         job = store.job(job_id)
         submitted, completed = job.submissionTime(), job.completionTime()
         wall = (completed.get().getTime() - submitted.get().getTime()) / 1000 if completed.isDefined() else -1
-        print(f"  job {job_id:4d} {wall:6.2f} s  {job.name()[:90]}")
+        start = (submitted.get().getTime() - first) / 1000
+        print(f"  job {job_id:4d} at {start:6.2f} s {wall:6.2f} s  {job.name()[:90]}")
         info = tracker.getJobInfo(job_id)
         for stage_id in sorted(info.stageIds if info else []):
             try:
@@ -60,8 +62,9 @@ def print_jobs(spark: Any, jobs: list[int]) -> None:
                 continue
             started, finished = stage.submissionTime(), stage.completionTime()
             wall = (finished.get().getTime() - started.get().getTime()) / 1000 if finished.isDefined() else -1
+            start = (started.get().getTime() - first) / 1000
             print(
-                f"    stage {stage_id:4d} {wall:6.2f} s  tasks {stage.numTasks():3d}  task CPU "
+                f"    stage {stage_id:4d} at {start:6.2f} s {wall:6.2f} s  tasks {stage.numTasks():3d}  task CPU "
                 f"{stage.executorRunTime() / 1000:6.2f} s  rows in {stage.inputRecords():>10,}  "
                 f"shuffled in {stage.shuffleReadRecords():>10,}  out {stage.shuffleWriteRecords():>10,}"
             )

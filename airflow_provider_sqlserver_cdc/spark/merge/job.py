@@ -40,7 +40,7 @@ from airflow_provider_sqlserver_cdc.window.lsn_ranges import covers, format_rang
 from airflow_provider_sqlserver_cdc.window.manifest import ManifestError
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 LOG = logging.getLogger("sqlserver_cdc.merge_job")
 #: How often a table's merge is tried when another writer's commit conflicts with it.
@@ -74,7 +74,7 @@ def merge_batch(
     :param windows: one snapshot, or change windows (in any order).
     :param applied: the ranges the table holds before.
     """
-    frames = [read_window(spark, w, plan.table) for w in windows if w.manifest.row_count > 0]
+    frames = [_rows(spark, plan, w) for w in windows if w.manifest.row_count > 0]
     snapshot = windows[0] if windows[0].manifest.kind == "snapshot" else None
     if not frames and snapshot is None:
         LOG.info("target %s: windows %s are empty, no MERGE", plan.table, [w.label for w in windows])
@@ -90,6 +90,12 @@ def merge_batch(
     after = ranges_after(applied, windows)
     target.apply(ChangeBatch(plan, tuple(windows), changes, columns, hard, after, applied))
     return after
+
+
+def _rows(spark: SparkSession, plan: TargetPlan, window: Window) -> DataFrame:
+    """Return a window's rows: as the check read them, or read now for a window not checked by this plan."""
+    checked = plan.checked.get(window.uri)
+    return checked.rows if checked is not None else read_window(spark, window, plan.table)
 
 
 def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
@@ -154,7 +160,7 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
     for window in plan.windows:
         check_files(spark, window)
         if window.manifest.row_count > 0:
-            plan.key_bounds[window.uri] = check_rows(spark, window, plan.table)
+            plan.checked[window.uri] = check_rows(spark, window, plan.table)
     if plan.windows:
         plan_schema(
             plan,

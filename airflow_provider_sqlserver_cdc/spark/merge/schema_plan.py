@@ -17,7 +17,7 @@ from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_sqlserver_cdc.spark.merge.window_reader import Window
+    from airflow_provider_sqlserver_cdc.spark.merge.window_reader import CheckedWindow, Window
 
 
 @dataclass
@@ -35,8 +35,8 @@ class TargetPlan:
     comment_columns: list[tuple[str, str]] = field(default_factory=list)  # name, widened SQL Server type
     key_columns: tuple[str, ...] = ()
     column_types: dict[str, str] = field(default_factory=dict)  # lower name -> window type
-    # window URI -> lowest and highest value of the first key column, None if unknown (``check_rows``)
-    key_bounds: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    # window URI -> the window's rows and key bounds, as the job's check read them (``check_rows``)
+    checked: dict[str, CheckedWindow] = field(default_factory=dict)
 
 
 def plan_schema(

@@ -41,6 +41,16 @@ def test_manifest_files_resolve_against_the_window_directory(tmp_path: Path) -> 
         ([10], "0001", False),
         ([1, 10], "0200", True),  # composite key: any key bit keeps it
         ([10], "06", True),  # a mask too short for the key's bit is kept, to be safe
+        ([3], "04", True),  # each bit of the last byte's low hex digit
+        ([3], "FB", False),
+        ([4], "08", True),
+        ([4], "F7", False),
+        ([5], "10", True),  # bits 4-7: the byte's high hex digit
+        ([5], "EF", False),
+        ([8], "80", True),
+        ([8], "7F", False),
+        ([16], "8000", True),
+        ([16], "7FFF", False),
         ([1], None, True),  # no mask: kept
     ],
 )
@@ -85,14 +95,16 @@ def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged
     assert positions == [(1, 2), (1, 4), (2, 2), (2, 3), (7, 4)]  # only id 1's before-image is gone
 
     # The check of the window reads its key bounds too: every row's key, the key change's old one included.
-    assert check_rows(spark, window, f"{namespace}.dbo_orders") == (1, 7)
+    checked = check_rows(spark, window, f"{namespace}.dbo_orders")
+    assert checked.key_bounds == (1, 7)
+    assert sorted((r.id, r._cdc_operation) for r in checked.rows.collect()) == positions  # as read_window reads
     by_name = read_manifest(
         spark,
         write_window(
             base / "by_name", WindowSpec("dbo_orders", 0x100, 0x130, changes, key_columns=("name",))
         ),
     )
-    assert check_rows(spark, by_name, f"{namespace}.dbo_orders") is None  # not a whole number: no bounds
+    assert check_rows(spark, by_name, f"{namespace}.dbo_orders").key_bounds is None  # not a whole number
 
     run(spark, namespace, manifest)
     assert contents(spark, f"{namespace}.dbo_orders") == {

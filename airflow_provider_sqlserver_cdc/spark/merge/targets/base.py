@@ -75,7 +75,8 @@ class ChangeBatch:
     def key_bounds(self) -> tuple[int, int] | None:
         """The lowest and highest value of the first key column in ``changes``, as the job read them
         while checking the windows (``window_reader.check_rows``); None when a window's are not known."""
-        bounds = [self.plan.key_bounds.get(w.uri) for w in self.windows if w.manifest.row_count > 0]
+        checked = [self.plan.checked.get(w.uri) for w in self.windows if w.manifest.row_count > 0]
+        bounds = [c.key_bounds if c is not None else None for c in checked]
         known = [b for b in bounds if b is not None]
         if not known or len(known) < len(bounds):
             return None
