@@ -437,7 +437,7 @@ class IcebergTarget(MergeTarget):
         bounds = source_key_range(batch.changes, plan, batch.key_bounds)
         iceberg = iceberg_table(spark, plan.table)
         write_mode = str(iceberg.properties().get("write.merge.mode") or "copy-on-write")
-        files = target_files(spark, plan.table, bounds)
+        files = target_files(spark, plan.table, bounds, iceberg)
         choice = choose_strategy(self.merge_strategy, files, batch.change_rows, write_mode)
         chosen, other = ("rewrite", "MERGE") if choice.rewrite else ("MERGE", "rewrite")
         LOG.info("target %s: %s, not a %s: %s", plan.table, chosen, other, choice.reason)

@@ -9,6 +9,7 @@ import pytest
 from merge_runs import contents, rows_then_a_few_changes, run
 from window_builder import ChangeLog, WindowSpec, flatten, write_window
 
+from airflow_provider_sqlserver_cdc.spark.merge import merge_strategy
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import KeyRange
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import TargetFiles, target_files
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import (
@@ -48,9 +49,12 @@ def test_table_properties_are_set_on_tables_the_job_creates_only(
     assert contents(spark, table)[7] == (False, "changed", None)
 
 
+@pytest.mark.parametrize("on_driver", [True, False], ids=["manifests-on-the-driver", "data-files-query"])
 def test_target_files_count_the_records_of_the_files_the_key_range_overlaps(
-    spark: Any, base: Path, namespace: str, table: str
+    spark: Any, base: Path, namespace: str, table: str, on_driver: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not on_driver:  # a table above the limit: the metadata table query reads the manifests
+        monkeypatch.setattr(merge_strategy, "DRIVER_STATISTICS_MAX_FILES", 0)
     log = ChangeLog()
     low = flatten(log.insert(id=k, name="x", amount=None) for k in range(1, 31))
     w1 = write_window(base, WindowSpec("dbo_orders", 0x100, log.lsn, low))
@@ -59,12 +63,46 @@ def test_target_files_count_the_records_of_the_files_the_key_range_overlaps(
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, high))
     run(spark, namespace, w1)
     run(spark, namespace, w2)  # a second data file: keys 1001-1010
-    assert target_files(spark, table, None) == TargetFiles(2, 40, 2, 40, 40)
+    iceberg = iceberg_table(spark, table)
+    assert target_files(spark, table, None, iceberg) == TargetFiles(2, 40, 2, 40, 40)
     # keys 1005-1010: the range covers 6 of the second file's 10 keys
-    assert target_files(spark, table, KeyRange("id", 1005, 2000, "INT")) == TargetFiles(2, 40, 1, 10, 6)
+    assert target_files(spark, table, KeyRange("id", 1005, 2000, "INT"), iceberg) == TargetFiles(
+        2, 40, 1, 10, 6
+    )
     # keys 16-30 of the first file, 1001 of the second
-    assert target_files(spark, table, KeyRange("id", 16, 1001, "INT")) == TargetFiles(2, 40, 2, 40, 16)
-    assert target_files(spark, table, KeyRange("id", 5000, 6000, "INT")) == TargetFiles(2, 40, 0, 0, 0)
+    assert target_files(spark, table, KeyRange("id", 16, 1001, "INT"), iceberg) == TargetFiles(
+        2, 40, 2, 40, 16
+    )
+    assert target_files(spark, table, KeyRange("id", 5000, 6000, "INT"), iceberg) == TargetFiles(
+        2, 40, 0, 0, 0
+    )
+
+
+@pytest.mark.parametrize("key_type", ["BIGINT", "DECIMAL(38,0)"])
+def test_target_files_read_on_the_driver_match_the_data_files_query(
+    spark: Any, namespace: str, key_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both ways of reading the statistics give the same figures, for keys beyond a long too."""
+    table = f"{namespace}.wide_{key_type[:3].lower()}"
+    spark.sql(
+        f"CREATE TABLE {table} (id {key_type}, name string) USING iceberg "
+        "TBLPROPERTIES ('format-version' = '2', 'write.delete.mode' = 'merge-on-read')"
+    )
+    big = 10**20 if key_type.startswith("DECIMAL") else 2**61  # 3 * big still fits a long
+    for first, last in ((1, 300), (big, big + 99), (big * 2, big * 2 + 9)):  # three data files
+        spark.sql(
+            f"INSERT INTO {table} SELECT /*+ COALESCE(1) */ CAST({first} AS {key_type}) + id, 'x' "
+            f"FROM range(0, {last - first + 1})"
+        )
+    assert spark.sql(f"SELECT count(*), max(id) FROM {table}").first() == (410, big * 2 + 9)
+    spark.sql(f"DELETE FROM {table} WHERE id = 5")  # a delete file: not a data file, its rows still count
+    iceberg = iceberg_table(spark, table)
+    ranges = [None, KeyRange("id", 100, big + 49, key_type), KeyRange("id", big * 2 + 5, big * 3, key_type)]
+    on_driver = [target_files(spark, table, r, iceberg) for r in ranges]
+    monkeypatch.setattr(merge_strategy, "DRIVER_STATISTICS_MAX_FILES", 0)
+    assert [target_files(spark, table, r, iceberg) for r in ranges] == on_driver
+    assert on_driver[1] == TargetFiles(3, 410, 2, 400, 251)  # keys 100-300 and big..big+49
+    assert on_driver[2] == TargetFiles(3, 410, 1, 10, 5)
 
 
 def test_raced_commits_end_with_a_state_holding_both(spark: Any, namespace: str) -> None:
