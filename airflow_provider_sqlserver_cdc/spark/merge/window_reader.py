@@ -12,6 +12,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     SEQVAL,
     START_LSN,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.parquet_footers import footer_figures
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import spark_type
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
 from airflow_provider_sqlserver_cdc.window.manifest import ManifestError, WindowManifest, window_directory
@@ -117,19 +118,25 @@ class CheckedWindow:
 def check_rows(spark: SparkSession, window: Window, table: str) -> CheckedWindow:
     """Check a window's columns and row count; return its rows and the bounds of its first key column.
 
-    One Spark job reads the row count and, for a whole-number first key column, its bounds (the
-    MERGE's key range: ``key_filter``). The bounds cover every row, dropped before-images included:
-    those carry the key of the after-image kept beside them.
+    The files' Parquet footers give the row count and, for a whole-number first key column, its
+    bounds (the MERGE's key range: ``key_filter``), with no row read (``parquet_footers``); when a
+    footer lacks them, one Spark job reads them from the rows. The bounds cover every row, dropped
+    before-images included: those carry the key of the after-image kept beside them.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, IntegralType
 
-    frame = spark.read.parquet(*[f.uri for f in window.files])
+    uris = [f.uri for f in window.files]
+    frame = spark.read.parquet(*uris)
     rows = _target_columns(spark, window, table, frame)  # the columns are all there
     present = {name.lower(): name for name in frame.columns}
     key = present.get(window.manifest.key_columns[0].lower()) if window.manifest.key_columns else None
     key_type = frame.schema[key].dataType if key is not None else None
     whole = isinstance(key_type, IntegralType) or (isinstance(key_type, DecimalType) and key_type.scale == 0)
+    footers = footer_figures(spark, uris, key if whole else None)
+    if footers is not None:
+        _check_row_count(window, footers.rows)
+        return CheckedWindow(rows, footers.key_bounds)
     if not whole:
         _check_row_count(window, frame.count())
         return CheckedWindow(rows, None)
