@@ -22,8 +22,9 @@ The functions take Iceberg's Java ``Table`` (through py4j), so the merge and mai
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +54,15 @@ def state_entries(mapping: Mapping[Any, Any]) -> dict[str, str]:
 
     :param mapping: a snapshot summary or the table properties (a Java map or a Python mapping).
     """
-    keys = mapping.keySet() if hasattr(mapping, "keySet") else mapping.keys()
+    if hasattr(mapping, "keySet"):  # a Java map: copied in one call, not one call per key
+        from pyspark import SparkContext
+
+        mapping = json.loads(
+            SparkContext._jvm.org.apache.iceberg.util.JsonUtil.mapper().writeValueAsString(mapping)
+        )
     return {
-        str(key): str(mapping.get(key))
-        for key in keys
+        str(key): str(value)
+        for key, value in mapping.items()
         if str(key).startswith(SUMMARY_RANGES) or str(key).startswith(SUMMARY_MAX_LSN)
     }
 
@@ -97,10 +103,24 @@ class RecordedState:
     source: str
 
 
+def _ancestors(table: Any) -> Iterator[Any]:
+    """Yield the current snapshot and its retained ancestors, newest first, one at a time.
+
+    Readers stop at the newest snapshot with a state, usually the current one: the cost of a read
+    does not grow with the snapshots a table retains (1,440 a day for a minutely DAG).
+    """
+    snapshot = table.currentSnapshot()
+    while snapshot is not None:
+        yield snapshot
+        parent_id = snapshot.parentId()
+        snapshot = table.snapshot(parent_id) if parent_id is not None else None
+
+
 def _ancestry(table: Any) -> tuple[list[Any], int | None]:
     """Return the retained ancestry of the current snapshot, newest first, and the id of the first missing parent.
 
     The missing parent is None when the oldest retained ancestor is the table's first snapshot.
+    Only read when no retained snapshot has a state (``read_state``'s fallback).
     """
     snapshots = []
     snapshot = table.currentSnapshot()
@@ -114,7 +134,7 @@ def _ancestry(table: Any) -> tuple[list[Any], int | None]:
     return snapshots, missing
 
 
-def _newest_summary_state(ancestry: list[Any]) -> tuple[int, dict[str, str]] | None:
+def _newest_summary_state(ancestry: Iterable[Any]) -> tuple[int, dict[str, str]] | None:
     for snapshot in ancestry:
         entries = state_entries(snapshot.summary())
         if entries:
@@ -128,7 +148,7 @@ def newest_summary_state(table: Any) -> tuple[int, dict[str, str]] | None:
     :param table: the Iceberg ``Table``; refreshed first.
     """
     table.refresh()
-    return _newest_summary_state(_ancestry(table)[0])
+    return _newest_summary_state(_ancestors(table))
 
 
 def read_state(table: Any, name: str) -> RecordedState:
@@ -139,10 +159,10 @@ def read_state(table: Any, name: str) -> RecordedState:
     :raises AppliedStateLostError: the table has snapshots but no exact state can be found.
     """
     table.refresh()
-    ancestry, missing = _ancestry(table)
-    newest = _newest_summary_state(ancestry)
+    newest = _newest_summary_state(_ancestors(table))
     if newest is not None:
         return RecordedState(newest[1], f"snapshot {newest[0]}")
+    ancestry, missing = _ancestry(table)
     if not ancestry:
         return RecordedState({}, "no snapshot: a new table")
     properties = table.properties()

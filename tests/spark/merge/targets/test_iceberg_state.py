@@ -209,3 +209,45 @@ def test_a_merge_that_fails_before_its_commit_leaves_no_marker(
             run(spark, namespace, w2)
     # Else a later expiry would leave a marker no retained snapshot explains, and merges would stop.
     assert not merge_markers(iceberg_table(spark, table).properties())
+
+
+class _CountingTable:
+    """Iceberg's Java ``Table`` that counts the snapshots asked for by id (walks of the history)."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+        self.snapshots_read = 0
+
+    def snapshot(self, snapshot_id: Any) -> Any:
+        self.snapshots_read += 1
+        return self._table.snapshot(snapshot_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+
+def test_reading_the_state_does_not_walk_a_long_history(spark: Any, namespace: str) -> None:
+    """A minutely DAG retains 1,440 snapshots a day: a read stops at the newest one with the state."""
+    from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
+        newest_summary_state,
+        read_state,
+    )
+
+    table = f"{namespace}.long_history"
+    spark.sql(f"CREATE TABLE {table} (id bigint) USING iceberg")
+    iceberg = iceberg_table(spark, table)
+    for _ in range(50):  # other writers' commits, without the state
+        iceberg.newFastAppend().commit()
+    for last in (100, 201):  # two merges: the newest state is the current snapshot's
+        append = iceberg.newFastAppend()
+        for key, value in iceberg_target.summary_properties({"dbo_t": [(0, last)]}).items():
+            append = append.set(key, value)
+        append.commit()
+    counting = _CountingTable(iceberg_table(spark, table))
+    assert read_state(counting, table).entries == recorded_state(spark, table).entries
+    assert newest_summary_state(counting) is not None
+    assert counting.snapshots_read == 0
+    iceberg.newFastAppend().commit()  # a compaction after the merge: one step back
+    counting = _CountingTable(iceberg_table(spark, table))
+    assert iceberg_target.ranges_in_state(read_state(counting, table).entries) == {"dbo_t": [(0, 201)]}
+    assert counting.snapshots_read == 1
