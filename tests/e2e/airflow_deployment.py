@@ -83,6 +83,11 @@ class AirflowDeployment:
             **airflow_home_environment(self.home),
             # A deployment, not the unit-test configuration the rest of the suite runs under.
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+            # Scheduler, dag-processor, API server, task workers and the test's CLI commands write to one
+            # SQLite file: wait up to 30 s for another writer's lock (pysqlite's default is 5 s; under a loaded
+            # CI machine `airflow backfill create` failed with "database is locked" after its backfill row
+            # was committed, so it cannot simply be run again).
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.db_path}?timeout=30",
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
