@@ -139,6 +139,7 @@ def test_the_manifest_carries_bytes_and_the_merge_records_the_declared_type(hook
         "c_varchar_max",
         "c_nvarchar",
         "c_varbinary",
+        "c_guid",
         "c_time3",
         "c_dt2_3",
         "c_dto",

@@ -41,9 +41,15 @@ _KINDS = (
     frozenset({"datetime2", "datetime", "smalldatetime"}),
 )
 
+#: What a type declared without a length holds, compared with the sized types of its kind: ``text`` is as
+#: wide as ``varchar(max)`` (so ``text`` -> ``varchar(50)`` is a narrowing), ``sysname`` is ``nvarchar(128)``.
+_IMPLIED_SIZE = {"text": float("inf"), "ntext": float("inf"), "image": float("inf"), "sysname": 128.0}
+
 
 def parse_source_type(text: str | None) -> tuple[str, float, int] | None:
     """Return (type, size, scale) of a ``SQL Server <type>`` comment; size ``inf`` for (max), None if not one.
+
+    A type declared without a length has the size it implies (``_IMPLIED_SIZE``), else 0.
 
     :param text: a target column's comment.
     """
@@ -53,7 +59,9 @@ def parse_source_type(text: str | None) -> tuple[str, float, int] | None:
     if match is None:
         return None
     name, size, scale = match.groups()
-    return name, float("inf") if size == "max" else float(size or 0), int(scale or 0)
+    if size is None:
+        return name, _IMPLIED_SIZE.get(name, 0.0), int(scale or 0)
+    return name, float("inf") if size == "max" else float(size), int(scale or 0)
 
 
 def narrowing(recorded: str | None, window: str | None) -> str | None:

@@ -12,9 +12,12 @@ _STRING_TYPES = frozenset(
     | {"time", "datetimeoffset", "sql_variant", "hierarchyid", "geography", "geometry"}
 )
 _BINARY_TYPES = frozenset({"binary", "varbinary", "image", "rowversion", "timestamp"})
+#: Types T-SQL declares with a length; the others take none, whatever ``max_length`` holds (``text``'s
+#: 16-byte pointer, ``uniqueidentifier``'s 16 bytes, ``sysname``'s 256: it is ``nvarchar(128)``).
+_SIZED_TYPES = frozenset({"char", "varchar", "nchar", "nvarchar", "binary", "varbinary"})
 #: Types whose ``max_length`` (``sys.columns``, in bytes) holds two bytes per character: ``nvarchar(200)``
-#: arrives as 400 (``sysname`` is ``nvarchar(128)``, 256).
-_TWO_BYTE_CHARACTER_TYPES = frozenset({"nchar", "nvarchar", "sysname"})
+#: arrives as 400.
+_TWO_BYTE_CHARACTER_TYPES = frozenset({"nchar", "nvarchar"})
 #: SQL Server types whose Spark type depends on nothing else.
 _FIXED_TYPES = {
     "bit": "BOOLEAN",
@@ -127,7 +130,8 @@ def source_type_comment(column: dict[str, Any]) -> str:
     """Return the column comment naming its SQL Server type as declared, e.g. ``SQL Server nvarchar(200)``.
 
     A length is in characters, as in ``nvarchar(200)``: the manifest's ``max_length`` is
-    ``sys.columns.max_length``, in bytes (400 for that column), and -1 for ``(max)``.
+    ``sys.columns.max_length``, in bytes (400 for that column), and -1 for ``(max)``. Types declared
+    without a length (``text``, ``uniqueidentifier``, ``sysname``, ``xml``...) get none.
 
     :param column: the manifest's column entry.
     """
@@ -136,7 +140,7 @@ def source_type_comment(column: dict[str, Any]) -> str:
         sql_type += f"({column.get('precision')},{column.get('scale')})"
     elif sql_type.lower() in ("datetime2", "time", "datetimeoffset"):
         sql_type += f"({column.get('scale')})"
-    elif column.get("max_length") not in (None, 0) and sql_type.lower() in _STRING_TYPES | _BINARY_TYPES:
+    elif column.get("max_length") not in (None, 0) and sql_type.lower() in _SIZED_TYPES:
         length = column.get("max_length")
         if length != -1 and sql_type.lower() in _TWO_BYTE_CHARACTER_TYPES:
             length //= 2

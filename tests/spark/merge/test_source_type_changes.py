@@ -25,6 +25,11 @@ from airflow_provider_sqlserver_cdc.spark.merge.source_type_changes import check
         ("SQL Server decimal(10,2)", "SQL Server decimal(10,3)"),  # fewer integer digits
         ("SQL Server datetime2(7)", "SQL Server datetime2(3)"),
         ("SQL Server int", "SQL Server nvarchar(20)"),
+        ("SQL Server text", "SQL Server varchar(50)"),  # text holds as much as varchar(max)
+        ("SQL Server ntext", "SQL Server nvarchar(4000)"),
+        ("SQL Server image", "SQL Server varbinary(8000)"),
+        ("SQL Server nvarchar(200)", "SQL Server sysname"),  # sysname is nvarchar(128)
+        ("SQL Server uniqueidentifier", "SQL Server varchar(36)"),
     ],
 )
 def test_narrowing_and_retyping_cannot_be_followed(recorded, window):
@@ -39,6 +44,11 @@ def test_narrowing_and_retyping_cannot_be_followed(recorded, window):
         ("SQL Server int", "SQL Server bigint"),
         ("SQL Server decimal(8,2)", "SQL Server decimal(12,2)"),
         ("SQL Server int", "SQL Server int"),
+        ("SQL Server varchar(50)", "SQL Server text"),
+        ("SQL Server text", "SQL Server varchar(max)"),
+        ("SQL Server sysname", "SQL Server nvarchar(128)"),
+        ("SQL Server nvarchar(100)", "SQL Server sysname"),
+        ("SQL Server uniqueidentifier", "SQL Server uniqueidentifier"),
         (None, "SQL Server int"),  # a column without the comment (created elsewhere): not judged
     ],
 )

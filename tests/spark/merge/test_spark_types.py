@@ -79,7 +79,15 @@ def test_widening_refused(table: str, window: str) -> None:
         # max_length is sys.columns.max_length, in bytes: two a character for the n-types
         ({"sql_type": "nvarchar", "max_length": 400}, "nvarchar(200)"),
         ({"sql_type": "nchar", "max_length": 20}, "nchar(10)"),
-        ({"sql_type": "sysname", "max_length": 256}, "sysname(128)"),
+        # declared without a length, whatever max_length holds (a pointer, a fixed size, -1)
+        ({"sql_type": "sysname", "max_length": 256}, "sysname"),
+        ({"sql_type": "uniqueidentifier", "max_length": 16}, "uniqueidentifier"),
+        ({"sql_type": "text", "max_length": 16}, "text"),
+        ({"sql_type": "ntext", "max_length": 16}, "ntext"),
+        ({"sql_type": "image", "max_length": 16}, "image"),
+        ({"sql_type": "xml", "max_length": -1}, "xml"),
+        ({"sql_type": "timestamp", "max_length": 8}, "timestamp"),
+        ({"sql_type": "sql_variant", "max_length": 8016}, "sql_variant"),
         ({"sql_type": "nvarchar", "max_length": -1}, "nvarchar(max)"),
         ({"sql_type": "varchar", "max_length": 50}, "varchar(50)"),
         ({"sql_type": "char", "max_length": 4}, "char(4)"),
