@@ -55,6 +55,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.base import AppliedRange
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import (
     STATE_PREFIX,
     RecordedState,
+    ancestors,
     drop_marker,
     entries_for,
     mark_merge_started,
@@ -151,13 +152,10 @@ def snapshot_state(snapshot: Any) -> dict[str, str]:
 
 def job_snapshots(iceberg: Any) -> Iterator[dict[str, str]]:
     """Yield the job's state of each snapshot holding one, newest first, along the main branch's history."""
-    snapshot = iceberg.currentSnapshot()
-    while snapshot is not None:
+    for snapshot in ancestors(iceberg):
         state = snapshot_state(snapshot)
         if state:
             yield state
-        parent_id = snapshot.parentId()
-        snapshot = iceberg.snapshot(parent_id) if parent_id is not None else None
 
 
 def recorded_state(spark: SparkSession, table: str) -> RecordedState:

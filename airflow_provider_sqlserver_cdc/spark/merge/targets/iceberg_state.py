@@ -103,7 +103,7 @@ class RecordedState:
     source: str
 
 
-def _ancestors(table: Any) -> Iterator[Any]:
+def ancestors(table: Any) -> Iterator[Any]:
     """Yield the current snapshot and its retained ancestors, newest first, one at a time.
 
     Readers stop at the newest snapshot with a state, usually the current one: the cost of a read
@@ -122,16 +122,9 @@ def _ancestry(table: Any) -> tuple[list[Any], int | None]:
     The missing parent is None when the oldest retained ancestor is the table's first snapshot.
     Only read when no retained snapshot has a state (``read_state``'s fallback).
     """
-    snapshots = []
-    snapshot = table.currentSnapshot()
-    missing = None
-    while snapshot is not None:
-        snapshots.append(snapshot)
-        parent_id = snapshot.parentId()
-        snapshot = table.snapshot(parent_id) if parent_id is not None else None
-        if parent_id is not None and snapshot is None:
-            missing = int(parent_id)
-    return snapshots, missing
+    snapshots = list(ancestors(table))
+    oldest_parent = snapshots[-1].parentId() if snapshots else None
+    return snapshots, None if oldest_parent is None else int(oldest_parent)
 
 
 def _newest_summary_state(ancestry: Iterable[Any]) -> tuple[int, dict[str, str]] | None:
@@ -148,7 +141,7 @@ def newest_summary_state(table: Any) -> tuple[int, dict[str, str]] | None:
     :param table: the Iceberg ``Table``; refreshed first.
     """
     table.refresh()
-    return _newest_summary_state(_ancestors(table))
+    return _newest_summary_state(ancestors(table))
 
 
 def read_state(table: Any, name: str) -> RecordedState:
@@ -159,7 +152,7 @@ def read_state(table: Any, name: str) -> RecordedState:
     :raises AppliedStateLostError: the table has snapshots but no exact state can be found.
     """
     table.refresh()
-    newest = _newest_summary_state(_ancestors(table))
+    newest = _newest_summary_state(ancestors(table))
     if newest is not None:
         return RecordedState(newest[1], f"snapshot {newest[0]}")
     ancestry, missing = _ancestry(table)
