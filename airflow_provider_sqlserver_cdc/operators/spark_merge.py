@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -22,11 +22,11 @@ from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
 )
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
-from airflow_provider_sqlserver_cdc.spark.merge.result_line import (
-    COMMITTED,
-    FAILED,
-    parse_result_line,
-    tables_with_status,
+from airflow_provider_sqlserver_cdc.spark.merge.result_file import (
+    MergeResult,
+    ResultFileError,
+    result_file_uri,
+    window_base,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_CONCURRENT_TABLES,
@@ -35,6 +35,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     scale_arguments,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
+from airflow_provider_sqlserver_cdc.staging_files import read_text, remove
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_DELETE_MODE,
     DEFAULT_JDBC_CONNECTIONS,
@@ -66,6 +67,7 @@ def merge_job_arguments(
     partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
     concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
     merge_strategy: str = DEFAULT_MERGE_STRATEGY,
+    result_uri: str | None = None,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -86,6 +88,7 @@ def merge_job_arguments(
     :param concurrent_tables: target tables merged at once; 1 (default): one after another.
     :param merge_strategy: Iceberg: ``auto`` (MERGE or rewrite the table per window, from its file
         statistics), ``merge`` or ``rewrite`` (docs/merge-performance.md).
+    :param result_uri: where the job writes its result file (``spark.merge.result_file``).
     """
     property_arguments = table_property_arguments(properties)
     target_arguments: list[str] = []
@@ -120,6 +123,8 @@ def merge_job_arguments(
         arguments += ["--table-name-template", table_name_template]
     for capture_instance, table in (targets or {}).items():
         arguments += ["--target", f"{capture_instance}={table}"]
+    if result_uri:
+        arguments += ["--result-uri", result_uri]
     return [
         *arguments,
         "--delete-mode",
@@ -163,21 +168,21 @@ def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     return [argument for item in items for argument in ("--table-property", item)]
 
 
-def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None:
-    """Return the task's error naming the tables the job's result line reports failed, or None if none did.
+def failed_tables_message(task_id: str, result: MergeResult) -> str | None:
+    """Return the task's error naming the tables the job's result reports failed, or None if none did.
 
     :param task_id: the merge task, for the message.
-    :param result: the job's summary, target table -> entry (see ``spark.merge.result_line``).
+    :param result: the job's result file (``spark.merge.result_file``).
     """
-    failed = tables_with_status(dict(result), FAILED)
+    failed = result.failed()
     if not failed:
         return None
-    committed = tables_with_status(dict(result), COMMITTED)
+    committed = [t.table for t in result.committed()]
     return "\n".join(
         [
-            f"{task_id}: the merge failed for target table(s) {', '.join(failed)}; "
+            f"{task_id}: the merge failed for target table(s) {', '.join(t.table for t in failed)}; "
             f"committed: {', '.join(committed) if committed else 'none'}",
-            *(f"- {table}: {result[table].get('error', 'see the job log')}" for table in failed),
+            *(f"- {t.table}: {t.error or 'see the job log'}" for t in failed),
             "Fix the cause and retry the task: the committed tables skip the windows they hold, "
             "only the failed tables' windows are merged again",
         ]
@@ -187,31 +192,17 @@ def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None
 APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 
 
-def applied_lsn_ranges(result: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """Return capture instance -> applied LSN ranges of the committed tables in the job's result, or None.
-
-    None when the job printed no result line (cluster deploy mode: the driver's output stays on
-    the cluster); WatermarkCommitOperator then falls back to the windows' ends.
-
-    :param result: the job's summary, target table -> entry (see ``spark.merge.result_line``).
-    """
-    if result is None:
-        return None
-    ranges: dict[str, str] = {}
-    for table in tables_with_status(dict(result), COMMITTED):
-        ranges.update(result[table].get("applied_lsn_ranges") or {})
-    return ranges
-
-
 class CdcSparkMergeOperator(SparkSubmitOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
     Each target table commits on its own: when some fail, the others commit and the task fails
-    naming the failed tables (read from the job's result line in spark-submit's output, which
-    carries the driver's output in client deploy mode); a retry merges only what is not applied yet.
-    Besides the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture
-    instance -> the LSN ranges its table holds after the merge, read from the table itself, which
+    naming the failed tables; a retry merges only what is not applied yet. The job writes what it did
+    as a result file on the staging storage (``{result_path}/_merge_results/…json``, read and then
+    removed by the task; any deploy mode), kept as ``merge_result`` (``MergeResult``: per target
+    table its applied windows and LSN ranges, rows by operation, snapshot id and seconds). Besides
+    the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture instance -> the
+    LSN ranges its table holds after the merge, read from the table itself, which
     WatermarkCommitOperator mirrors into the watermark Variables.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
@@ -251,6 +242,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param merge_strategy: Iceberg: ``auto`` (default; per change window, a MERGE or one rewrite of
         the table with the window applied, from the table's file statistics), ``merge`` or
         ``rewrite`` (docs/merge-performance.md). Checked when the task runs. (templated)
+    :param result_path: the staging path under which the job writes its result file, reachable by
+        the Spark driver and this task; default the windows' own staging path (the directory above
+        their capture instances'). (templated)
     """
 
     template_fields: Sequence[str] = (
@@ -265,6 +259,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "partition_buckets",
         "concurrent_tables",
         "merge_strategy",
+        "result_path",
     )
 
     def __init__(
@@ -287,6 +282,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
         concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
         merge_strategy: str = DEFAULT_MERGE_STRATEGY,
+        result_path: str | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -332,8 +328,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             except ValueError as err:
                 raise ValueError(f"{self.task_id}: {err}") from None
         self.merge_strategy = merge_strategy
+        self.result_path = result_path
         self._jdbc_target: JdbcTarget | None = None
-        self.merge_result: dict[str, Any] | None = None
+        self.merge_result: MergeResult | None = None
 
     def _window_value(self, context: Context) -> Any:
         if self.windows is not None:
@@ -357,6 +354,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             connection = BaseHook.get_connection(self.target_conn_id)
             self._jdbc_target = jdbc_target_from_connection(self.target_conn_id, connection)
             url = url or self._jdbc_target.url
+        result_uri = self._result_uri(context, manifests)
         self.application_args = merge_job_arguments(
             manifests,
             namespace=self.namespace,
@@ -371,6 +369,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             partition_buckets=self.partition_buckets,
             concurrent_tables=self.concurrent_tables,
             merge_strategy=self.merge_strategy,
+            result_uri=result_uri,
         )
         if self.ship_job_modules:
             job_modules = merge_job_py_files()
@@ -382,22 +381,62 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         try:
             super().execute(context)
         except AirflowException as err:
-            message = failed_tables_message(self.task_id, self.merge_result or {})
+            self.merge_result = self._take_result(result_uri, failed=True)
+            message = failed_tables_message(self.task_id, self.merge_result) if self.merge_result else None
             if message is None:
                 raise
             raise AirflowException(message) from err
-        context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=applied_lsn_ranges(self.merge_result))
+        self.merge_result = self._take_result(result_uri, failed=False)
+        ranges = self.merge_result.applied_lsn_ranges() if self.merge_result is not None else None
+        context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=ranges)
         return manifests
 
+    def _result_uri(self, context: Context, manifests: Sequence[str]) -> str:
+        """Return a new result file URI for this try: under ``result_path``, named after the task instance."""
+        ti = context["ti"]
+        names = [str(getattr(ti, name, "") or "") for name in ("dag_id", "task_id", "run_id")]
+        try_number = getattr(ti, "try_number", None)
+        try:
+            base = self.result_path or window_base(manifests[0])
+        except ResultFileError as err:
+            raise ValueError(f"{self.task_id}: {err}") from None
+        return result_file_uri(base, *names, f"try{try_number}" if try_number is not None else "")
+
+    def _take_result(self, uri: str, *, failed: bool) -> MergeResult | None:
+        """Read the job's result file, then remove it; None (with a warning) when there is none to read."""
+        try:
+            text = read_text(uri)
+        except OSError as err:
+            self.log.warning("Could not read the merge result file %s: %s", uri, err)
+            return None
+        if text is None:
+            if not failed:  # a job that stopped before merging writes none; its own error says why
+                self.log.warning(
+                    "The merge job wrote no result file %s (is the job on the cluster an older version of "
+                    "the provider?); the watermarks follow the windows' ends",
+                    uri,
+                )
+            return None
+        result = MergeResult.from_json(text, uri)
+        try:
+            remove(uri)
+        except OSError as err:
+            self.log.warning("Could not remove the merge result file %s: %s", uri, err)
+        for table in result.tables.values():
+            self.log.info(
+                "%s: %s, windows %s, rows %s, snapshot %s, %.1f s",
+                table.table,
+                table.status,
+                ", ".join(table.applied) or "none",
+                table.rows,
+                table.snapshot_id,
+                table.seconds or 0.0,
+            )
+        return result
+
     def _get_hook(self) -> SparkSubmitHook:
-        """Return the spark-submit hook, reading the job's result line from the output it logs."""
+        """Return the spark-submit hook; with a JDBC target from a connection, the login goes in its environment."""
         hook = super()._get_hook()
-        log_output = hook._process_spark_submit_log
-
-        def log_and_read_result(lines: Iterator[Any]) -> None:
-            log_output(self._read_result_line(lines))
-
-        hook._process_spark_submit_log = log_and_read_result  # type: ignore[method-assign]
         if self._jdbc_target is not None and not self.jdbc_credentials_file:
             self._pass_login_in_environment(hook, self._jdbc_target)
         return hook
@@ -423,10 +462,3 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             return command
 
         hook._build_spark_submit_command = build_then_add_login  # type: ignore[method-assign]
-
-    def _read_result_line(self, lines: Iterator[Any]) -> Iterator[Any]:
-        for line in lines:
-            result = parse_result_line(str(line).strip())
-            if result is not None:
-                self.merge_result = result
-            yield line

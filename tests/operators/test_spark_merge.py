@@ -18,7 +18,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     window_manifest_uris,
 )
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
-from airflow_provider_sqlserver_cdc.spark.merge.result_line import result_line
+from airflow_provider_sqlserver_cdc.spark.merge.result_file import MergeResult
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 
@@ -179,21 +179,31 @@ def test_execute_keeps_user_py_files_and_can_leave_the_job_modules_out(
     assert installed.py_files is None
 
 
-def _submit_printing(lines: list[str], returncode: int) -> Any:
-    """A SparkSubmitHook.submit that logs ``lines`` as spark-submit's output, then fails as the hook does."""
+def _submit_writing(result: dict[str, Any] | None, returncode: int) -> Any:
+    """A SparkSubmitOperator.execute that writes ``result`` as the job's result file, then fails as spark-submit does."""
 
-    def submit(hook: Any, application: str = "", **kwargs: Any) -> None:
-        hook._process_spark_submit_log(iter(lines))
+    def execute(operator: Any, context: Any) -> None:
+        arguments = list(operator.application_args)
+        uri = arguments[arguments.index("--result-uri") + 1]
+        if result is not None:
+            Path(uri).parent.mkdir(parents=True, exist_ok=True)
+            Path(uri).write_text(MergeResult.from_summary(result, seconds=1.0).to_json())
         if returncode:
-            raise AirflowException(
-                f"Cannot execute: spark-submit {application}. Error code is: {returncode}."
-            )
+            raise AirflowException(f"Cannot execute: spark-submit. Error code is: {returncode}.")
 
-    return submit
+    return execute
 
 
-def test_failed_tables_of_the_job_fail_the_task_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", "spark://local")
+class _TaskInstanceOfARun(_FakeTaskInstance):
+    dag_id, task_id, run_id, try_number = "dag", "merge", "manual__2026-01-01T00:00:00+00:00", 2
+
+
+def test_the_job_result_file_fails_the_task_by_table_and_feeds_the_watermark(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The edge: spark-submit (run for real in the dag.test() and the standalone-cluster tests).
+    submit = "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute"
+    window = str(tmp_path / "staging" / "dbo_good" / "0x1_0x2")
     result = {
         "lake.cdc.dbo_good": {"status": "committed", "applied": ["dbo_good 0x1_0x2"], "skipped": []},
         "lake.cdc.dbo_bad": {
@@ -201,35 +211,62 @@ def test_failed_tables_of_the_job_fail_the_task_by_name(monkeypatch: pytest.Monk
             "error": "target table lake.cdc.dbo_bad: column name is string in the table but int in the window",
         },
     }
-    hook_submit = "airflow.providers.apache.spark.hooks.spark_submit.SparkSubmitHook.submit"
-    monkeypatch.setattr(
-        hook_submit, _submit_printing(["INFO starting", result_line(result), "ERROR: ..."], 2)
-    )
-    operator = CdcSparkMergeOperator(task_id="merge", windows="/w/a", namespace="lake.cdc")
+    monkeypatch.setattr(submit, _submit_writing(result, 2))
+    operator = CdcSparkMergeOperator(task_id="merge", windows=window, namespace="lake.cdc")
     with pytest.raises(AirflowException) as raised:
-        operator.execute({"ti": _FakeTaskInstance(None)})
+        operator.execute({"ti": _TaskInstanceOfARun(None)})
     message = str(raised.value)
     assert message.splitlines()[0] == (
         "merge: the merge failed for target table(s) lake.cdc.dbo_bad; committed: lake.cdc.dbo_good"
     )
     assert "- lake.cdc.dbo_bad: target table lake.cdc.dbo_bad: column name is string in the table" in message
-    assert operator.merge_result == result
+    assert operator.merge_result is not None
+    assert operator.merge_result.tables["lake.cdc.dbo_bad"].status == "failed"
+    # The file is on the windows' staging path, named after the task instance; read, then removed.
+    arguments = operator.application_args
+    uri = arguments[arguments.index("--result-uri") + 1]
+    assert uri.startswith(
+        f"{tmp_path}/staging/_merge_results/dag__merge__manual__2026-01-01T00_00_00_00_00__try2__"
+    )
+    assert not Path(uri).exists()
 
-    # No result line (the job failed before merging, or runs in cluster mode): spark-submit's own error.
-    monkeypatch.setattr(hook_submit, _submit_printing(["ERROR: no window manifests given"], 2))
+    # No result file (the job failed before merging): spark-submit's own error.
+    monkeypatch.setattr(submit, _submit_writing(None, 2))
     with pytest.raises(AirflowException, match="Error code is: 2"):
         operator.execute({"ti": _FakeTaskInstance(None)})
     assert operator.merge_result is None
 
     committed = {
-        "lake.cdc.dbo_good": {**result["lake.cdc.dbo_good"], "applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
+        "lake.cdc.dbo_good": {
+            **result["lake.cdc.dbo_good"],
+            "applied_lsn_ranges": {"dbo_good": "0x1-0x2"},
+            "rows": {"insert": 3, "delete": 1},
+            "snapshot_id": 42,
+        }
     }
-    monkeypatch.setattr(hook_submit, _submit_printing([result_line(committed)], 0))
+    monkeypatch.setattr(submit, _submit_writing(committed, 0))
     ti = _FakeTaskInstance(None)
-    assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json"]
-    assert operator.merge_result == committed
+    assert operator.execute({"ti": ti}) == [f"{window}/_manifest.json"]
+    good = operator.merge_result.tables["lake.cdc.dbo_good"]
+    assert (good.committed, good.snapshot_id, dict(good.rows)) == (True, 42, {"insert": 3, "delete": 1})
     # The ranges each table holds after the merge, for WatermarkCommitOperator to mirror.
     assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
+
+    # A job that wrote no file (an older provider on the cluster): no ranges, the watermark follows the windows.
+    monkeypatch.setattr(submit, _submit_writing(None, 0))
+    ti = _FakeTaskInstance(None)
+    operator.execute({"ti": ti})
+    assert ti.pushed == {"applied_lsn_ranges": None}
+
+    # result_path puts the files elsewhere.
+    elsewhere = CdcSparkMergeOperator(
+        task_id="merge", windows=window, namespace="lake.cdc", result_path=str(tmp_path / "results")
+    )
+    monkeypatch.setattr(submit, _submit_writing(committed, 0))
+    elsewhere.execute({"ti": _FakeTaskInstance(None)})
+    arguments = elsewhere.application_args
+    assert arguments[arguments.index("--result-uri") + 1].startswith(f"{tmp_path}/results/_merge_results/")
+    assert "result_path" in CdcSparkMergeOperator.template_fields
 
 
 DAG_FILE = """
@@ -325,6 +362,9 @@ def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: 
     )
     run = run_dag_test("sqlserver_cdc_merge_test", dags_folder=dags)
     assert run.state == "success", run.output[-5000:]
+    # The operator read the job's result file from the windows' staging path, then removed it.
+    assert "lake.cdc.dbo_orders: committed, windows dbo_orders" in run.output, run.output[-5000:]
+    assert list((base / "_merge_results").glob("*.json")) == []
     summary = current_snapshot_summary(warehouse / "cdc" / "dbo_orders")
     assert summary["sqlserver-cdc.max-applied-lsn.dbo_orders"] == window_builder.lsn_hex(0x300)
     assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == (

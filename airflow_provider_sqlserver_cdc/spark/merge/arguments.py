@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
@@ -44,6 +44,8 @@ class MergeSettings:
     jdbc_url: str | None = None
     jdbc_connections: int = 4
     jdbc_credentials_file: str | None = None
+    # Where the job writes its result file (``result_file``); None: no file.
+    result_uri: str | None = None
 
     def target_for(self, window: Window) -> str:
         """Return the dotted target table name for a window."""
@@ -107,12 +109,31 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
 
     :param argv: the arguments after the application file.
     """
-    parser = argparse.ArgumentParser(
-        prog="merge_job.py", description="Merge CDC windows into Iceberg tables."
-    )
+    parser = target_parser("merge_job.py", "Merge CDC windows into Iceberg tables.")
     parser.add_argument(
         "--manifest", action="append", default=[], help="manifest URI or window directory (repeatable)"
     )
+    parser.add_argument("--result-uri", help="where to write the run's result file (JSON, atomically)")
+    args = parser.parse_args(list(argv))
+    manifests: list[str] = []
+    for reference in filter(str.strip, args.manifest):
+        if reference.strip()[:1] in ("[", "{", '"'):
+            parser.error(
+                f"--manifest {reference[:80]!r}: pass manifest URIs or window directories (one --manifest "
+                "each), not the extract task's XCom JSON; CdcSparkMergeOperator resolves the XCom"
+            )
+        if manifest_uri(reference) not in manifests:
+            manifests.append(manifest_uri(reference))
+    return settings_from_args(parser, args, manifests, result_uri=args.result_uri)
+
+
+def target_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """Return a parser of the arguments saying where and how windows are merged (all but the windows).
+
+    :param prog: the application file's name.
+    :param description: what the application does.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--namespace", help="CATALOG.NAMESPACE of the target tables")
     parser.add_argument("--table-name-template", default="{schema}_{table}")
     parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
@@ -148,7 +169,19 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
     parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
     parser.add_argument("--jdbc-credentials-file", help="file (mode 600) with user= and password= lines")
-    args = parser.parse_args(list(argv))
+    return parser
+
+
+def settings_from_args(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, manifests: Sequence[str], **more: Any
+) -> MergeSettings:
+    """Check the parsed arguments of ``target_parser`` and return the settings (``parser.error`` on a bad one).
+
+    :param parser: the parser, for its errors.
+    :param args: what it parsed.
+    :param manifests: the manifest URIs to merge.
+    :param more: further ``MergeSettings`` fields.
+    """
     if args.target_kind == "jdbc" and not args.jdbc_url:
         parser.error("--target-kind jdbc needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)")
     if args.partition_buckets is not None and args.partition_buckets < 0:
@@ -167,15 +200,6 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         if not sep or not ci or not table:
             parser.error(f"--target {item!r}: expected CAPTURE_INSTANCE=CATALOG.NAMESPACE.TABLE")
         targets[ci] = table
-    manifests: list[str] = []
-    for reference in filter(str.strip, args.manifest):
-        if reference.strip()[:1] in ("[", "{", '"'):
-            parser.error(
-                f"--manifest {reference[:80]!r}: pass manifest URIs or window directories (one --manifest "
-                "each), not the extract task's XCom JSON; CdcSparkMergeOperator resolves the XCom"
-            )
-        if manifest_uri(reference) not in manifests:
-            manifests.append(manifest_uri(reference))
     as_given = {
         name: getattr(args, name)
         for name in (
@@ -189,5 +213,10 @@ def parse_args(argv: Sequence[str]) -> MergeSettings:
         + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
     }
     return MergeSettings(
-        tuple(manifests), targets=targets, write_mode=args.write_mode, table_properties=properties, **as_given
+        tuple(manifests),
+        targets=targets,
+        write_mode=args.write_mode,
+        table_properties=properties,
+        **as_given,
+        **more,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,8 @@ from airflow_provider_sqlserver_cdc.spark.merge.errors import (
     TableMergeError,
     is_commit_conflict,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.published_files import write_text
+from airflow_provider_sqlserver_cdc.spark.merge.result_file import MergeResult
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import COMMITTED, FAILED, result_line
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.source_type_changes import check_target_can_follow
@@ -231,16 +234,33 @@ def failure_reason(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[0] if lines else ''}"[:1000]
 
 
-def _table_entry(plan: TargetPlan, error: BaseException | None) -> dict[str, Any]:
-    """Return the summary of one table: committed or failed, its windows and its applied LSNs."""
+def _operation_rows(windows: Sequence[Window]) -> dict[str, int]:
+    """Return operation -> rows over the windows' manifests (a snapshot's rows are inserts)."""
+    rows: dict[str, int] = {}
+    for window in windows:
+        for operation, count in window.manifest.operation_counts.items():
+            rows[operation] = rows.get(operation, 0) + int(count)
+    return rows
+
+
+def table_entry(plan: TargetPlan, error: BaseException | None) -> dict[str, Any]:
+    """Return the summary of one table: committed or failed, its windows, rows and applied LSNs.
+
+    :param plan: the table's plan after the run.
+    :param error: what stopped the table, None when it committed.
+    """
+    applied = plan.windows if error is None else plan.merged
     entry: dict[str, Any] = {
         "status": COMMITTED if error is None else FAILED,
-        "applied": [w.label for w in (plan.windows if error is None else plan.merged)],
+        "applied": [w.label for w in applied],
         "skipped": [w.label for w in plan.skipped],
         "max_applied_lsn": {
             ci: Lsn.from_int(max(hi for _, hi in ranges)).hex for ci, ranges in plan.applied.items() if ranges
         },
         "applied_lsn_ranges": {ci: format_ranges(ranges) for ci, ranges in plan.applied.items() if ranges},
+        "rows": _operation_rows(applied),
+        "snapshot_id": plan.snapshot_id,
+        "seconds": round(plan.seconds, 3),
     }
     if error is not None:
         entry["failed_windows"] = _unmerged_labels(plan)
@@ -280,12 +300,15 @@ def _merge_concurrently(
 
     def merge_table(session: SparkSession, plan: TargetPlan) -> None:
         target = target_from_settings(session, settings)
+        started = time.monotonic()
         try:
             _prepare(session, target, plan, hard)
             _commit_retrying(session, target, plan, hard)
         except Exception as err:
             _log_failure(plan, err)
             raise
+        finally:
+            plan.seconds += time.monotonic() - started
 
     LOG.info("merging %d target tables, %d at a time", len(plans), settings.concurrent_tables)
     failed = run_concurrently(spark, plans, merge_table, settings.concurrent_tables, configure_session)
@@ -322,12 +345,15 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
         for plan in plans.values():
             if plan.table in failures:
                 continue
+            started = time.monotonic()
             try:
                 step(spark, target, plan, hard)
             except Exception as err:
                 failures[plan.table] = err
                 _log_failure(plan, err)
-    result = {plan.table: _table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
+            finally:
+                plan.seconds += time.monotonic() - started
+    result = {plan.table: table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
     if failures:
         raise TableMergeError(_failure_message(plans, failures), result, failures) from next(
             iter(failures.values())
@@ -335,11 +361,30 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     return result
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job as spark-submit does: parse the arguments, merge, print the result line.
+def write_result(spark: SparkSession, uri: str, summary: dict[str, Any], started: float) -> None:
+    """Write the run's result file (``result_file``) atomically; a failure to write it is logged, not raised.
 
-    The result line is printed when tables failed too (their entries say ``failed``); the exit code
-    is then 2, as for any error the user has to fix.
+    :param uri: where (``--result-uri``).
+    :param summary: target table -> entry.
+    :param started: ``time.monotonic()`` when the run started.
+    """
+    result = MergeResult.from_summary(
+        summary, seconds=round(time.monotonic() - started, 3), application_id=spark.sparkContext.applicationId
+    )
+    try:
+        write_text(spark, uri, result.to_json())
+    except Exception as err:  # the commits stand; the operator says it found no result file
+        LOG.error("could not write the result file %s: %s", uri, failure_reason(err))
+        return
+    LOG.info("result written to %s", uri)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the job as spark-submit does: parse the arguments, merge, write the result file and print its line.
+
+    The result (``--result-uri``, and the last stdout line for a reader of the log) is written when
+    tables failed too (their entries say ``failed``); the exit code is then 2, as for any error the
+    user has to fix.
 
     :param argv: the arguments; default ``sys.argv[1:]``.
     """
@@ -352,14 +397,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("sqlserver-cdc-merge").getOrCreate()
+    started = time.monotonic()
     try:
         result = run(spark, settings)
     except (MergeJobError, ManifestError) as err:
         if isinstance(err, TableMergeError):
+            if settings.result_uri:
+                write_result(spark, settings.result_uri, err.result, started)
             print(result_line(err.result))
         LOG.error("%s", err)
         print(f"ERROR: {err}", file=sys.stderr)
         return 2
+    else:
+        if settings.result_uri:
+            write_result(spark, settings.result_uri, result, started)
     finally:
         spark.stop()
     print(result_line(result))

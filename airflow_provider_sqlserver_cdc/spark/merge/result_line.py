@@ -31,14 +31,3 @@ def parse_result_line(line: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return result if isinstance(result, dict) else None
-
-
-def tables_with_status(result: dict[str, Any], status: str) -> list[str]:
-    """Return the target tables of a summary with the given status, in run order.
-
-    :param result: the summary, target table -> entry.
-    :param status: ``committed`` or ``failed``.
-    """
-    return [
-        table for table, entry in result.items() if isinstance(entry, dict) and entry.get("status") == status
-    ]

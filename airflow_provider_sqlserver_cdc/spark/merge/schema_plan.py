@@ -37,6 +37,8 @@ class TargetPlan:
     column_types: dict[str, str] = field(default_factory=dict)  # lower name -> window type
     # window URI -> the window's rows and key bounds, as the job's check read them (``check_rows``)
     checked: dict[str, CheckedWindow] = field(default_factory=dict)
+    snapshot_id: int | None = None  # the snapshot holding this run's last commit (Iceberg)
+    seconds: float = 0.0  # the table's time in the run: check and commit
 
 
 def plan_schema(

@@ -1,6 +1,8 @@
 """The merge job on a real Spark standalone cluster (master and worker on 127.0.0.1), submitted by CdcSparkMergeOperator.
 
-One spark-submit, in client deploy mode: the driver runs in the spark-submit process, the MERGE's tasks
+One spark-submit, in client deploy mode (a standalone cluster runs no Python driver in cluster deploy mode;
+the operator reads the job's result file from the staging path, so it does not depend on seeing the
+driver's output either way): the driver runs in the spark-submit process, the MERGE's tasks
 in an executor the worker starts. The job's modules go as the operator's ``py_files`` zip, the Iceberg
 runtime as ``jars``; the windows and the Hadoop catalog's warehouse are local paths that the executor
 reaches because it runs on this machine (on a real cluster: shared storage, README "Scale out").
@@ -58,6 +60,7 @@ def test_the_operator_merges_on_a_standalone_cluster(
     namespace: str,
     table: str,
     monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     w1, w2 = two_windows(base)
     customers = write_window(
@@ -84,18 +87,12 @@ def test_the_operator_merges_on_a_standalone_cluster(
         conf=conf,
         driver_memory="512m",
     )
-    output: list[str] = []
-    read_result_line = operator._read_result_line
-    monkeypatch.setattr(  # keep spark-submit's output (the driver's log, in client mode) for the checks below
-        operator,
-        "_read_result_line",
-        lambda lines: read_result_line(line for line in lines if not output.append(str(line))),
-    )
     ti = _TaskInstance()
 
     assert operator.execute({"ti": ti}) == [w1, w2, customers]
 
-    log = "\n".join(output)
+    # spark-submit's output (the driver's log, in client mode), as the Spark provider's hook logs it
+    log = capsys.readouterr().out
     assert f"--master {cluster.master_url}" in " ".join(
         operator._hook._build_spark_submit_command(operator.application)
     )
@@ -114,3 +111,10 @@ def test_the_operator_merges_on_a_standalone_cluster(
     names = {r.tableName for r in spark.sql(f"SHOW TABLES IN {namespace}").collect()}
     assert names == {"dbo_orders", "sales_customers"}  # the staging table was dropped
     assert set(ti.pushed[APPLIED_RANGES_XCOM_KEY]) == {"dbo_orders", "sales_customers"}
+    # ...read from the job's result file on the staging path (not from the driver's output), then removed.
+    result = operator.merge_result
+    assert result is not None and result.application_id and result.application_id.startswith("app-")
+    orders = result.tables[table]
+    assert orders.snapshot_id == iceberg_table(spark, table).currentSnapshot().snapshotId()
+    assert orders.rows["insert"] > 0 and orders.seconds and orders.seconds > 0
+    assert list((base / "_merge_results").glob("*.json")) == []

@@ -427,6 +427,7 @@ class IcebergTarget(MergeTarget):
             )
         newest = newest_summary_state(iceberg)
         if newest is not None:
+            plan.snapshot_id = newest[0]
             record_state(iceberg, newest[1], newest[0], markers=[marker])
 
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
