@@ -16,5 +16,7 @@ from airflow_provider_sqlserver_cdc.spark.job_archive import merge_job_py_files
 MERGE_JOB_PATH: str = str(Path(__file__).resolve().parent / "merge_job.py")
 #: Absolute path of the table maintenance job (``maintenance_job.py``); the same zip carries its modules.
 MAINTENANCE_JOB_PATH: str = str(Path(__file__).resolve().parent / "maintenance_job.py")
+#: Absolute path of the continuous apply application (``continuous_apply_job.py``); the same zip carries it.
+CONTINUOUS_APPLY_JOB_PATH: str = str(Path(__file__).resolve().parent / "continuous_apply_job.py")
 
-__all__ = ["MAINTENANCE_JOB_PATH", "MERGE_JOB_PATH", "merge_job_py_files"]
+__all__ = ["CONTINUOUS_APPLY_JOB_PATH", "MAINTENANCE_JOB_PATH", "MERGE_JOB_PATH", "merge_job_py_files"]

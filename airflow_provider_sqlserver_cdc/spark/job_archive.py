@@ -27,6 +27,7 @@ JOB_MODULES = (
     "spark/job_archive.py",
     "spark/merge",
     "spark/maintenance",
+    "spark/continuous",
 )
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 

@@ -1,0 +1,1 @@
+"""The continuous apply job: one long-running Spark application that merges windows as they land (docs/continuous-apply.md)."""
