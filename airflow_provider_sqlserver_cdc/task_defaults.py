@@ -24,6 +24,8 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
 
 __all__ = [
     "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
+    "DEFAULT_APPLY_POLL_SECONDS",
+    "DEFAULT_APPLY_TIMEOUT_SECONDS",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_CHUNK_ROWS",
     "DEFAULT_CONCURRENT_TABLES",
@@ -32,6 +34,7 @@ __all__ = [
     "DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE",
     "DEFAULT_JDBC_CONNECTIONS",
     "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MERGE_MODE",
     "DEFAULT_MERGE_STRATEGY",
     "DEFAULT_ON_GAP",
     "DEFAULT_ON_SCHEMA_CHANGE",
@@ -44,6 +47,7 @@ __all__ = [
     "DEFAULT_TABLE_NAME_TEMPLATE",
     "DEFAULT_TARGET_KIND",
     "DEFAULT_WRITE_MODE",
+    "MERGE_MODES",
 ]
 
 # The source connection of every task that reads SQL Server.
@@ -66,3 +70,11 @@ DEFAULT_WRITE_MODE = "merge-on-read"
 DEFAULT_TARGET_KIND = "iceberg"
 DEFAULT_JDBC_CONNECTIONS = 4
 DEFAULT_MERGE_STRATEGY = "auto"
+
+# Continuous apply (docs/continuous-apply.md): WaitForAppliedWindowsOperator and merge.mode
+MERGE_MODES = ("batch", "continuous")
+DEFAULT_MERGE_MODE = "batch"
+DEFAULT_APPLY_TIMEOUT_SECONDS = (
+    600.0  # a run's windows not applied within 10 minutes: the application is down or behind
+)
+DEFAULT_APPLY_POLL_SECONDS = 2.0

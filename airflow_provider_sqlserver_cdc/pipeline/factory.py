@@ -67,6 +67,7 @@ from typing import Any
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
 
+from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
@@ -228,29 +229,12 @@ def add_replication_tasks(
         if settings.change_tracking.tables
         else []
     )
-    merge = CdcSparkMergeOperator(
-        task_id="merge",
-        extract_task_ids=[snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)],
-        namespace=settings.merge.namespace,
-        table_name_template=settings.merge.table_name_template,
-        delete_mode=settings.merge.delete_mode,
-        write_mode=settings.merge.write_mode,
-        table_properties=dict(settings.merge.table_properties),
-        targets=dict(settings.merge.tables),
-        target_kind=settings.merge.target.kind,
-        target_conn_id=settings.merge.target.conn_id,
-        jdbc_url=settings.merge.target.url,
-        jdbc_credentials_file=settings.merge.target.credentials_file,
-        jdbc_connections=settings.merge.target.connections,
-        partition_buckets=settings.merge.partition_buckets,
-        concurrent_tables=settings.merge.concurrent_tables,
-        merge_strategy=settings.merge.merge_strategy,
-        conn_id=settings.spark.conn_id,
-        jars=settings.spark.jars,
-        conf=dict(settings.spark.conf),
-        execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
-        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
-    )
+    if settings.merge.mode == "continuous":
+        merge: Any = continuous_apply_task(
+            settings, [snapshot.output, extract.output, *(t.output for t in tracked)]
+        )
+    else:
+        merge = batch_merge_task(settings, [snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)])
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
         windows=[snapshot.output, extract.output, *(t.output for t in tracked)],
@@ -275,6 +259,56 @@ def add_replication_tasks(
         [t.executor for t in (snapshot, extract, merge)],
     )
     return tasks
+
+
+def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str]) -> CdcSparkMergeOperator:
+    """Return the batch mode's merge task: one Spark application merges the run's windows.
+
+    :param settings: the pipeline's settings.
+    :param extract_task_ids: the tasks whose XComs list the run's windows.
+    """
+    return CdcSparkMergeOperator(
+        task_id="merge",
+        extract_task_ids=list(extract_task_ids),
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        delete_mode=settings.merge.delete_mode,
+        write_mode=settings.merge.write_mode,
+        table_properties=dict(settings.merge.table_properties),
+        targets=dict(settings.merge.tables),
+        target_kind=settings.merge.target.kind,
+        target_conn_id=settings.merge.target.conn_id,
+        jdbc_url=settings.merge.target.url,
+        jdbc_credentials_file=settings.merge.target.credentials_file,
+        jdbc_connections=settings.merge.target.connections,
+        partition_buckets=settings.merge.partition_buckets,
+        concurrent_tables=settings.merge.concurrent_tables,
+        merge_strategy=settings.merge.merge_strategy,
+        conn_id=settings.spark.conn_id,
+        jars=settings.spark.jars,
+        conf=dict(settings.spark.conf),
+        execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
+        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+    )
+
+
+def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> WaitForAppliedWindowsOperator:
+    """Return the continuous mode's task in the merge's place: wait, deferred, until the run's windows are applied.
+
+    The apply application (``ContinuousApplyOperator`` or the user's platform) runs outside the run.
+
+    :param settings: the pipeline's settings.
+    :param windows: the XComs of the tasks that list the run's windows.
+    """
+    return WaitForAppliedWindowsOperator(
+        task_id="wait_for_apply",
+        windows=windows,
+        staging_path=settings.staging_path,
+        timeout_seconds=settings.merge.apply_timeout_seconds,
+        poll_interval=settings.merge.apply_poll_seconds,
+        retries=0,  # a timeout is an answer (the application is down or behind), not a glitch to retry
+        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+    )
 
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------

@@ -46,6 +46,8 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
 )
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
+    DEFAULT_APPLY_POLL_SECONDS,
+    DEFAULT_APPLY_TIMEOUT_SECONDS,
     DEFAULT_BATCH_SIZE,
     DEFAULT_CHUNK_ROWS,
     DEFAULT_CONCURRENT_TABLES,
@@ -54,6 +56,7 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
     DEFAULT_JDBC_CONNECTIONS,
     DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MERGE_MODE,
     DEFAULT_MERGE_STRATEGY,
     DEFAULT_ON_GAP,
     DEFAULT_ON_SCHEMA_CHANGE,
@@ -66,6 +69,7 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_TABLE_NAME_TEMPLATE,
     DEFAULT_TARGET_KIND,
     DEFAULT_WRITE_MODE,
+    MERGE_MODES,
 )
 from airflow_provider_sqlserver_cdc.window.contiguity import ON_GAP
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE
@@ -264,6 +268,11 @@ class MergeSettings(_Section):
         their size; 0: unpartitioned), for the storage-partitioned MERGE (docs/merge-performance.md).
     :param concurrent_tables: target tables merged at once in the one Spark application.
     :param merge_strategy: Iceberg: ``auto`` (MERGE or rewrite the table per window), ``merge`` or ``rewrite``.
+    :param mode: ``batch`` (a Spark application per run merges its windows) or ``continuous`` (a
+        long-running apply application merges windows as they land; the run waits for them,
+        docs/continuous-apply.md).
+    :param apply_timeout_seconds: continuous mode: how long a run waits for its windows to be applied.
+    :param apply_poll_seconds: continuous mode: how often the waiting task reads the applied state.
     """
 
     key: ClassVar[str] = "merge"
@@ -286,6 +295,10 @@ class MergeSettings(_Section):
 
     # The adaptive MERGE-or-rewrite choice (issue 16, docs/merge-performance.md).
     merge_strategy: str = DEFAULT_MERGE_STRATEGY
+    # Continuous apply (issue 31, docs/continuous-apply.md).
+    mode: str = DEFAULT_MERGE_MODE
+    apply_timeout_seconds: float = DEFAULT_APPLY_TIMEOUT_SECONDS
+    apply_poll_seconds: float = DEFAULT_APPLY_POLL_SECONDS
 
     def check(self) -> None:
         """Refuse a non-positive timeout and bad scale options (the operator checks the modes)."""
@@ -301,6 +314,9 @@ class MergeSettings(_Section):
         self._require(
             "merge_strategy", self.merge_strategy in MERGE_STRATEGIES, f"must be one of {MERGE_STRATEGIES}"
         )
+        self._require("mode", self.mode in MERGE_MODES, f"must be one of {MERGE_MODES}, got {self.mode!r}")
+        for name in ("apply_timeout_seconds", "apply_poll_seconds"):
+            self._require(name, getattr(self, name) > 0, "must be positive")
 
 
 @dataclass(frozen=True)

@@ -272,3 +272,19 @@ def test_maintenance_is_added_after_the_watermark_commit_when_enabled() -> None:
     assert maintenance_due("0 3 * * *", three, three)  # an empty interval at a schedule time
     with pytest.raises(Exception, match="maintenance.orphan_age_hours"):
         settings(maintenance={"enabled": True, "orphan_age_hours": 1})
+
+
+def test_continuous_mode_waits_for_the_apply_application_instead_of_merging() -> None:
+    s = settings(merge={"namespace": "lake.cdc", "mode": "continuous", "apply_timeout_seconds": 120})
+    dag = cdc_replication_dag(s, dag_id="cdc_continuous", window_mode="interval")
+    assert "merge" not in dag.task_dict
+    wait = dag.task_dict["wait_for_apply"]
+    assert type(wait).__name__ == "WaitForAppliedWindowsOperator"
+    assert (wait.staging_path, wait.timeout_seconds, wait.retries) == ("/tmp/staging", 120, 0)
+    assert wait.trigger_rule == "none_failed_min_one_success"
+    assert dag.task_dict["wait_for_apply"].upstream_task_ids == {"snapshot", "extract"}
+    assert "wait_for_apply" in dag.task_dict["commit_watermarks"].upstream_task_ids
+    # batch stays the default
+    assert "merge" in cdc_replication_dag(settings(), dag_id="cdc_batch").task_dict
+    with pytest.raises(ValueError, match="mode"):
+        settings(merge={"namespace": "lake.cdc", "mode": "streaming"})

@@ -188,8 +188,8 @@ def test_from_yaml_names_the_file_and_ignores_references_in_comments(tmp_path: P
     s = ReplicationSettings.from_yaml(config, environ={})
     assert (s.extract.batch_size, s.sensor.poke_interval_seconds) == (7, 5.0)
     assert s.dag.start_date == dt.datetime(2026, 3, 1, tzinfo=dt.UTC)  # a YAML date: midnight UTC
-    config.write_text(yaml.safe_dump({**REQUIRED, "merge": {"namespace": "n", "mode": "x"}}))
-    with pytest.raises(SettingsError, match=r"^cdc\.yaml: merge\.mode: unknown setting"):
+    config.write_text(yaml.safe_dump({**REQUIRED, "merge": {"namespace": "n", "modus": "x"}}))
+    with pytest.raises(SettingsError, match=r"^cdc\.yaml: merge\.modus: unknown setting"):
         ReplicationSettings.from_yaml(config)
     config.write_text("")
     with pytest.raises(SettingsError, match=r"^cdc\.yaml: tables: required"):

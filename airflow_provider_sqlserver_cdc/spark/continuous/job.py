@@ -51,6 +51,7 @@ LOG = logging.getLogger("sqlserver_cdc.continuous_apply")
 DEFAULT_POLL_SECONDS = 5.0
 #: Seconds without a heartbeat after which the application counts as down.
 DEFAULT_STALE_AFTER_SECONDS = 60.0
+EMPTY_WINDOWS_REMEMBERED = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,8 @@ class ContinuousApply:
         self.state = self._load_state()
         self.applied: dict[str, list[LsnRange]] = {}  # capture instance -> ranges its table holds
         self.batches = 0
+        # Empty windows already taken: the merge records no range for them, so they would be found again.
+        self.empty_taken: set[str] = set()
 
     def _load_state(self) -> ApplyState:
         text = read_text(self.spark, state_uri(self.settings.staging))
@@ -133,6 +136,12 @@ class ContinuousApply:
                 unreadable[item.capture_instance] = merge_job.failure_reason(err)
                 continue
             self.state.capture_instances[window.manifest.capture_instance] = table
+            if window.manifest.kind == "changes" and window.manifest.row_count == 0:
+                if window.uri in self.empty_taken:
+                    continue
+                if len(self.empty_taken) > EMPTY_WINDOWS_REMEMBERED:
+                    self.empty_taken.clear()  # bounded: at worst an empty window is looked at once more
+                self.empty_taken.add(window.uri)
             by_table.setdefault(table, []).append(window)
         ready: list[Window] = []
         held: list[dict[str, str]] = []

@@ -1,0 +1,169 @@
+"""Tasks of the continuous apply mode: wait until a run's windows are applied; run the apply application."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.exceptions import AirflowException
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperator
+
+from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
+from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
+from airflow_provider_sqlserver_cdc.staging_files import read_text
+from airflow_provider_sqlserver_cdc.task_defaults import (
+    DEFAULT_APPLY_POLL_SECONDS,
+    DEFAULT_APPLY_TIMEOUT_SECONDS,
+)
+from airflow_provider_sqlserver_cdc.triggers.applied_windows import AppliedWindowsTrigger
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+#: The XCom key WatermarkCommitOperator reads (the same as CdcSparkMergeOperator's).
+APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
+
+
+def run_windows(value: Any) -> list[RunWindow]:
+    """Return the windows of the extract/snapshot XComs with the LSN range each brings its table to.
+
+    The range is read from the window's manifest (``WindowManifest.lsn_range``, as the merge records
+    it), so CDC and Change Tracking windows are checked alike.
+
+    :param value: the XCom in any shape ``ChangeWindow.from_xcom`` reads.
+    """
+    windows = []
+    for window in ChangeWindow.from_xcom(value):
+        text = read_text(window.manifest_uri)
+        if text is None:
+            raise AirflowException(
+                f"window manifest {window.manifest_uri} of {window.capture_instance} does not exist: the extract "
+                "task did not finish this window; re-run it"
+            )
+        manifest = WindowManifest.from_json(text, window.manifest_uri)
+        first, last = manifest.lsn_range
+        windows.append(RunWindow(manifest.capture_instance, min(first, last), last, manifest.label))
+    return windows
+
+
+class WaitForAppliedWindowsOperator(BaseOperator):
+    """
+    Wait, deferred, until the continuous apply application has applied the run's windows.
+
+    It reads what the application publishes on the staging path (``_continuous_apply/state.json`` and
+    ``lock.json``); no Spark runs in the worker or the triggerer. It succeeds when every window of
+    the run is in its table, pushing ``applied_lsn_ranges`` for WatermarkCommitOperator; it fails at
+    once when a table holding one of them is stopped (with the application's error), and after
+    ``timeout_seconds`` saying whether the application is down or behind and what to do.
+
+    :param windows: the extract (and snapshot) XComs of the run. (templated)
+    :param staging_path: the staging path the application applies. (templated)
+    :param timeout_seconds: how long to wait for the windows.
+    :param poll_interval: seconds between reads of the published state.
+    """
+
+    template_fields: Sequence[str] = ("windows", "staging_path")
+    ui_color = "#cfe2f3"
+
+    def __init__(
+        self,
+        *,
+        windows: Any,
+        staging_path: str,
+        timeout_seconds: float = DEFAULT_APPLY_TIMEOUT_SECONDS,
+        poll_interval: float = DEFAULT_APPLY_POLL_SECONDS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if timeout_seconds <= 0 or poll_interval <= 0:
+            raise ValueError(f"{self.task_id}: timeout_seconds and poll_interval must be positive")
+        self.windows = windows
+        self.staging_path = staging_path
+        self.timeout_seconds = timeout_seconds
+        self.poll_interval = poll_interval
+
+    def execute(self, context: Context) -> None:
+        windows = run_windows(self.windows)
+        if not windows:
+            self.log.info("The run has no windows to wait for")
+            context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value={})
+            return
+        self.log.info(
+            "Waiting until %d window(s) are applied: %s", len(windows), ", ".join(w.label for w in windows)
+        )
+        self.defer(
+            trigger=AppliedWindowsTrigger(
+                staging_path=self.staging_path,
+                windows=[w.to_dict() for w in windows],
+                poll_interval=self.poll_interval,
+                timeout_at=(utc_now() + dt.timedelta(seconds=self.timeout_seconds)).isoformat(),
+            ),
+            method_name="execute_complete",
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> None:
+        """Succeed with the applied ranges, or fail with what the trigger found."""
+        status = event.get("status")
+        if status == "applied":
+            self.log.info("%s", event.get("message"))
+            context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=event.get("applied_lsn_ranges") or {})
+            return
+        if status == "timeout":
+            raise AirflowException(
+                f"{self.task_id}: the run's windows were not applied within {self.timeout_seconds:.0f} s "
+                f"(staging path {self.staging_path}):\n{event.get('message')}"
+            )
+        raise AirflowException(f"{self.task_id}: {event.get('message')}")
+
+
+class ContinuousApplyOperator(SparkSubmitOperator):
+    """
+    Run the continuous apply application (``continuous_apply_job.py``) as a long-running spark-submit.
+
+    The task runs as long as the application does; its retries restart it (it resumes from what the
+    tables hold). Give it no ``execution_timeout``, and deploy mode ``cluster`` on a cluster so the
+    driver does not live in the worker. Spark settings as for ``CdcSparkMergeOperator``.
+
+    :param staging_path: the staging path whose windows it applies. (templated)
+    :param namespace: ``catalog.namespace`` of the target tables. (templated)
+    :param poll_seconds: seconds between polls of the staging path.
+    :param merge_arguments: further arguments of the merge job (``--delete-mode``, ``--target``...).
+    """
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "staging_path", "namespace")
+
+    def __init__(
+        self,
+        *,
+        staging_path: str,
+        namespace: str,
+        poll_seconds: float = DEFAULT_POLL_SECONDS,
+        merge_arguments: Sequence[str] = (),
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("name", "sqlserver-cdc-continuous-apply")
+        super().__init__(application=CONTINUOUS_APPLY_JOB_PATH, **kwargs)
+        self.staging_path = staging_path
+        self.namespace = namespace
+        self.poll_seconds = poll_seconds
+        self.merge_arguments = list(merge_arguments)
+
+    def execute(self, context: Context) -> None:
+        self.application_args = [
+            "--staging-path",
+            self.staging_path,
+            "--namespace",
+            self.namespace,
+            "--poll-seconds",
+            str(self.poll_seconds),
+            *self.merge_arguments,
+        ]
+        job_modules = merge_job_py_files()
+        files = [f for f in (self.py_files or "").split(",") if f]
+        self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+        super().execute(context)

@@ -1,0 +1,193 @@
+"""AppliedWindowsTrigger and WaitForAppliedWindowsOperator: what the continuous apply application published, read back."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.exceptions import AirflowException, TaskDeferred
+
+from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
+from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+    ApplyLock,
+    ApplyState,
+    RunWindow,
+    lock_uri,
+    state_uri,
+    utc_now,
+)
+from airflow_provider_sqlserver_cdc.triggers.applied_windows import AppliedWindowsTrigger
+
+LSN = "0x{:020X}".format
+WINDOW = RunWindow("dbo_orders", 0x101, 0x200, f"dbo_orders {LSN(0x101)}_{LSN(0x200)}")
+
+
+def trigger(staging: Path, timeout_at: str = "2999-01-01T00:00:00+00:00") -> AppliedWindowsTrigger:
+    return AppliedWindowsTrigger(
+        staging_path=str(staging), windows=[WINDOW.to_dict()], poll_interval=0.05, timeout_at=timeout_at
+    )
+
+
+def first_event(t: AppliedWindowsTrigger) -> dict[str, Any]:
+    async def first() -> dict[str, Any]:
+        async for event in t.run():
+            return event.payload
+        raise AssertionError("no event")
+
+    return asyncio.run(first())
+
+
+def publish(staging: Path, ranges: str, *, status: str = "committed", error: str | None = None) -> None:
+    state = ApplyState(
+        application_id="app-1",
+        updated_at=utc_now().isoformat(),
+        tables={
+            "lake.cdc.dbo_orders": {
+                "status": status,
+                "applied_lsn_ranges": {"dbo_orders": ranges},
+                "error": error,
+            }
+        },
+        capture_instances={"dbo_orders": "lake.cdc.dbo_orders"},
+        last_batch={"number": 3, "windows": 1, "seconds": 1.5, "finished_at": "2026-11-28T15:00:00+00:00"},
+    )
+    Path(state_uri(str(staging))).parent.mkdir(parents=True, exist_ok=True)
+    Path(state_uri(str(staging))).write_text(state.to_json())
+
+
+def hold_lock(staging: Path, heartbeat_age_seconds: float, pid: int | None = None) -> None:
+    beat = (utc_now() - dt.timedelta(seconds=heartbeat_age_seconds)).isoformat()
+    lock = ApplyLock("app-1", socket.gethostname(), pid or os.getpid(), beat, beat, 60.0)
+    Path(lock_uri(str(staging))).parent.mkdir(parents=True, exist_ok=True)
+    Path(lock_uri(str(staging))).write_text(lock.to_json())
+
+
+def test_serialize_round_trips_through_json_and_airflow_serde(tmp_path: Path) -> None:
+    from airflow.sdk.serde import deserialize, serialize
+
+    classpath, kwargs = trigger(tmp_path).serialize()
+    assert classpath == "airflow_provider_sqlserver_cdc.triggers.applied_windows.AppliedWindowsTrigger"
+    assert AppliedWindowsTrigger(**json.loads(json.dumps(kwargs))).serialize() == (classpath, kwargs)
+    assert AppliedWindowsTrigger(**deserialize(serialize(kwargs))).serialize() == (classpath, kwargs)
+
+
+def test_the_windows_applied_end_the_wait_with_the_ranges(tmp_path: Path) -> None:
+    publish(tmp_path, f"{LSN(0x1)}-{LSN(0x250)}")
+    payload = first_event(trigger(tmp_path))
+    assert payload["status"] == "applied"
+    assert payload["applied_lsn_ranges"] == {"dbo_orders": f"{LSN(0x1)}-{LSN(0x250)}"}
+
+
+def test_a_stopped_table_fails_the_wait_at_once_with_its_error(tmp_path: Path) -> None:
+    publish(
+        tmp_path,
+        f"{LSN(0x1)}-{LSN(0x100)}",
+        status="failed",
+        error="window dbo_orders ...: file part-00000.parquet has 90 bytes",
+    )
+    payload = first_event(trigger(tmp_path))
+    assert payload["status"] == "failed"
+    assert (
+        "target table lake.cdc.dbo_orders is stopped: window dbo_orders ...: file part-00000"
+        in payload["message"]
+    )
+
+
+def test_a_timeout_says_whether_the_application_is_down_or_behind(tmp_path: Path) -> None:
+    past = (utc_now() - dt.timedelta(seconds=1)).isoformat()
+    publish(tmp_path, f"{LSN(0x1)}-{LSN(0x100)}")
+    message = first_event(trigger(tmp_path, past))["message"]
+    assert (
+        f"not applied yet: {WINDOW.label} (the table holds {LSN(0x1)}-{LSN(0x100)} of dbo_orders)" in message
+    )
+    assert "the continuous apply application is DOWN: no application holds" in message
+    assert "Start it" in message
+    hold_lock(tmp_path, heartbeat_age_seconds=300)
+    message = first_event(trigger(tmp_path, past))["message"]
+    assert "is DOWN: application app-1" in message and "last reported 300 s ago" in message
+    hold_lock(tmp_path, heartbeat_age_seconds=2)
+    message = first_event(trigger(tmp_path, past))["message"]
+    assert "is BEHIND: application app-1" in message
+    assert "its last micro-batch (3) applied 1 window(s) in 1.5 s" in message
+
+
+def test_the_operator_defers_and_fails_loudly_on_a_timeout(tmp_path: Path) -> None:
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+
+    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
+    window_dir.mkdir(parents=True)
+    manifest = {
+        "format_version": 1,
+        "kind": "changes",
+        "capture_instance": "dbo_orders",
+        "source": {"server": "s", "database": "d", "schema": "dbo", "table": "orders"},
+        "from_lsn": LSN(0x101),
+        "to_lsn": LSN(0x200),
+        "from_time": None,
+        "to_time": None,
+        "mode": "interval",
+        "row_filter_option": "all update old",
+        "key_columns": ["id"],
+        "columns": [
+            {
+                "name": "id",
+                "ordinal": 1,
+                "sql_type": "int",
+                "max_length": 4,
+                "precision": 10,
+                "scale": 0,
+                "nullable": False,
+                "arrow_type": "int32",
+            }
+        ],
+        "files": [],
+        "row_count": 0,
+        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
+    }
+    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    window = ChangeWindow(
+        "dbo_orders",
+        manifest["source"],
+        "changes",
+        "interval",
+        LSN(0x101),
+        LSN(0x200),
+        str(window_dir),
+        str(window_dir / "_manifest.json"),
+        "k",
+    )
+    operator = WaitForAppliedWindowsOperator(
+        task_id="wait_for_apply",
+        windows=[window.to_xcom(), None],
+        staging_path=str(tmp_path),
+        timeout_seconds=30,
+    )
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": None})
+    assert deferred.value.trigger.windows == [WINDOW.to_dict()]
+    with pytest.raises(AirflowException) as raised:
+        operator.execute_complete(
+            {}, {"status": "timeout", "message": "the continuous apply application is DOWN: ..."}
+        )
+    assert str(raised.value).startswith(
+        f"wait_for_apply: the run's windows were not applied within 30 s (staging path {tmp_path}):\n"
+        "the continuous apply application is DOWN"
+    )
+
+    class TaskInstance:
+        pushed: dict[str, Any] = {}
+
+        def xcom_push(self, key: str, value: Any) -> None:
+            self.pushed[key] = value
+
+    ti = TaskInstance()
+    operator.execute_complete(
+        {"ti": ti}, {"status": "applied", "applied_lsn_ranges": {"dbo_orders": "0x1-0x2"}}
+    )
+    assert ti.pushed == {"applied_lsn_ranges": {"dbo_orders": "0x1-0x2"}}
