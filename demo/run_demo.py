@@ -3,14 +3,18 @@
 
 1. starts the simulator (``python -m airflow_provider_sqlserver_cdc.testing.simulator --port 0``),
    creates the sample database with CDC enabled and starts the seeded workload generator;
-2. runs the example DAG ``sqlserver_cdc_to_iceberg`` with a minutely schedule for several
+2. starts the continuous apply application (``spark/continuous_apply_job.py`` through spark-submit,
+   docs/continuous-apply.md; ``--apply batch``: none, each run spark-submits the merge job);
+3. runs the example DAG ``sqlserver_cdc_to_iceberg`` with a minutely schedule for several
    consecutive intervals (``dag.test()``, one process per run, logs in ``.demo/logs/``): the first
-   run snapshots every table, the next ones merge each minute's changes into Iceberg;
-3. the last run also maintains the targets (CdcTableMaintenanceOperator, docs/maintenance.md): the
+   run snapshots every table, the next ones extract each minute's changes, which the apply
+   application merges into Iceberg while the run waits for them; per run it prints the wall time
+   and the commit-to-queryable latency of the run's changes;
+4. the last run also maintains the targets (CdcTableMaintenanceOperator, docs/maintenance.md): the
    demo prints each table's figures before and after it from that run's log;
-4. prints per table the changes captured, the rows in the target, the lag, and the
+5. prints per table the changes captured, the rows in the target, the lag, and the
    source-versus-target comparison (MATCH or the differences);
-5. stops everything it started.
+6. stops everything it started.
 
 Everything it writes lives in ``.demo/`` (Airflow home, staging, warehouse, logs); the simulator keeps
 its databases in memory.
@@ -283,6 +287,42 @@ def print_maintenance(run_log: Path) -> None:
         print("    " + text.split(" [airflow.")[0])  # without the task log's logger suffix
 
 
+def start_apply_application(settings: Any, env: dict[str, str]) -> Any:
+    """Start the continuous apply application on the demo's staging path; wait until it holds the path's lock."""
+    from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
+
+    app = ApplyApplication.start(
+        settings.staging_path,
+        settings.merge.namespace,
+        dict(settings.spark.conf),
+        settings.spark.jars,
+        log_path=DEMO_DIR / "logs" / "continuous-apply.log",
+        env=env,
+        poll_seconds=2.0,
+    )
+    log("starting the continuous apply application (Spark, log in .demo/logs/continuous-apply.log)")
+    try:
+        app.wait_for_log("holding ", timeout=300)
+    except (RuntimeError, TimeoutError) as err:
+        app.kill()
+        raise SystemExit(f"the continuous apply application did not start: {err}") from None
+    log(f"continuous apply application running (pid {app.process.pid})")
+    return app
+
+
+def run_latency(settings: Any, manifests: list[Path]) -> str:
+    """Commit-to-queryable latency of the changes in the given windows, from the target tables' snapshots."""
+    from airflow_provider_sqlserver_cdc.testing import replication_latency as latency
+
+    staging = Path(settings.staging_path)
+    warehouse = Path(settings.spark.conf["spark.sql.catalog.lake.warehouse"])
+    directories = latency.table_directories(
+        staging, warehouse, settings.merge.namespace, settings.merge.table_name_template
+    )
+    found = latency.transactions(manifests)
+    return latency.describe(latency.latencies(found, latency.histories(directories)))
+
+
 def next_boundary(after: dt.datetime) -> dt.datetime:
     """The first whole minute at or after ``after``."""
     floor = after.replace(second=0, microsecond=0)
@@ -305,6 +345,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--initial-rows", type=int, default=200, help="rows per table before the first run")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--apply",
+        choices=("continuous", "batch"),
+        default="continuous",
+        help="continuous (default): a long-running apply application merges the windows as they land; "
+        "batch: each run spark-submits the merge job",
+    )
+    parser.add_argument(
         "--target",
         choices=("iceberg", "postgres"),
         default="iceberg",
@@ -318,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
     password = "Demo-" + secrets.token_urlsafe(12)  # throwaway; lives only in this process tree's env
     processes = Processes()
     postgres = None
+    apply_application = None
+    if args.target == "postgres" and args.apply == "continuous":
+        log("--target postgres runs the batch merge (the demo starts the apply application for Iceberg only)")
+        args.apply = "batch"
     try:
         log("starting the SQL Server CDC simulator")
         host, port = start_simulator(processes, password)
@@ -377,9 +428,16 @@ def main(argv: list[str] | None = None) -> int:
         # maintenance schedule's time, and one position-delete file makes a table due.
         env["SQLSERVER_CDC_MAINTENANCE_SCHEDULE"] = f"{last_end.minute} {last_end.hour} * * *"
         env["SQLSERVER_CDC_MAINTENANCE_MIN_DELETE_FILES"] = "1"
+        env["SQLSERVER_CDC_MERGE_MODE"] = args.apply
+        env["SQLSERVER_CDC_APPLY_TIMEOUT_SECONDS"] = "240"
         os.environ.update(env)
         settings = ReplicationSettings.from_yaml(DAGS_FOLDER / "sqlserver_cdc_config.yaml")  # with this env
+        if args.apply == "continuous":
+            apply_application = start_apply_application(settings, env)
+        from airflow_provider_sqlserver_cdc.testing.replication_latency import window_manifests
+
         states = []
+        seen = set(window_manifests(Path(settings.staging_path)))
         for number in range(args.intervals + 1):
             end = first_end + dt.timedelta(minutes=number)
             sleep_until(end + dt.timedelta(seconds=2))
@@ -389,7 +447,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             state, seconds = run_interval(env, end, number + 1)
             states.append(state)
-            log(f"    -> {state} in {seconds:.0f} s")
+            windows = [m for m in window_manifests(Path(settings.staging_path)) if m not in seen]
+            seen.update(windows)
+            within = "inside" if seconds <= 60 else "NOT inside"
+            latency = f"; {run_latency(settings, windows)}" if windows else ""
+            log(f"    -> {state} in {seconds:.0f} s ({within} its minute){latency}")
         if workload.wait(timeout=120) != 0:
             log("the workload generator failed; see .demo/logs/workload-run.log")
         log("workload: " + (DEMO_DIR / "logs" / "workload-run.log").read_text().strip().splitlines()[-1])
@@ -401,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"demo finished in {time.monotonic() - started:.0f} s")
         return 0 if matches and not failed else 1
     finally:
+        if apply_application is not None:
+            log(f"stopped the continuous apply application (exit {apply_application.stop()})")
         processes.stop_all()
         if postgres is not None:
             postgres.stop()
