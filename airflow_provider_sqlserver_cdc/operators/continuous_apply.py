@@ -127,40 +127,41 @@ class ContinuousApplyOperator(SparkSubmitOperator):
 
     The task runs as long as the application does; its retries restart it (it resumes from what the
     tables hold). Give it no ``execution_timeout``, and deploy mode ``cluster`` on a cluster so the
-    driver does not live in the worker. Spark settings as for ``CdcSparkMergeOperator``.
+    driver does not live in the worker. Spark settings as for ``CdcSparkMergeOperator``; the job's
+    modules go as ``py_files`` (the merge job's zip).
 
     :param staging_path: the staging path whose windows it applies. (templated)
-    :param namespace: ``catalog.namespace`` of the target tables. (templated)
+    :param merge_arguments: the merge job's arguments without windows (``merge_job_arguments([], ...)``:
+        ``--namespace``, ``--delete-mode``, ``--target``...).
     :param poll_seconds: seconds between polls of the staging path.
-    :param merge_arguments: further arguments of the merge job (``--delete-mode``, ``--target``...).
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "staging_path", "namespace")
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "staging_path")
 
     def __init__(
         self,
         *,
         staging_path: str,
-        namespace: str,
+        merge_arguments: Sequence[str],
         poll_seconds: float = DEFAULT_POLL_SECONDS,
-        merge_arguments: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-continuous-apply")
         super().__init__(application=CONTINUOUS_APPLY_JOB_PATH, **kwargs)
+        if "--manifest" in merge_arguments:
+            raise ValueError(
+                f"{self.task_id}: merge_arguments take no --manifest: the application finds the windows"
+            )
         self.staging_path = staging_path
-        self.namespace = namespace
-        self.poll_seconds = poll_seconds
         self.merge_arguments = list(merge_arguments)
+        self.poll_seconds = poll_seconds
 
     def execute(self, context: Context) -> None:
         self.application_args = [
             "--staging-path",
             self.staging_path,
-            "--namespace",
-            self.namespace,
             "--poll-seconds",
-            str(self.poll_seconds),
+            f"{self.poll_seconds:g}",
             *self.merge_arguments,
         ]
         job_modules = merge_job_py_files()

@@ -13,6 +13,7 @@ Airflow-side only: the Spark job never imports this package.
 
 from __future__ import annotations
 
+from airflow_provider_sqlserver_cdc.pipeline.continuous_apply_dag import cdc_continuous_apply_dag
 from airflow_provider_sqlserver_cdc.pipeline.factory import (
     add_replication_tasks,
     cdc_replication_dag,
@@ -41,6 +42,7 @@ __all__ = [
     "SourceSettings",
     "SparkSettings",
     "add_replication_tasks",
+    "cdc_continuous_apply_dag",
     "cdc_replication_dag",
     "cdc_replication_task_group",
 ]

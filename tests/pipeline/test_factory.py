@@ -288,3 +288,22 @@ def test_continuous_mode_waits_for_the_apply_application_instead_of_merging() ->
     assert "merge" in cdc_replication_dag(settings(), dag_id="cdc_batch").task_dict
     with pytest.raises(ValueError, match="mode"):
         settings(merge={"namespace": "lake.cdc", "mode": "streaming"})
+
+
+def test_the_continuous_apply_dag_runs_the_application_with_the_pipelines_merge_options() -> None:
+    from airflow_provider_sqlserver_cdc.pipeline import cdc_continuous_apply_dag
+    from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH
+
+    s = settings(
+        merge={"namespace": "lake.cdc", "mode": "continuous", "delete_mode": "hard", "concurrent_tables": 2}
+    )
+    dag = cdc_continuous_apply_dag(s, dag_id="cdc_apply")
+    task = dag.task_dict["continuous_apply"]
+    assert task.application == CONTINUOUS_APPLY_JOB_PATH
+    assert (task.staging_path, task.retries, task.execution_timeout) == ("/tmp/staging", 100, None)
+    arguments = task.merge_arguments
+    assert arguments[arguments.index("--namespace") + 1] == "lake.cdc"
+    assert arguments[arguments.index("--delete-mode") + 1] == "hard"
+    assert arguments[arguments.index("--concurrent-tables") + 1] == "2"
+    assert "--manifest" not in arguments
+    assert task.conf == {"spark.sql.catalog.lake.type": "hadoop"} and task.jars == "/jars/iceberg.jar"
