@@ -26,6 +26,7 @@ ALLOWED_IMPORTS = {
     "secrets",  # the JDBC target: staging table names
     "signal",  # the continuous apply application: stop on SIGTERM
     "socket",  # the continuous apply application: its host in the lock
+    "threading",  # the continuous apply application: its heartbeat
     "stat",  # the JDBC target: credentials file mode
     "time",  # the JDBC target: how long the staging load and the apply took
     "urllib",  # the JDBC target: URL checks

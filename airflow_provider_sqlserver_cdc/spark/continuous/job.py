@@ -16,6 +16,7 @@ import dataclasses
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +28,12 @@ from airflow_provider_sqlserver_cdc.spark.continuous.discovery import (
     newest_window,
 )
 from airflow_provider_sqlserver_cdc.spark.continuous.lock import ApplyLockError, acquire, heartbeat, release
-from airflow_provider_sqlserver_cdc.spark.continuous.published_state import ApplyState, state_uri, utc_now
+from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+    ApplyLock,
+    ApplyState,
+    state_uri,
+    utc_now,
+)
 from airflow_provider_sqlserver_cdc.spark.continuous.readiness import sort_out
 from airflow_provider_sqlserver_cdc.spark.merge import job as merge_job
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
@@ -207,6 +213,40 @@ class ContinuousApply:
         return applied
 
 
+class Heartbeat:
+    """Rewrite the lock's heartbeat on a thread of its own, so that a long micro-batch does not look like a dead application.
+
+    :param spark: the application's session.
+    :param staging: the staging path.
+    :param lock: the lock this application holds.
+    :param every: seconds between heartbeats.
+    """
+
+    def __init__(self, spark: SparkSession, staging: str, lock: ApplyLock, every: float) -> None:
+        self.spark, self.staging, self.lock, self.every = spark, staging, lock, every
+        self.lost: ApplyLockError | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="continuous-apply-heartbeat", daemon=True)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.lock = heartbeat(self.spark, self.staging, self.lock)
+            except ApplyLockError as err:
+                self.lost = err
+                return
+            except Exception as err:  # a storage hiccup: the next beat tries again
+                LOG.warning("could not renew the heartbeat: %s", merge_job.failure_reason(err))
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.every + 30)
+
+
 def run_continuously(
     spark: SparkSession, settings: ContinuousSettings, stop: Callable[[], bool] = lambda: False
 ) -> ContinuousApply:
@@ -215,6 +255,7 @@ def run_continuously(
     :param spark: the application's session (``merge_job.configure_session`` is applied).
     :param settings: what to apply and how often.
     :param stop: asked after each poll.
+    :raises ApplyLockError: another application holds the staging path, or took it over.
     """
     merge_job.configure_session(spark)
     target = target_from_settings(spark, settings.merge)
@@ -227,16 +268,19 @@ def run_continuously(
         settings.poll_seconds,
         state_uri(settings.staging),
     )
+    every = min(settings.poll_seconds, settings.stale_after_seconds / 4)
     try:
-        while True:
-            started = time.monotonic()
-            apply.poll()
-            lock = heartbeat(spark, settings.staging, lock)
-            if stop():
-                return apply
-            time.sleep(max(0.0, settings.poll_seconds - (time.monotonic() - started)))
-            if stop():
-                return apply
+        with Heartbeat(spark, settings.staging, lock, every) as beating:
+            while True:
+                started = time.monotonic()
+                apply.poll()
+                if beating.lost is not None:
+                    raise beating.lost
+                if stop():
+                    return apply
+                time.sleep(max(0.0, settings.poll_seconds - (time.monotonic() - started)))
+                if stop():
+                    return apply
     finally:
         release(spark, settings.staging, lock)
 

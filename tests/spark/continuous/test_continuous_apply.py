@@ -182,3 +182,24 @@ def test_a_second_application_on_the_staging_path_refuses_to_start(
     )
     run_continuously(spark, settings(staging, namespace), stop=lambda: True)
     assert not lock.exists()
+
+
+def test_the_heartbeat_goes_on_during_a_long_micro_batch(
+    spark: Any, staging: Path, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    beats: list[str] = []
+
+    def slow_poll(self: ContinuousApply) -> int:
+        for _ in range(4):  # a micro-batch four times longer than the lock's staleness
+            time.sleep(0.25)
+            beats.append(ApplyLock.from_json(Path(lock_uri(str(staging))).read_text()).heartbeat_at)
+        return 0
+
+    monkeypatch.setattr(ContinuousApply, "poll", slow_poll)
+    quick = ContinuousSettings(
+        str(staging), MergeSettings((), namespace=namespace), poll_seconds=0.05, stale_after_seconds=0.2
+    )
+    run_continuously(spark, quick, stop=lambda: True)
+    assert len(set(beats)) >= 3, beats  # renewed while the poll ran
