@@ -79,6 +79,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_sqlserver_cdc.operators.watermark",
                     "airflow_provider_sqlserver_cdc.operators.spark_merge",
                     "airflow_provider_sqlserver_cdc.operators.snapshot",
+                    "airflow_provider_sqlserver_cdc.operators.continuous_apply",
                 ],
             }
         ],
@@ -91,7 +92,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Microsoft SQL Server CDC",
-                "python-modules": ["airflow_provider_sqlserver_cdc.triggers.lsn"],
+                "python-modules": [
+                    "airflow_provider_sqlserver_cdc.triggers.lsn",
+                    "airflow_provider_sqlserver_cdc.triggers.applied_windows",
+                ],
             }
         ],
         "connection-types": [
