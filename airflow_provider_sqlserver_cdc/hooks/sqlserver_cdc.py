@@ -464,10 +464,10 @@ class SqlServerCdcHook(BaseHook):
         ]
         if not with_columns:
             return found
-        return [self._with_columns(instance) for instance in found]
+        return [self.with_columns(instance) for instance in found]
 
-    def _with_columns(self, instance: CaptureInstance) -> CaptureInstance:
-        """The instance with its columns and key columns; computed columns left out, and said so."""
+    def with_columns(self, instance: CaptureInstance) -> CaptureInstance:
+        """The instance with its columns and key columns loaded; computed columns left out, and said so."""
         captured = self.get_captured_columns(instance.name, with_computed=True)
         computed = tuple(c.name for c in captured if c.computed)
         keys = tuple(self.get_key_columns(instance))
