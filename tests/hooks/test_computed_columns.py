@@ -81,3 +81,20 @@ def test_a_computed_key_is_refused_with_the_remedy(hook):
     assert codes.key_columns == ()
     with pytest.raises(NoKeyColumnsError, match=r"dbo_codes.*code, a computed column.*@index_name"):
         require_key_columns([codes])
+
+
+def test_snapshot_and_extract_refuse_a_computed_key(hook, monkeypatch, tmp_path):
+    """Both paths that load instances (streams through instance_switch, and load_capture_instances) refuse it."""
+    from airflow_provider_sqlserver_cdc import state
+    from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_windows
+    from airflow_provider_sqlserver_cdc.window.extraction import load_capture_instances
+
+    class Variables:  # no Airflow metadata DB here: no lineage Variable is stored
+        get = staticmethod(lambda key, default=None: default)
+
+    monkeypatch.setattr(state, "_variable", lambda: Variables)
+    with pytest.raises(NoKeyColumnsError, match=r"dbo_codes.*code, a computed column"):
+        snapshot_windows(hook, ["dbo_codes"], conn_id="sim", base_uri=str(tmp_path))
+    with pytest.raises(NoKeyColumnsError, match=r"dbo_codes.*code, a computed column"):
+        load_capture_instances(hook, ["dbo_codes"])
+    assert load_capture_instances(hook, ["dbo_lines"])[1][0].computed_columns == ("total", "total_kept")
