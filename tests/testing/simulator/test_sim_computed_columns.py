@@ -182,3 +182,19 @@ def test_a_column_a_computed_column_reads_cannot_be_dropped_or_altered(
     cur = cursor_after(PRODUCTS)
     number, text = _refused(cur, sql, error_number)
     assert number == 5074 and "InventoryValue" in text
+
+
+def test_nullability_follows_the_expression(cursor_after: Any) -> None:
+    """Follows t-sql/statements/create-table-transact-sql.md, computed_column_expression: "The result of
+    most expressions is considered nullable even if only nonnullable columns are present"; "ISNULL with
+    the check_expression constant" makes it nonnullable (COLUMNPROPERTY AllowsNull shows it).
+    """
+    cur = cursor_after(
+        "CREATE TABLE dbo.t (a int NOT NULL, sum_ AS (a + 1), kept AS ISNULL(a + 1, 0), "
+        "sure AS (a * 2) PERSISTED NOT NULL)"
+    )
+    assert _rows(
+        cur,
+        "SELECT name, is_nullable, COLUMNPROPERTY(object_id, name, 'AllowsNull') FROM sys.columns "
+        "WHERE object_id = OBJECT_ID('dbo.t') ORDER BY column_id",
+    ) == [("a", 0, 0), ("sum_", 1, 1), ("kept", 0, 0), ("sure", 0, 0)]

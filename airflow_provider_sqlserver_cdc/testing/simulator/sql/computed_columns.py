@@ -174,7 +174,8 @@ def resolve(session: ExecutionContext, table_name: str, columns: Sequence[Column
     column.type = compiled.type
     if column.nullable:
         # "The result of most expressions is considered nullable even if only nonnullable columns are
-        # present" (COLUMNPROPERTY AllowsNull); a plain column and ISNULL keep their operand's.
+        # present" (create-table-transact-sql.md, computed_column_expression); "ISNULL with the
+        # check_expression constant" makes one nonnullable, and a plain column keeps its own.
         keeps = isinstance(node, exp.Column) or (
             isinstance(node, exp.Anonymous) and node.name.upper() == "ISNULL"
         )
@@ -200,9 +201,9 @@ def row_function(
     :param table_label: ``db.schema.table`` for error 515.
     :param statement: ``INSERT`` or ``UPDATE`` for error 515.
     """
-    signature = tuple((c.name, c.computed_sql, c.persisted, c.nullable) for c in table.columns)
     if not any(c.computed for c in table.columns):
         return None
+    signature = tuple((c.name, c.computed_sql, c.persisted, c.nullable) for c in table.columns)
     cached = _ROW_FUNCTIONS.get(table)
     if cached is None or cached[0] != signature:
         cached = (signature, _compile_row_function(session, table))
