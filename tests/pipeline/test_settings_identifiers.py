@@ -130,3 +130,19 @@ def test_a_bad_namespace_from_the_environment_names_file_and_key(tmp_path: Path)
         SettingsError, match=r"^cdc\.yaml: merge\.namespace: 'lake; DROP' is not a valid name"
     ):
         ReplicationSettings.from_yaml(config, environ={"NS": "lake; DROP"})
+
+
+def test_the_tables_variable_is_held_to_the_same_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``<dag_id>__tables`` Variable replaces ``tables`` at run time: its names are checked alike."""
+    import json
+
+    from airflow.sdk import Variable
+
+    from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables
+
+    stored = {"d__tables": json.dumps(["dbo_orders", "dbo/x"])}
+    monkeypatch.setattr(Variable, "get", staticmethod(lambda key, default=None: stored.get(key, default)))
+    with pytest.raises(
+        SettingsError, match=r"^Airflow Variable d__tables\[1\]: 'dbo/x' holds a path separator"
+    ):
+        run_tables(("a",), "d__tables")
