@@ -126,7 +126,7 @@ CAPTURE_INSTANCES = (
 
 CAPTURED_COLUMNS = (
     "SELECT cc.column_name, cc.column_ordinal, cc.column_type, c.max_length, c.precision, c.scale, "
-    "COALESCE(sc.is_nullable, 1) AS is_nullable "
+    "COALESCE(sc.is_nullable, 1) AS is_nullable, cc.is_computed "
     "FROM cdc.captured_columns AS cc "
     "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
     "JOIN sys.columns AS c ON c.object_id = ct.object_id AND c.name = cc.column_name "
@@ -136,10 +136,12 @@ CAPTURED_COLUMNS = (
 )
 """Captured columns with their full types, read from the change table's own columns (which keep
 a column's type even after it was dropped from the source table); nullability from the source
-table (change-table columns are all nullable), NULL-able when the source column was dropped."""
+table (change-table columns are all nullable), NULL-able when the source column was dropped;
+``is_computed`` as CDC recorded it (a computed column is captured as NULL)."""
 
 SOURCE_COLUMNS = (
-    "SELECT c.name, c.column_id, TYPE_NAME(c.user_type_id), c.max_length, c.precision, c.scale, c.is_nullable "
+    "SELECT c.name, c.column_id, TYPE_NAME(c.user_type_id), c.max_length, c.precision, c.scale, c.is_nullable, "
+    "c.is_computed "
     "FROM cdc.change_tables AS ct "
     "JOIN sys.columns AS c ON c.object_id = ct.source_object_id "
     "WHERE ct.capture_instance = ? "

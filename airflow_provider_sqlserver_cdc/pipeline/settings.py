@@ -34,9 +34,15 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
+    check_source_names,
+    check_table_name_template,
+    check_target_name,
+)
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     CONCURRENT_TABLES_RULE,
@@ -301,6 +307,32 @@ class MergeSettings(_Section):
         self._require(
             "merge_strategy", self.merge_strategy in MERGE_STRATEGIES, f"must be one of {MERGE_STRATEGIES}"
         )
+        self.check_names()
+
+    def check_names(self) -> None:
+        """Refuse target names the merge job could not create (pipeline/identifiers.py says what each allows)."""
+        jdbc = self.target.kind == "jdbc"
+        check_target_name(
+            f"{self.key}.namespace",
+            self.namespace,
+            parts=(1, 1) if jdbc else (1, None),
+            jdbc=jdbc,
+            example="cdc (the PostgreSQL schema)" if jdbc else "lake.cdc (catalog.namespace)",
+        )
+        check_table_name_template(f"{self.key}.table_name_template", self.table_name_template)
+        check_source_names(f"{self.key}.tables", self.tables)
+        for instance, table in self.tables.items():
+            check_target_name(
+                f"{self.key}.tables[{instance!r}]",
+                table,
+                parts=(1, 2) if jdbc else (1, None),
+                jdbc=jdbc,
+                example="crm.customers (schema.table)" if jdbc else "lake.crm.customers",
+            )
+        try:
+            parse_table_properties(f"{k}={v}" for k, v in self.table_properties.items())
+        except MergeJobError as err:
+            raise SettingsError(f"{self.key}.table_properties", str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -375,6 +407,7 @@ class ChangeTrackingSettings(_Section):
         self._require("tables", all(self.tables), f"table names must not be empty: {self.tables}")
         repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
         self._require("tables", not repeated, f"lists a table twice: {', '.join(repeated)}")
+        check_source_names(f"{self.key}.tables", self.tables)
 
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------
@@ -487,6 +520,7 @@ class ReplicationSettings(_Section):
         self._require("tables", all(self.tables), f"capture instance names must not be empty: {self.tables}")
         repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
+        check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
 
     @classmethod

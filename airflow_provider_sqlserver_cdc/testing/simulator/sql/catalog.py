@@ -31,6 +31,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, T
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 from airflow_provider_sqlserver_cdc.testing.simulator.values import round_datetime_ticks
 
+from . import computed_columns
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import table_name
@@ -393,7 +394,7 @@ def v_columns(s: ExecutionContext, db: Database) -> Rowset:
                     1 if ty.name in T.STRING_TYPES or ty.name in T.BINARY_TYPES else 0,
                     0,
                     1 if c.identity else 0,
-                    0,
+                    1 if c.computed else 0,
                     0,
                     0,
                     0,
@@ -411,6 +412,27 @@ def v_columns(s: ExecutionContext, db: Database) -> Rowset:
                 )
             )
     return Rowset(cols, rows)
+
+
+def v_computed_columns(s: ExecutionContext, db: Database) -> Rowset:
+    """sys.computed_columns: the sys.columns rows of computed columns, with definition and is_persisted."""
+    base = v_columns(s, db)
+    extra = result_columns("definition nvarchar(max), uses_database_collation bit, is_persisted bit NOT NULL")
+    computed = {(t.object_id, c.column_id): c for t in db.all_tables() for c in t.columns if c.computed}
+    rows = []
+    for row in base.rows:
+        c = computed.get((row[0], row[2]))
+        if c is not None:
+            uses_collation = 1 if c.type.name in T.STRING_TYPES else 0
+            rows.append(
+                (
+                    *row,
+                    computed_columns.definition_text(c.computed_sql or ""),
+                    uses_collation,
+                    int(c.persisted),
+                )
+            )
+    return Rowset(base.columns + extra, rows)
 
 
 _TYPE_ROWS = [
@@ -753,6 +775,7 @@ SYS_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "all_objects": v_objects,
     "columns": v_columns,
     "all_columns": v_columns,
+    "computed_columns": v_computed_columns,
     "types": v_types,
     "indexes": v_indexes,
     "index_columns": v_index_columns,
