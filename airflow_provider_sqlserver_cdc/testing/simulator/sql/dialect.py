@@ -38,7 +38,16 @@ class _Parser(TSQL.Parser):
         return self._with_dml_top(super()._parse_update)
 
     def _parse_delete(self) -> exp.Delete:
-        return self._with_dml_top(super()._parse_delete)
+        return self._with_dml_top(self._parse_delete_from_from)
+
+    def _parse_delete_from_from(self) -> exp.Delete:
+        """``DELETE [FROM] target FROM table_source ...``: the optional first FROM is dropped (delete-transact-sql.md)."""
+        index = self._index
+        if self._match(TokenType.FROM):
+            self._parse_table()
+            second_from = self._match(TokenType.FROM, advance=False)
+            self._retreat(index + 1 if second_from else index)
+        return super()._parse_delete()
 
     def _with_dml_top(self, parse: Callable[[], _Dml]) -> _Dml:
         """Parse an UPDATE or DELETE with *parse*, after its ``TOP (n)`` (kept as the node's limit)."""
