@@ -40,12 +40,14 @@ from .query import FromItem, cte_item
 from .system_object_names import INFORMATION_SCHEMA_VIEWS, SYSTEM_FUNCTIONS, SYSTEM_VIEWS
 
 
-def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
+def table_source(
+    session: ExecutionContext, node: exp.Table, alias: str, hints: list[str], outer: Scope | None = None
+) -> Any:
     this = node.this
     schema = node.args.get("db").name if node.args.get("db") else None
     catalog = node.args.get("catalog").name if node.args.get("catalog") else None
     if isinstance(this, exp.Anonymous):
-        return _table_function(session, node, this, schema, catalog, alias)
+        return _table_function(session, node, this, schema, catalog, alias, outer)
     name = table_name(node)
     if schema is None and catalog is None:
         item = cte_item(session, name, alias)
@@ -180,6 +182,7 @@ def _table_function(
     schema: str | None,
     catalog: str | None,
     alias: str,
+    outer: Scope | None = None,
 ) -> Any:
     fname = fn_node.name
     full = f"{schema}.{fname}" if schema else fname
@@ -189,21 +192,38 @@ def _table_function(
             raise not_supported(f"the function {fname}")
         raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
     fn, suffix = found
-    compiler = Compiler(session, Scope())
+    compiler = Compiler(session, Scope(outer=outer))
     args = [compiler.compile(a) for a in fn_node.expressions]
-    values = [TypedValue(a.type, a.fn(())) for a in args]
     saved_db = session.database
-    if catalog:
-        session.database = session.engine.database(catalog).name
-    try:
-        rowset = fn(session, suffix, values)
-    finally:
-        session.database = saved_db
+
+    def call(values: list[TypedValue]) -> Rowset:
+        if catalog:
+            session.database = session.engine.database(catalog).name
+        try:
+            return fn(session, suffix, values)
+        finally:
+            session.database = saved_db
+
+    outer_reads = [node.find(exp.Column) is not None for node in fn_node.expressions]
+    if any(outer_reads):
+        # arguments that read the current row of an outer query or of an APPLY's left side: one call per
+        # row; the columns come from a call with NULL for those arguments
+        placeholders = [
+            TypedValue(a.type, None if r else a.fn(())) for a, r in zip(args, outer_reads, strict=True)
+        ]
+        columns = call(placeholders).columns
+        return FromItem(
+            Source((alias or fname).lower(), fname, columns),
+            lambda: call([TypedValue(a.type, a.fn(())) for a in args]).rows,
+            correlated=True,
+        )
+    values = [TypedValue(a.type, a.fn(())) for a in args]
+    rowset = call(values)
     used = [False]
 
     def rows() -> Any:
         if used[0]:
-            return fn(session, suffix, values).rows
+            return call(values).rows
         used[0] = True
         return rowset.rows
 
