@@ -192,8 +192,18 @@ def _table_function(
             raise not_supported(f"the function {fname}")
         raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
     fn, suffix = found
-    compiler = Compiler(session, Scope(outer=outer))
-    args = [compiler.compile(a) for a in fn_node.expressions]
+    args_scope = Scope(outer=outer)
+    compiler = Compiler(session, args_scope)
+    outer_was_correlated = outer is not None and outer.correlated
+    outer_reads = []
+    args = []
+    for node in fn_node.expressions:
+        args_scope.correlated = False
+        args.append(compiler.compile(node))
+        # an argument that reads an outer row (directly, or through a subquery of its own)
+        outer_reads.append(args_scope.correlated)
+    if outer is not None and outer.correlated and not outer_was_correlated:
+        outer_reads = [True] * len(args)  # reads a row further out: evaluate every argument per row
     saved_db = session.database
 
     def call(values: list[TypedValue]) -> Rowset:
@@ -204,7 +214,6 @@ def _table_function(
         finally:
             session.database = saved_db
 
-    outer_reads = [node.find(exp.Column) is not None for node in fn_node.expressions]
     if any(outer_reads):
         # arguments that read the current row of an outer query or of an APPLY's left side: one call per
         # row; the columns come from a call with NULL for those arguments
