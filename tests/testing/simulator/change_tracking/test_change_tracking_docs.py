@@ -124,3 +124,10 @@ def test_merge_stays_refused_naming_the_feature(cur: Any) -> None:
             "WHEN MATCHED THEN UPDATE SET ListPrice = 0;"
         )
     assert _number(excinfo.value) == 40517
+
+
+def test_a_subquery_argument_over_its_own_tables_is_not_correlated(cur: Any) -> None:
+    rows = cur.execute(
+        "SELECT CT.ProductID FROM CHANGETABLE(CHANGES dbo.Product, (SELECT MIN(ProductID) - 1 FROM dbo.Product)) AS CT"
+    ).fetchall()
+    assert [r[0] for r in rows] == [3]
