@@ -50,7 +50,7 @@ def run_cleanup(engine: Any, state: ChangeTrackingDatabase, tables: list[Tracked
     return len(targets)
 
 
-def reset_table(engine: Any, state: ChangeTrackingDatabase, table: TrackedTable) -> None:
+def reset_table(engine: Any, state: ChangeTrackingDatabase, table: TrackedTable, xact_id: int = 0) -> None:
     """TRUNCATE TABLE: forget the table's change information, and make every version synced before it invalid.
 
     manage-change-tracking-sql-server.md: the rows truncated are not tracked and the minimum valid version
@@ -62,7 +62,7 @@ def reset_table(engine: Any, state: ChangeTrackingDatabase, table: TrackedTable)
     with engine.mutex:
         engine.commit_seq += 1
         state.version += 1
-        state.commits.append((engine.commit_seq, state.version, engine.clock.utc_ticks(), 0))
+        state.commits.append((engine.commit_seq, state.version, engine.clock.utc_ticks(), xact_id))
         table.min_valid_marks.append((engine.commit_seq, state.version))
         purge(engine, table)
 

@@ -63,6 +63,7 @@ def table_ddl(session: Any, event: DdlEvent) -> None:
     if event.kind == "drop_primary_key" and event.phase == "before":
         raise errors.primary_key_drop_refused(event.columns[0], event.table)
     if event.kind == "truncate_table" and event.phase == "before":
-        reset_table(session.engine, state, state.tables[event.object_id])
+        xact = getattr(session, "xact", None)
+        reset_table(session.engine, state, state.tables[event.object_id], xact.xid if xact is not None else 0)
     elif event.kind == "drop_table" and event.phase == "after":
         del state.tables[event.object_id]
