@@ -41,12 +41,14 @@ from .query import FromItem, cte_item
 from .system_object_names import INFORMATION_SCHEMA_VIEWS, SYSTEM_FUNCTIONS, SYSTEM_VIEWS
 
 
-def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
+def table_source(
+    session: ExecutionContext, node: exp.Table, alias: str, hints: list[str], outer: Scope | None = None
+) -> Any:
     this = node.this
     schema = node.args.get("db").name if node.args.get("db") else None
     catalog = node.args.get("catalog").name if node.args.get("catalog") else None
     if isinstance(this, exp.Anonymous):
-        return _table_function(session, node, this, schema, catalog, alias)
+        return _table_function(session, node, this, schema, catalog, alias, outer)
     name = table_name(node)
     if schema is None and catalog is None:
         item = cte_item(session, name, alias)
@@ -181,6 +183,7 @@ def _table_function(
     schema: str | None,
     catalog: str | None,
     alias: str,
+    outer: Scope | None = None,
 ) -> Any:
     fname = fn_node.name
     full = f"{schema}.{fname}" if schema else fname
@@ -190,21 +193,47 @@ def _table_function(
             raise not_supported(f"the function {fname}")
         raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
     fn, suffix = found
-    compiler = Compiler(session, Scope())
-    args = [compiler.compile(a) for a in fn_node.expressions]
-    values = [TypedValue(a.type, a.fn(())) for a in args]
+    args_scope = Scope(outer=outer)
+    compiler = Compiler(session, args_scope)
+    outer_was_correlated = outer is not None and outer.correlated
+    outer_reads = []
+    args = []
+    for node in fn_node.expressions:
+        args_scope.correlated = False
+        args.append(compiler.compile(node))
+        # an argument that reads an outer row (directly, or through a subquery of its own)
+        outer_reads.append(args_scope.correlated)
+    if outer is not None and outer.correlated and not outer_was_correlated:
+        outer_reads = [True] * len(args)  # reads a row further out: evaluate every argument per row
     saved_db = session.database
-    if catalog:
-        session.database = session.engine.database(catalog).name
-    try:
-        rowset = fn(session, suffix, values)
-    finally:
-        session.database = saved_db
+
+    def call(values: list[TypedValue]) -> Rowset:
+        if catalog:
+            session.database = session.engine.database(catalog).name
+        try:
+            return fn(session, suffix, values)
+        finally:
+            session.database = saved_db
+
+    if any(outer_reads):
+        # arguments that read the current row of an outer query or of an APPLY's left side: one call per
+        # row; the columns come from a call with NULL for those arguments
+        placeholders = [
+            TypedValue(a.type, None if r else a.fn(())) for a, r in zip(args, outer_reads, strict=True)
+        ]
+        columns = call(placeholders).columns
+        return FromItem(
+            Source((alias or fname).lower(), fname, columns),
+            lambda: call([TypedValue(a.type, a.fn(())) for a in args]).rows,
+            correlated=True,
+        )
+    values = [TypedValue(a.type, a.fn(())) for a in args]
+    rowset = call(values)
     used = [False]
 
     def rows() -> Any:
         if used[0]:
-            return fn(session, suffix, values).rows
+            return call(values).rows
         used[0] = True
         return rowset.rows
 

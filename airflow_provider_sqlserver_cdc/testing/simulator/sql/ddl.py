@@ -732,6 +732,8 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             )
             if ix is None and dcol is None:
                 raise SqlError(3728, 16, 1, f"'{cname}' is not a constraint.")
+            if ix is not None and ix.is_primary_key:
+                _fire(session, "before", "drop_primary_key", db, table, "", "", (ix.name,), raw.text)
             state = _snapshot_table(table)
             with engine.mutex:
                 if ix is not None:

@@ -472,13 +472,21 @@ def _joined_rows(
     base.set("joins", None)
     target_name = target.name.lower()
     target_db, target_table, _, _ = session.resolve_table(target, must_exist=False)
+    by_alias, references = _target_references(session, target, target_table, [base, *(j.this for j in joins)])
     found: list[FromItem] = []
+
+    def binds(item: FromItem, t: Table) -> bool:
+        """update-transact-sql.md: the target names a FROM alias; else it is the one reference to its
+        table in FROM (aliased or not); else, of several, the one without an alias."""
+        if by_alias:
+            return item.source.alias == target_name
+        return t is target_table and (references == 1 or item.source.alias == t.name.lower())
 
     def adjust(item: FromItem) -> FromItem:
         t = item.table
         if t is None or found:
             return item
-        if item.source.alias == target_name or (t is target_table and item.source.alias == t.name.lower()):
+        if binds(item, t):
             cols = item.source.columns + [ResultColumn("__$rowid", T.BIGINT, False)]
 
             def rows(t: Table = t) -> Any:
@@ -510,6 +518,38 @@ def _joined_rows(
         if where_fn is None or where_fn(row) is True:
             matches.setdefault(row[offset + width], row)
     return db, table, (scope, compiler), offset, where_fn, matches
+
+
+def _target_references(
+    session: ExecutionContext, target: exp.Table, target_table: Table | None, items: list[Any]
+) -> tuple[bool, int]:
+    """
+    How the target of UPDATE/DELETE ... FROM binds to the FROM clause's tables ``items``.
+
+    Returns whether an item's alias is the target's (unqualified) name, and how many items name the
+    target's table. Several references of which none or more than one lack an alias are ambiguous
+    (error 8154), as in SQL Server.
+    """
+    qualified = bool(target.args.get("db") or target.args.get("catalog"))
+    name = target.name.lower()
+    by_alias = False
+    same: list[bool] = []  # per reference to the target's table: whether it has an alias
+    for node in items:
+        if not isinstance(node, exp.Table):
+            if not qualified and node.alias and node.alias.lower() == name:
+                by_alias = True
+            continue
+        if not qualified and node.alias and node.alias.lower() == name:
+            by_alias = True
+        try:
+            _, table, _, _ = session.resolve_table(node, must_exist=False)
+        except SqlError:
+            continue
+        if table is not None and table is target_table:
+            same.append(bool(node.alias))
+    if not by_alias and len(same) > 1 and same.count(False) != 1:
+        raise SqlError(8154, 16, 1, f"The table '{target.name}' is ambiguous.")
+    return by_alias, len(same)
 
 
 def _database_id_of(session: ExecutionContext, table: Table) -> int:
