@@ -67,6 +67,7 @@ from typing import Any
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
 
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
@@ -252,6 +253,7 @@ def add_replication_tasks(
         conf=dict(settings.spark.conf),
         execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+        outlets=merge_outlets(settings),
     )
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
@@ -279,6 +281,20 @@ def add_replication_tasks(
         [t.executor for t in (snapshot, extract, merge)],
     )
     return tasks
+
+
+def merge_outlets(settings: ReplicationSettings) -> list[Any]:
+    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
+    if settings.merge.target.kind != "iceberg":
+        return []
+    tables = declared_target_tables(
+        settings.tables,
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        targets=dict(settings.merge.tables),
+        database=settings.source.database,
+    )
+    return [target_asset(table) for table in tables]
 
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
