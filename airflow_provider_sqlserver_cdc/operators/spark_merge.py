@@ -391,7 +391,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             raise AirflowException(message) from err
         context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=applied_lsn_ranges(self.merge_result))
         # Asset events per target table and metrics (merge_outputs.py, docs/assets.md)
-        record_merge_outputs(
+        self.asset_extras = record_merge_outputs(
             context,
             window_value=value,
             result=self.merge_result,
@@ -403,6 +403,12 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             log=self.log,
         )
         return manifests
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""
+        from airflow_provider_sqlserver_cdc.lineage import merge_lineage
+
+        return merge_lineage(getattr(self, "asset_extras", {}))
 
     def _get_hook(self) -> SparkSubmitHook:
         """Return the spark-submit hook, reading the job's result line from the output it logs."""

@@ -91,7 +91,17 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 log=getattr(self, "log", None),
                 **options,
             )
+        self.written_windows = windows
         for window in windows:  # the task's time, per window it wrote (metrics.py)
             timing(WINDOW_SECONDS, window.capture_instance, time.monotonic() - started)
         values = [w.to_xcom() for w in windows]
         return values[0] if isinstance(self.capture_instance, str) and len(values) == 1 else values
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the windows written: source tables in, windows out (lineage.py).
+
+        Called by the OpenLineage provider only; the import needs it.
+        """
+        from airflow_provider_sqlserver_cdc.lineage import window_task_lineage
+
+        return window_task_lineage(getattr(self, "written_windows", []))
