@@ -53,7 +53,8 @@ class SqlServerCdcRunFacet(RunFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return "https://github.com/airflow-provider-sqlserver-cdc/docs/lineage.md#sqlservercdc"
+        # No published JSON schema: the facet is described in the provider's docs/lineage.md.
+        return "urn:airflow-provider-sqlserver-cdc:docs/lineage.md#sqlservercdc"
 
 
 def source_dataset(source: Mapping[str, str], columns: Sequence[Mapping[str, Any]] = ()) -> Dataset:
