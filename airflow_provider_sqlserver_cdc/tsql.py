@@ -578,3 +578,7 @@ def first_change_query(capture_instance: str) -> str:
     validate_capture_instance(capture_instance)
     function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
     return f"SELECT TOP (1) [__$start_lsn] FROM [cdc].{function}(?, ?, N'all') ORDER BY [__$start_lsn]"
+
+
+CT_FIRST_COMMIT_AFTER = "SELECT MIN(commit_time) FROM sys.dm_tran_commit_table WHERE commit_ts > ?"
+"""The UTC commit time (smalldatetime: to the nearest minute) of the first version after one (VIEW SERVER STATE)."""

@@ -33,6 +33,8 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 if TYPE_CHECKING:
     import pyodbc
 
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.window.planning import ServerTimeZone
 
@@ -41,6 +43,12 @@ WARNING = "warning"
 CRITICAL = "critical"
 LOST = "lost"
 NO_WATERMARK = "no_watermark"
+
+CHANGE_TRACKING_REMEDY = (
+    "apply the backlog now, or raise the database's CHANGE_RETENTION: ALTER DATABASE [<db>] SET "
+    "CHANGE_TRACKING (CHANGE_RETENTION = <n> DAYS) (docs/operations.md, 'Time to loss')"
+)
+RETENTION_UNIT_MINUTES = {"MINUTES": 1, "HOURS": 60, "DAYS": 1440}
 
 REMEDY = (
     "apply the backlog now (trigger the replication DAG, or fix what keeps its runs from succeeding), "
@@ -65,6 +73,8 @@ class RetentionHeadroom:
     :param applied_through_time: the commit time (UTC) ``applied_through`` maps to: the target is
         complete up to it.
     :param lost: the cleanup's low-water mark is past the first LSN after ``applied_through``.
+    :param position_kind: ``lsn`` (CDC) or ``version`` (Change Tracking: the LSNs encode versions,
+        ``hooks.change_tracking.version_lsn``; the "low-water mark" is the min valid version).
     """
 
     capture_instance: str
@@ -77,6 +87,7 @@ class RetentionHeadroom:
     server_now: datetime
     applied_through_time: datetime | None = None
     lost: bool = False
+    position_kind: str = "lsn"
 
     @property
     def lag_seconds(self) -> float | None:
@@ -141,6 +152,8 @@ class RetentionHeadroom:
             if self.stream == self.capture_instance
             else f"{self.stream} ({self.capture_instance})"
         )
+        if self.position_kind == "version":
+            return self._describe_version(name)
         if self.lost:
             return (
                 f"{name}: the CDC cleanup already moved the low-water mark to {self.min_lsn.hex}, past the "
@@ -158,6 +171,25 @@ class RetentionHeadroom:
             f"{head}; the oldest unapplied change, LSN {self.oldest_unapplied_lsn.hex} committed "
             f"{_text(self.oldest_unapplied_time)}, may be deleted from {_text(self.deletion_time)}"
         )
+
+    def _describe_version(self, name: str) -> str:
+        from airflow_provider_sqlserver_cdc.hooks.change_tracking import lsn_version
+
+        assert self.applied_through is not None
+        applied = lsn_version(self.applied_through)
+        if self.lost:
+            return (
+                f"{name}: CHANGE_TRACKING_MIN_VALID_VERSION is {lsn_version(self.min_lsn)}, above the synchronized "
+                f"version {applied}: the Change Tracking cleanup removed changes after it; re-snapshot the table "
+                "(docs/change-tracking.md)"
+            )
+        head = (
+            f"{name}: {self.minutes_left:.0f} minutes left before the Change Tracking cleanup (CHANGE_RETENTION "
+            f"{self.retention_minutes} min) may pass the synchronized version {applied}"
+        )
+        if self.oldest_unapplied_time is None:
+            return f"{head}; no version committed after it"
+        return f"{head}, whose next version committed {_text(self.oldest_unapplied_time)}"
 
     def to_dict(self, *, warning_minutes: float, critical_minutes: float) -> dict[str, Any]:
         """A JSON-serialisable summary (XCom, metrics)."""
@@ -317,3 +349,58 @@ def read_headroom(
         )
         for stream, (instance, through) in applied.items()
     ]
+
+
+def read_change_tracking_headroom(
+    hook: ChangeTrackingHook,
+    applied: dict[str, tuple[CaptureInstance, int | None]],
+) -> list[RetentionHeadroom]:
+    """
+    Read the time to loss of Change Tracking tables.
+
+    The automatic cleanup removes change information committed before ``now - CHANGE_RETENTION``;
+    a table's ``CHANGE_TRACKING_MIN_VALID_VERSION`` then rises past its synchronized version ``s``
+    once the first version after ``s`` (database-wide: ``sys.dm_tran_commit_table``, VIEW SERVER
+    STATE) is that old. Its ``commit_time`` is a smalldatetime (nearest minute): taken a minute early.
+    Versions are carried as LSNs (``version_lsn``) with ``position_kind="version"``.
+
+    :param hook: a ChangeTrackingHook of the database.
+    :param applied: stream -> (the tracked table, its synchronized version or None).
+    """
+    from airflow_provider_sqlserver_cdc.hooks.change_tracking import version_lsn
+
+    rows = hook._query(tsql.CT_DATABASE_RETENTION, doing="reading the database's CHANGE_RETENTION")
+    value, units = rows[0] if rows else (None, None)
+    if value is None or str(units).upper() not in RETENTION_UNIT_MINUTES:
+        raise SqlServerCdcError(
+            f"cannot read CHANGE_RETENTION of database {hook.database} on {hook.server} "
+            f"(sys.change_tracking_databases gave {rows!r}): is change tracking on for the database?"
+        )
+    retention = int(value) * RETENTION_UNIT_MINUTES[str(units).upper()]
+    now = hook.get_server_now().astimezone(UTC)
+    reports = []
+    for stream, (table, version) in applied.items():
+        min_valid = hook.min_valid_version(table) or 0
+        next_commit: datetime | None = None
+        if version is not None:
+            found = hook._scalar(
+                tsql.CT_FIRST_COMMIT_AFTER, version, doing=f"reading the commit after version {version}"
+            )
+            if isinstance(found, datetime):
+                next_commit = found.replace(tzinfo=UTC) - timedelta(minutes=1)
+        reports.append(
+            RetentionHeadroom(
+                capture_instance=table.name,
+                stream=stream,
+                retention_minutes=retention,
+                applied_through=None if version is None else version_lsn(version),
+                min_lsn=version_lsn(min_valid),
+                oldest_unapplied_lsn=None if next_commit is None else version_lsn(int(version or 0) + 1),
+                oldest_unapplied_time=next_commit,
+                server_now=now,
+                applied_through_time=next_commit or now,
+                lost=version is not None and version < min_valid,
+                position_kind="version",
+            )
+        )
+    return reports

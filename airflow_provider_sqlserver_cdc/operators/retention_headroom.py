@@ -10,11 +10,13 @@ from airflow.sdk import BaseOperator
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.errors import RetentionHeadroomError
 from airflow_provider_sqlserver_cdc.hooks.retention_headroom import (
+    CHANGE_TRACKING_REMEDY,
     CRITICAL,
     LOST,
     REMEDY,
     WARNING,
     RetentionHeadroom,
+    read_change_tracking_headroom,
     read_headroom,
 )
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
@@ -53,9 +55,17 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
     :param critical_minutes: fail below this many minutes left.
     :param retention_minutes: the cleanup retention to assume when the login cannot read
         ``msdb.dbo.cdc_jobs`` or ``sys.sp_cdc_help_jobs``; None: fail naming the grant.
+    :param change_tracking_tables: Change Tracking tables (``schema.table``) to check as well: their
+        synchronized version against ``CHANGE_TRACKING_MIN_VALID_VERSION`` and the database's
+        ``CHANGE_RETENTION`` (needs VIEW SERVER STATE for ``sys.dm_tran_commit_table``). (templated)
     """
 
-    template_fields: Sequence[str] = ("capture_instances", "sqlserver_cdc_conn_id", "database")
+    template_fields: Sequence[str] = (
+        "capture_instances",
+        "sqlserver_cdc_conn_id",
+        "database",
+        "change_tracking_tables",
+    )
     ui_color = "#fce5cd"
 
     def __init__(
@@ -68,6 +78,7 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
         warning_minutes: float = DEFAULT_HEADROOM_WARNING_MINUTES,
         critical_minutes: float = DEFAULT_HEADROOM_CRITICAL_MINUTES,
         retention_minutes: int | None = None,
+        change_tracking_tables: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -83,20 +94,46 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
         self.warning_minutes = warning_minutes
         self.critical_minutes = critical_minutes
         self.retention_minutes = retention_minutes
+        self.change_tracking_tables = change_tracking_tables
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         names = capture_instance_names(self.capture_instances)
-        with self.source_hook() as hook:
-            database = hook.source_database()
-            key = lambda stream: watermark_key(self.sqlserver_cdc_conn_id, database, stream)  # noqa: E731
-            streams = resolve_streams(hook, names, key)
-            marks = read_watermarks({stream: key(stream) for stream, _ in streams})
-            applied = {
-                stream: (instance.name, marks[stream].position if marks[stream] else None)
-                for stream, instance in streams
-            }
-            reports = read_headroom(hook, applied, retention_minutes=self.retention_minutes, log=self.log)
+        reports: list[RetentionHeadroom] = []
+        if names:
+            with self.source_hook() as hook:
+                database = hook.source_database()
+                key = lambda stream: watermark_key(self.sqlserver_cdc_conn_id, database, stream)  # noqa: E731
+                streams = resolve_streams(hook, names, key)
+                marks = read_watermarks({stream: key(stream) for stream, _ in streams})
+                applied = {
+                    stream: (instance.name, marks[stream].position if marks[stream] else None)
+                    for stream, instance in streams
+                }
+                reports += read_headroom(
+                    hook, applied, retention_minutes=self.retention_minutes, log=self.log
+                )
+        if self.change_tracking_tables:
+            reports += self._change_tracking_reports()
         return self.judge(reports)
+
+    def _change_tracking_reports(self) -> list[RetentionHeadroom]:
+        from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook, lsn_version
+
+        hook = ChangeTrackingHook(
+            self.sqlserver_cdc_conn_id, database=self.database, server_time_zone=self.server_time_zone
+        )
+        try:
+            database = hook.source_database()
+            tables = hook.get_tracked_tables(list(self.change_tracking_tables))
+            marks = read_watermarks(
+                {t.name: watermark_key(self.sqlserver_cdc_conn_id, database, t.name) for t in tables}
+            )
+            applied = {
+                t.name: (t, lsn_version(marks[t.name].position) if marks[t.name] else None) for t in tables
+            }
+            return read_change_tracking_headroom(hook, applied)
+        finally:
+            hook.close()
 
     def judge(self, reports: Sequence[RetentionHeadroom]) -> list[dict[str, Any]]:
         """Log and emit each report; raise RetentionHeadroomError when one is critical or lost."""
@@ -113,7 +150,7 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
                     "retention headroom below %.0f minutes: %s. Remedy: %s",
                     self.warning_minutes,
                     report.describe(),
-                    REMEDY,
+                    _remedy(report),
                 )
             else:
                 self.log.info("retention headroom: %s", report.describe())
@@ -124,8 +161,12 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
                         f"{self.task_id}: {len(alarming)} capture instance(s) below the critical retention "
                         f"headroom of {self.critical_minutes:.0f} minutes:",
                         *(f"- {report.describe()}" for report in alarming),
-                        f"Remedy: {REMEDY}",
+                        *(f"Remedy: {remedy}" for remedy in dict.fromkeys(_remedy(r) for r in alarming)),
                     ]
                 )
             )
         return [report.to_dict(**limits) for report in reports]
+
+
+def _remedy(report: RetentionHeadroom) -> str:
+    return CHANGE_TRACKING_REMEDY if report.position_kind == "version" else REMEDY

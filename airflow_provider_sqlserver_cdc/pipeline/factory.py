@@ -338,6 +338,7 @@ def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *,
         warning_minutes=headroom.warning_minutes,
         critical_minutes=headroom.critical_minutes,
         retention_minutes=headroom.retention_minutes,
+        change_tracking_tables=list(settings.change_tracking.tables),
         trigger_rule=TriggerRule.ALL_DONE,
         retries=0,
     )

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from airflow_provider_sqlserver_cdc.errors import RetentionHeadroomError
+from airflow_provider_sqlserver_cdc.hooks.change_tracking import version_lsn
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
@@ -113,3 +114,58 @@ def test_thresholds_must_be_ordered():
         CdcRetentionHeadroomOperator(
             task_id="h", capture_instances=["x"], warning_minutes=10, critical_minutes=20
         )
+
+
+# --- Change Tracking ---------------------------------------------------------------------------------
+
+
+def utc(hour: int, minute: int) -> dt.datetime:
+    return dt.datetime(2026, 3, 2, hour, minute, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def tracked(sqlserver_simulator, monkeypatch):
+    """ctshop.dbo.items with CHANGE_RETENTION 60 minutes: version 1 at 10:00 synchronized, version 2 at 10:02 not."""
+    sim = sqlserver_simulator
+    sim.clock.set(utc(9, 0), frozen=True)
+    sim.execute("CREATE DATABASE ctshop")
+    sim.execute(
+        "ALTER DATABASE ctshop SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 60 MINUTES, AUTO_CLEANUP = ON)"
+    )
+    sim.execute(
+        "CREATE TABLE dbo.items (id int NOT NULL PRIMARY KEY); ALTER TABLE dbo.items ENABLE CHANGE_TRACKING",
+        "ctshop",
+    )
+    sim.clock.set(utc(10, 0), frozen=True)
+    sim.execute("INSERT INTO dbo.items VALUES (1)", "ctshop")
+    sim.clock.set(utc(10, 2), frozen=True)
+    sim.execute("INSERT INTO dbo.items VALUES (2)", "ctshop")
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", sim.airflow_connection("ctshop"))
+    key = watermark_key("sim", "ctshop", "dbo_items")
+    monkeypatch.setenv(f"AIRFLOW_VAR_{key.upper()}", json.dumps({"lsn": version_lsn(1).hex}))
+    return sim
+
+
+def test_change_tracking_warns_then_fails_before_the_min_valid_version_passes_the_watermark(tracked):
+    check = CdcRetentionHeadroomOperator(
+        task_id="retention_headroom",
+        capture_instances=[],
+        change_tracking_tables=["dbo.items"],
+        sqlserver_cdc_conn_id="sim",
+        warning_minutes=45,
+        critical_minutes=10,
+    )
+    # Version 2 (10:02, a smalldatetime: taken as 10:01) leaves the retention at 11:01.
+    tracked.clock.set(utc(10, 31), frozen=True)
+    (report,) = check.execute({})
+    assert report["status"] == "warning" and report["minutes_left"] == 30.0
+    tracked.clock.set(utc(10, 56), frozen=True)
+    with pytest.raises(RetentionHeadroomError) as failed:
+        check.execute({})
+    assert "dbo_items: 5 minutes left before the Change Tracking cleanup" in str(failed.value)
+    assert "CHANGE_RETENTION = <n> DAYS" in str(failed.value)
+    tracked.clock.set(utc(11, 5), frozen=True)
+    with pytest.raises(
+        RetentionHeadroomError, match="CHANGE_TRACKING_MIN_VALID_VERSION is 2, above the synchronized"
+    ):
+        check.execute({})
