@@ -35,7 +35,39 @@ def record_merge_outputs(
     :param targets: capture instance -> table overrides.
     :param seconds: how long the merge (spark-submit) took.
     :param log: the task's logger.
+
+    The merge has committed when this runs: a failure here is logged as an error (the events and
+    metrics of this run are missing) and does not fail the task, whose retry would merge nothing.
     """
+    try:
+        return _record(
+            context,
+            window_value=window_value,
+            result=result,
+            outlets=outlets,
+            namespace=namespace,
+            table_name_template=table_name_template,
+            targets=targets,
+            seconds=seconds,
+            log=log,
+        )
+    except Exception:
+        log.exception("the merge committed, but its asset events and metrics could not be recorded")
+        return {}
+
+
+def _record(
+    context: Mapping[str, Any],
+    *,
+    window_value: Any,
+    result: Mapping[str, Any] | None,
+    outlets: Iterable[Any],
+    namespace: str | None,
+    table_name_template: str,
+    targets: Mapping[str, str],
+    seconds: float,
+    log: logging.Logger,
+) -> dict[str, dict[str, Any]]:
     if result is None:
         log.info("the merge job reported no per-table result: asset events carry no extra, no row metrics")
         return {}
