@@ -80,6 +80,9 @@ def _record(
         windows, result, namespace=namespace, table_name_template=table_name_template, targets=targets
     )
     partition = partition_key(context.get("data_interval_start"))
+    start, end = context.get("data_interval_start"), context.get("data_interval_end")
+    for extra in extras.values():
+        extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
     outlet_events = context.get("outlet_events")
     if outlet_events is not None:
         emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
@@ -90,3 +93,7 @@ def _record(
             emit_rows_applied(stream, extra["rows"])
         timing(MERGE_SECONDS, stream, seconds)
     return extras
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else value.isoformat()

@@ -149,6 +149,7 @@ def test_downstream_dag_runs_once_per_interval_with_its_lsn_range_and_snapshot(
         assert first[k]["rows"]["insert"] + first[k]["rows"]["update"] + first[k]["rows"]["delete"] > 0
         assert first[k]["commit_time_range"] == {"from": start(k).isoformat(), "to": start(k + 1).isoformat()}
     assert len({e["snapshot_id"] for e in first}) == 3  # each run committed a snapshot
+    assert [e["data_interval"]["start"] for e in first] == [start(k).isoformat() for k in range(3)]
     # The downstream DAG ran once per interval and saw that interval's event.
     assert [s["partition_key"] for s in seen] == partitions
     for s, e in zip(seen, first, strict=True):
