@@ -98,3 +98,7 @@ class WindowNotReadyError(SqlServerCdcError):
 
 class LocalPathError(SqlServerCdcError, ValueError):
     """A local staging or warehouse path, with an executor whose workers do not share the filesystem."""
+
+
+class RetentionHeadroomError(SqlServerCdcError):
+    """The CDC cleanup may soon delete (or has deleted) changes the target has not applied (time to loss)."""

@@ -33,6 +33,8 @@ __all__ = [
     "DEFAULT_JDBC_CONNECTIONS",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MERGE_STRATEGY",
+    "DEFAULT_HEADROOM_CRITICAL_MINUTES",
+    "DEFAULT_HEADROOM_WARNING_MINUTES",
     "DEFAULT_ON_GAP",
     "DEFAULT_ON_SCHEMA_CHANGE",
     "DEFAULT_ORPHAN_AGE_HOURS",
@@ -66,3 +68,9 @@ DEFAULT_WRITE_MODE = "merge-on-read"
 DEFAULT_TARGET_KIND = "iceberg"
 DEFAULT_JDBC_CONNECTIONS = 4
 DEFAULT_MERGE_STRATEGY = "auto"
+
+# CdcRetentionHeadroomOperator (time to loss; docs/operations.md): with SQL Server's default
+# retention (3 days) a day of headroom left means runs have failed for two days; four hours is
+# the time left to apply the backlog or raise the retention before changes are deleted.
+DEFAULT_HEADROOM_WARNING_MINUTES = 24 * 60.0
+DEFAULT_HEADROOM_CRITICAL_MINUTES = 4 * 60.0

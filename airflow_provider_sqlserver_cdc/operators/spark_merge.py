@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -13,6 +14,7 @@ from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
 )
+from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
@@ -379,6 +381,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         self.merge_result = None
+        started = time.monotonic()
         try:
             super().execute(context)
         except AirflowException as err:
@@ -387,7 +390,25 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
                 raise
             raise AirflowException(message) from err
         context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=applied_lsn_ranges(self.merge_result))
+        # Asset events per target table and metrics (merge_outputs.py, docs/assets.md)
+        self.asset_extras = record_merge_outputs(
+            context,
+            window_value=value,
+            result=self.merge_result,
+            outlets=self.outlets,
+            namespace=self.namespace,
+            table_name_template=self.table_name_template,
+            targets=self.targets,
+            seconds=time.monotonic() - started,
+            log=self.log,
+        )
         return manifests
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""
+        from airflow_provider_sqlserver_cdc.lineage import merge_lineage
+
+        return merge_lineage(getattr(self, "asset_extras", {}))
 
     def _get_hook(self) -> SparkSubmitHook:
         """Return the spark-submit hook, reading the job's result line from the output it logs."""

@@ -67,8 +67,10 @@ from typing import Any
 
 from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
 
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
+from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
@@ -184,7 +186,8 @@ def add_replication_tasks(
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
     zone = settings.source.server_time_zone
-    plan = CdcLoadPlanOperator(task_id="plan", capture_instances=tables(), **source)
+    run_table_list = tables()
+    plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
     snapshot = CdcSnapshotOperator.partial(
         task_id="snapshot",
         base_path=settings.staging_path,
@@ -250,6 +253,7 @@ def add_replication_tasks(
         conf=dict(settings.spark.conf),
         execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
         trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+        outlets=merge_outlets(settings),
     )
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
@@ -266,6 +270,8 @@ def add_replication_tasks(
         "merge": merge,
         "commit": commit,
     }
+    if settings.retention_headroom.enabled:
+        tasks["retention_headroom"] = add_headroom_check(settings, run_table_list, after=commit)
     # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
@@ -275,6 +281,70 @@ def add_replication_tasks(
         [t.executor for t in (snapshot, extract, merge)],
     )
     return tasks
+
+
+def merge_outlets(settings: ReplicationSettings) -> list[Any]:
+    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
+    if settings.merge.target.kind != "iceberg":
+        return []
+    tables = declared_target_tables(
+        settings.tables,
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        targets=dict(settings.merge.tables),
+        database=settings.source.database,
+    )
+    return [target_asset(table) for table in tables]
+
+
+# --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
+def retention_headroom_dag(
+    settings: ReplicationSettings, *, dag_id: str, schedule: str = "*/15 * * * *", **dag_kwargs: Any
+) -> DAG:
+    """
+    Return a DAG of the time-to-loss check alone, on its own schedule: it alerts while the replication
+    DAG is paused, failing or stuck in its sensor (docs/operations.md, "Time to loss").
+
+    :param settings: the replication's settings (source, ``tables``, ``retention_headroom``).
+    :param dag_id: the DAG's id.
+    :param schedule: how often to check.
+    :param dag_kwargs: further DAG arguments.
+    """
+    arguments = {"start_date": settings.dag.start_date, "catchup": False, "max_active_runs": 1, **dag_kwargs}
+    with DAG(dag_id, schedule=schedule, **arguments) as dag:
+        add_headroom_check(settings, list(settings.tables))
+    return dag
+
+
+def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *, after: Any = None) -> Any:
+    """
+    Add the ``retention_headroom`` check after ``after``; return it.
+
+    It runs once the run's other tasks are done, whatever their state (a failing run is when the
+    headroom shrinks), reads the watermarks they left, and warns or fails (retries 0: its failure
+    is an answer) without holding up anything.
+
+    :param settings: the pipeline's settings (``settings.retention_headroom``).
+    :param capture_instances: the run's capture instances (the ``tables`` task's output).
+    :param after: the task it follows, if any.
+    """
+    headroom = settings.retention_headroom
+    check = CdcRetentionHeadroomOperator(
+        task_id="retention_headroom",
+        capture_instances=capture_instances,
+        sqlserver_cdc_conn_id=settings.source.conn_id,
+        database=settings.source.database,
+        server_time_zone=settings.source.server_time_zone,
+        warning_minutes=headroom.warning_minutes,
+        critical_minutes=headroom.critical_minutes,
+        retention_minutes=headroom.retention_minutes,
+        change_tracking_tables=list(settings.change_tracking.tables),
+        trigger_rule=TriggerRule.ALL_DONE,
+        retries=0,
+    )
+    if after is not None:
+        after >> check
+    return check
 
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------

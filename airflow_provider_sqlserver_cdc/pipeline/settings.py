@@ -58,6 +58,8 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
     DEFAULT_DELETE_MODE,
     DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
+    DEFAULT_HEADROOM_CRITICAL_MINUTES,
+    DEFAULT_HEADROOM_WARNING_MINUTES,
     DEFAULT_JDBC_CONNECTIONS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MERGE_STRATEGY,
@@ -483,6 +485,41 @@ class TableMaintenanceSettings(_Section):
         )
 
 
+# --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
+@dataclass(frozen=True)
+class RetentionHeadroomSettings(_Section):
+    """
+    CdcRetentionHeadroomOperator: each run checks how long until the CDC cleanup passes the watermarks.
+
+    :param enabled: add the ``retention_headroom`` task after ``commit_watermarks`` (it runs whatever
+        the run's other tasks did, and its failure fails the run, not the replication).
+    :param warning_minutes: log a warning below this many minutes left.
+    :param critical_minutes: fail the task below this many minutes left (and once the cleanup passed a watermark).
+    :param retention_minutes: the cleanup retention to assume when the source login cannot read
+        ``msdb.dbo.cdc_jobs`` nor ``sys.sp_cdc_help_jobs``; None: the task fails naming the grant.
+    """
+
+    key: ClassVar[str] = "retention_headroom"
+    enabled: bool = True
+    warning_minutes: float = DEFAULT_HEADROOM_WARNING_MINUTES
+    critical_minutes: float = DEFAULT_HEADROOM_CRITICAL_MINUTES
+    retention_minutes: int | None = None
+
+    def check(self) -> None:
+        """Refuse negative or inverted thresholds and a non-positive retention."""
+        self._require("critical_minutes", self.critical_minutes >= 0, "must not be negative")
+        self._require(
+            "warning_minutes",
+            self.warning_minutes >= self.critical_minutes,
+            "must not be below critical_minutes",
+        )
+        self._require(
+            "retention_minutes",
+            self.retention_minutes is None or self.retention_minutes > 0,
+            "must be positive",
+        )
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -501,6 +538,7 @@ class ReplicationSettings(_Section):
     :param dag: schedule, retries and runs of the DAG.
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
+    :param retention_headroom: the time-to-loss check of every run.
     """
 
     tables: tuple[str, ...]
@@ -514,6 +552,7 @@ class ReplicationSettings(_Section):
     dag: DagSettings = field(default_factory=DagSettings)
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
+    retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

@@ -13,6 +13,7 @@ DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
 CONFIG = DAGS_FOLDER / "sqlserver_cdc_config.yaml"
 EXAMPLE_DAG_IDS = {"sqlserver_cdc_to_iceberg", "sqlserver_cdc_to_iceberg_watermark"}
 CHANGE_TRACKING_DAG_ID = "sqlserver_change_tracking_to_iceberg"
+DOWNSTREAM_DAG_ID = "sqlserver_cdc_orders_delta"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def dag_bag():
 
 def test_every_example_dag_loads_without_import_errors(dag_bag) -> None:
     assert dag_bag.import_errors == {}
-    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID}
+    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID, DOWNSTREAM_DAG_ID}
     # Every Python file in dags/ is a DAG of a few lines: the pipeline is the package's factory.
     for path in DAGS_FOLDER.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 30, path.name
@@ -142,3 +143,15 @@ def test_change_tracking_tables_share_the_merge_and_the_watermark_commit(dag_bag
     assert tasks["ct_extract"].partial_kwargs["window_mode"] == "interval"
     assert tasks["ct_plan"].tables == ["dbo.orders", "dbo.order_lines", "dbo.type_zoo"]
     assert tasks["ct_plan"].auto_resnapshot is False  # SQLSERVER_CT_AUTO_RESNAPSHOT=true turns it on
+
+
+def test_the_downstream_example_is_scheduled_on_an_outlet_of_the_merge(dag_bag) -> None:
+    """dags/sqlserver_cdc_orders_delta.py runs on the partitioned events of the merge's dbo_orders asset."""
+    from airflow.sdk import PartitionedAssetTimetable
+
+    downstream = dag_bag.dags[DOWNSTREAM_DAG_ID]
+    assert isinstance(downstream.timetable, PartitionedAssetTimetable) or downstream.timetable.partitioned
+    merge = dag_bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"]
+    (orders,) = [a for a in merge.outlets if a.uri.endswith("/dbo_orders")]
+    assert orders.uri == "iceberg://lake/cdc/dbo_orders"
+    assert downstream.timetable.asset_condition == orders

@@ -18,6 +18,7 @@ from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, table
 
 TASK_IDS = {
     "tables",
+    "retention_headroom",
     "plan",
     "snapshot_list",
     "extract_list",
@@ -272,3 +273,33 @@ def test_maintenance_is_added_after_the_watermark_commit_when_enabled() -> None:
     assert maintenance_due("0 3 * * *", three, three)  # an empty interval at a schedule time
     with pytest.raises(Exception, match="maintenance.orphan_age_hours"):
         settings(maintenance={"enabled": True, "orphan_age_hours": 1})
+
+
+def test_every_run_checks_the_retention_headroom_after_the_commit_whatever_happened() -> None:
+    dag = cdc_replication_dag(
+        settings(
+            retention_headroom={"warning_minutes": 600, "critical_minutes": 60, "retention_minutes": 1440}
+        ),
+        dag_id="headroom",
+    )
+    check = dag.task_dict["retention_headroom"]
+    assert check.upstream_task_ids == {"commit_watermarks", "tables"}
+    assert check.trigger_rule == "all_done" and check.retries == 0
+    assert (check.warning_minutes, check.critical_minutes, check.retention_minutes) == (600, 60, 1440)
+    assert (check.sqlserver_cdc_conn_id, check.database, check.server_time_zone) == (
+        "shop",
+        "shop_db",
+        "Europe/Berlin",
+    )
+    off = cdc_replication_dag(settings(retention_headroom={"enabled": False}), dag_id="no_headroom")
+    assert "retention_headroom" not in off.task_dict
+    with pytest.raises(Exception, match="retention_headroom.warning_minutes"):
+        settings(retention_headroom={"warning_minutes": 10, "critical_minutes": 20})
+
+
+def test_the_headroom_check_on_its_own_schedule() -> None:
+    from airflow_provider_sqlserver_cdc.pipeline import retention_headroom_dag
+
+    dag = retention_headroom_dag(settings(), dag_id="headroom_alone", schedule="*/5 * * * *")
+    (check,) = dag.tasks
+    assert check.capture_instances == ["dbo_orders", "dbo_customers"] and not check.upstream_task_ids
