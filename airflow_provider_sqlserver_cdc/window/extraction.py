@@ -348,6 +348,7 @@ def extract_windows(
         data_interval_start=data_interval_start,
         data_interval_end=data_interval_end,
         watermarks=watermarks,
+        applied_through={s.old.name: marks[s.stream].position if marks[s.stream] else None for s in streams},
     )
     if disable_old_capture_instance:
         # After planning: a window that still starts before the switch (the run that created the new
