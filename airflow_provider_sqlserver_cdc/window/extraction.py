@@ -368,7 +368,11 @@ def extract_windows(
     guarded_windows = []
     for switch, window in zip(streams, planned, strict=True):
         mark = marks[switch.stream]
-        applied = AppliedPosition(mark.position, tuple(mark.ranges)) if mark is not None else None
+        applied = (
+            AppliedPosition(mark.position, tuple(mark.held_ranges), mark.recorded_through)
+            if mark is not None
+            else None
+        )
         guarded = guard_window(
             hook,
             switch.old,
