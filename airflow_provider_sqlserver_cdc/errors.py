@@ -98,3 +98,7 @@ class WindowNotReadyError(SqlServerCdcError):
 
 class LocalPathError(SqlServerCdcError, ValueError):
     """A local staging or warehouse path, with an executor whose workers do not share the filesystem."""
+
+
+class CaptureInstanceRunError(SqlServerCdcError):
+    """Some capture instances of a run were not merged (their task failed); the others were merged and committed."""

@@ -153,6 +153,11 @@ def window_manifest_uris(value: Any) -> list[str]:
     return uris
 
 
+def window_descriptions(value: Any) -> list[dict[str, Any]]:
+    """Return the window descriptions (dicts) in an extract XCom, leaving out bare manifest URIs."""
+    return [item for item in xcom_items(value) if isinstance(item, dict)]
+
+
 def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     """Return ``--table-property KEY=VALUE`` arguments, checked as the merge job checks them."""
     items = [f"{key}={value}" for key, value in (properties or {}).items()]
@@ -185,6 +190,8 @@ def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None
 
 
 APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
+#: XCom key of the window descriptions the merge took from its extract tasks (for the watermark commit)
+MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
 def applied_lsn_ranges(result: Mapping[str, Any] | None) -> dict[str, str] | None:
@@ -212,7 +219,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     carries the driver's output in client deploy mode); a retry merges only what is not applied yet.
     Besides the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture
     instance -> the LSN ranges its table holds after the merge, read from the table itself, which
-    WatermarkCommitOperator mirrors into the watermark Variables.
+    WatermarkCommitOperator mirrors into the watermark Variables, and ``merged_windows``: the window
+    descriptions it took from the extract tasks (those whose task failed left none), which the
+    watermark commit takes so that it depends on the merge alone.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
     the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
@@ -387,6 +396,10 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
                 raise
             raise AirflowException(message) from err
         context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=applied_lsn_ranges(self.merge_result))
+        # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
+        context["ti"].xcom_push(
+            key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(value)]
+        )
         return manifests
 
     def _get_hook(self) -> SparkSubmitHook:
