@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
     JdbcTarget,
@@ -232,6 +233,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
 
     :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
+    :param skip_without_windows: when the extract tasks left no window (all failed or had nothing to
+        do), skip instead of failing: for a merge that runs whatever its upstream tasks' states
+        (trigger rule ``all_done``), as the pipeline's does.
     :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
         extract task returns them, or a list of these. (templated)
     :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
@@ -281,6 +285,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         *,
         namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
+        skip_without_windows: bool = False,
         windows: Any = None,
         table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
         targets: Mapping[str, str] | None = None,
@@ -310,6 +315,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             raise ValueError(f"{self.task_id}: write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
         self.namespace = namespace
         self.extract_task_ids = extract_task_ids
+        self.skip_without_windows = skip_without_windows
         self.windows = windows
         self.table_name_template = table_name_template
         self.targets = dict(targets or {})
@@ -353,6 +359,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
         value = self._window_value(context)
         manifests = window_manifest_uris(value)
+        if not manifests and self.skip_without_windows:
+            raise AirflowSkipException(f"{self.task_id}: the extract tasks left no window to merge")
         if not manifests:
             raise ValueError(
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "

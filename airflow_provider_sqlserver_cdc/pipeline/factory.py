@@ -15,8 +15,8 @@ path (a mapped task with nothing to do is skipped). One Spark application merges
 of the run: Spark's start-up dominates a small merge, and each target table is its own Iceberg
 commit, so a failure leaves the other tables committed and the retry skips them.
 
-One capture instance's failure stays its own. ``merge`` runs once every window task is done and
-one at least succeeded (``all_done_min_one_success``), on the windows that exist: a failed
+One capture instance's failure stays its own. ``merge`` runs once every window task is done
+(``all_done``), on the windows that exist, and skips when there are none: a failed
 ``extract[i]`` (a retention gap, a schema change, a lost connection) leaves no window, and the
 other instances' windows are merged; ``commit_watermarks`` takes the windows the merge took
 (its XCom ``merged_windows``), so it depends on the merge alone. Airflow derives a run's state
@@ -271,8 +271,10 @@ def add_replication_tasks(
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),
         execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
-        # Every window task done, one at least with windows: a failed extract[i] leaves the others' windows.
-        trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS,
+        # Once every window task is done, on the windows that exist: a failed extract[i] leaves the others'.
+        # (all_done_min_one_success would skip the merge whenever a path had nothing to do.)
+        trigger_rule=TriggerRule.ALL_DONE,
+        skip_without_windows=True,
     )
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",

@@ -2,9 +2,9 @@
 The pipeline's last task: fail the run naming the capture instances that were not merged, and why.
 
 One capture instance's failure stays its own: the merge runs on the windows that exist
-(``all_done_min_one_success``) and the watermarks of what it merged are committed. Airflow sets a
-run's state from its leaf tasks, so a failed ``extract[2]`` upstream of a successful merge would
-leave the run green; ``run_outcome`` (``all_done``, the leaf) reads the states of the run's tasks and
+(``all_done``; it skips when none exist) and the watermarks of what it merged are committed.
+Airflow sets a run's state from its leaf tasks, so a failed ``extract[2]`` upstream of a
+successful merge would leave the run green; ``run_outcome`` (``all_done``, the leaf) reads the states of the run's tasks and
 fails the run with one line per failed capture instance: the task, the error, and what to do.
 """
 

@@ -70,7 +70,7 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
     assert merge.extract_task_ids == [prefix + "snapshot", prefix + "extract"]
     # A path with nothing to do is skipped and a failed extract[i] leaves no window: the merge runs on
     # the windows that exist, the commit after it; run_outcome fails the run naming what failed.
-    assert (merge.trigger_rule, commit.trigger_rule) == ("all_done_min_one_success", "all_success")
+    assert (merge.trigger_rule, commit.trigger_rule) == ("all_done", "all_success")
     assert tasks[prefix + "run_outcome"].trigger_rule == "all_done"
     extract = tasks[prefix + "extract"].partial_kwargs
     snapshot = tasks[prefix + "snapshot"].partial_kwargs
