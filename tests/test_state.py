@@ -102,3 +102,33 @@ def test_empty_windows_advance_the_applied_through_lsn_until_the_table_records_p
     # The next change window continued the table's 100; the table now records past the empty ranges.
     _, _, mark = mirror_applied_ranges(KEY, [(0, 250)])
     assert mark.position == Lsn.from_int(250) and mark.empty_ranges is None
+
+
+def _window(**overrides):
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+
+    fields = {
+        "capture_instance": "dbo_orders",
+        "source": {"server": "s", "database": "shop", "schema": "dbo", "table": "orders"},
+        "kind": "changes",
+        "mode": "interval",
+        "from_position": Lsn.from_int(150).hex,
+        "to_position": Lsn.from_int(200).hex,
+        "window_uri": "/w",
+        "manifest_uri": "/w/_manifest.json",
+        "state_key": KEY,
+        **overrides,
+    }
+    return ChangeWindow(**fields)
+
+
+def test_a_change_window_without_rows_proves_its_range_free_of_changes():
+    from airflow_provider_sqlserver_cdc.operators.watermark import proven_empty
+
+    assert proven_empty(_window()) == [(150, 200)]  # read from the change table: no row of the instance
+    assert proven_empty(_window(applied_through=Lsn.from_int(100).hex)) == [(101, 200)]
+    assert proven_empty(_window(row_count=3)) == []
+    # A planned-empty window was not read: only the stretch the contiguity guard checked counts.
+    empty = {"from_position": Lsn.from_int(200).hex, "empty": True}
+    assert proven_empty(_window(**empty)) == []
+    assert proven_empty(_window(**empty, applied_through=Lsn.from_int(120).hex)) == [(121, 200)]

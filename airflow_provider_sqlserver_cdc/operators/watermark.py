@@ -17,14 +17,23 @@ if TYPE_CHECKING:
 
 
 def proven_empty(window: ChangeWindow) -> list[LsnRange]:
-    """The LSN range an empty window proved free of changes: after the applied-through it continued, up to its end.
-
-    The contiguity guard sets ``applied_through`` only when the source had no change of the instance
-    between it and the window (``window.contiguity``); an empty window has none inside either.
     """
-    if not window.empty or window.applied_through is None or window.position_kind != "lsn":
+    The LSN range a change window without rows proved free of changes of its capture instance.
+
+    A window read from the change table (``[from, to]``) with no row holds no change there; one that
+    continued an applied-through LSN (``applied_through``, set by the contiguity guard only when the
+    source had no change between it and the window) proves that stretch too. A planned-empty window
+    (not queried) proves only what the guard checked. The merge commits nothing for such a window,
+    so the watermark Variable keeps this range (``state.mirror_applied_ranges``, ``empty``).
+    """
+    if window.kind != "changes" or window.position_kind != "lsn" or window.row_count:
         return []
-    first = int(Lsn.from_hex(window.applied_through)) + 1
+    if window.applied_through is not None:
+        first = int(Lsn.from_hex(window.applied_through)) + 1
+    elif window.empty:
+        return []
+    else:
+        first = int(window.from_lsn)
     last = int(window.to_lsn)
     return [(first, last)] if first <= last else []
 
