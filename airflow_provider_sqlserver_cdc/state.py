@@ -13,9 +13,10 @@ to it is applied). Joining only adds ranges, so two commit tasks finishing in ei
 the same value, and the watermark never moves back. Without ranges from the merge (a DAG that
 does not pass them), ``lsn`` is the highest window end merged, as before.
 
-``empty_ranges`` are the LSN ranges of empty windows that continued what the target holds: the
-source had no change of the instance there when the window was extracted, so the target holds
-them too without a commit (an empty window commits nothing to the table). They count toward the
+``empty_ranges`` are the LSN ranges of windows without a row of the instance that continued what
+the target holds (``operators.watermark.proven_empty``): the source had no change of the instance
+there when the window was extracted, so the target holds them too without a commit (the merge
+commits nothing for a window without rows). They count toward the
 applied-through LSN, so a quiet table's watermark follows the runs instead of staying at its
 snapshot LSN until CDC's cleanup passes it (issue 36). Ranges the table records are dropped from
 them, which keeps them to at most the stretch since the table's last commit.
@@ -171,8 +172,8 @@ def mirror_applied_ranges(
     :param known_commit_time: an LSN and its UTC commit time (e.g. a window's end), stored when the
         applied-through LSN is that one.
     :param dag_run_id: the DAG run that merged.
-    :param empty: LSN ranges of empty windows that continued what the target holds (no change of the
-        instance in them); joined with those already stored, less what the table records.
+    :param empty: LSN ranges of windows without rows that continued what the target holds (no change
+        of the instance in them); joined with those already stored, less what the table records.
     """
     previous = read_watermark(key)
     joined = join_ranges(previous.ranges if previous is not None else [], list(ranges))
