@@ -282,8 +282,15 @@ def add_replication_tasks(
         applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
     )
     [snapshot, extract, *tracked] >> merge >> commit
+    named = [plan, snapshot, wait, extract, *tracked]
+    named_ids = {t.task_id for t in named} | {merge.task_id}
+    # Every task the merge waits for, the Change Tracking branch's plan and sensor included.
+    others = sorted(
+        (t for t in merge.get_flat_relatives(upstream=True) if t.task_id not in named_ids),
+        key=lambda t: t.task_id,
+    )
     outcome = add_run_outcome_task(
-        watched=[plan, snapshot, wait, extract, *tracked, merge, commit],
+        watched=[*named, *others, merge, commit],
         name_lists={
             snapshot.task_id: to_snapshot.operator.task_id,
             wait.task_id: to_extract.operator.task_id,

@@ -61,10 +61,13 @@ def failure_lines(
     :param names: the capture instance each mapped task instance was for.
     """
     lines, seen = [], set()
+    root_cause = any(state == "failed" for _, _, state in failed)
     for task_id, index, state in failed:
         label = task_id if index is None else f"{task_id}[{index}]"
         record = records.get((task_id, index))
         name = ", ".join(record["capture_instances"]) if record else names.get((task_id, index))
+        if name is None and state == "upstream_failed" and root_cause:
+            continue  # a task that did not run because of a failure listed on its own line
         if name is not None and name in seen:
             continue  # e.g. extract[i] upstream_failed after its wait_for_capture[i] failed
         if name is not None:

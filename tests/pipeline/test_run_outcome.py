@@ -55,3 +55,8 @@ def test_each_failed_capture_instance_is_named_once_with_its_error_and_remedy():
 
 def test_a_task_without_a_capture_instance_is_named_by_its_id():
     assert failure_lines([("merge", None, "failed")], {}, {}) == ["merge is failed; its task log says why"]
+
+
+def test_tasks_that_did_not_run_because_of_a_listed_failure_are_left_out():
+    failed = [("ct_snapshot", None, "upstream_failed"), ("ct_plan", None, "failed")]
+    assert failure_lines(failed, {}, {}) == ["ct_plan is failed; its task log says why"]
