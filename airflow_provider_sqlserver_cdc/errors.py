@@ -102,3 +102,7 @@ class LocalPathError(SqlServerCdcError, ValueError):
 
 class RetentionHeadroomError(SqlServerCdcError):
     """The CDC cleanup may soon delete (or has deleted) changes the target has not applied (time to loss)."""
+
+
+class CaptureInstanceRunError(SqlServerCdcError):
+    """Some capture instances of a run were not merged (their task failed); the others were merged and committed."""

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
     JdbcTarget,
@@ -155,6 +156,11 @@ def window_manifest_uris(value: Any) -> list[str]:
     return uris
 
 
+def window_descriptions(value: Any) -> list[dict[str, Any]]:
+    """Return the window descriptions (dicts) in an extract XCom, leaving out bare manifest URIs."""
+    return [item for item in xcom_items(value) if isinstance(item, dict)]
+
+
 def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     """Return ``--table-property KEY=VALUE`` arguments, checked as the merge job checks them."""
     items = [f"{key}={value}" for key, value in (properties or {}).items()]
@@ -187,6 +193,8 @@ def failed_tables_message(task_id: str, result: Mapping[str, Any]) -> str | None
 
 
 APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
+#: XCom key of the window descriptions the merge took from its extract tasks (for the watermark commit)
+MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
 def applied_lsn_ranges(result: Mapping[str, Any] | None) -> dict[str, str] | None:
@@ -214,7 +222,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     carries the driver's output in client deploy mode); a retry merges only what is not applied yet.
     Besides the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture
     instance -> the LSN ranges its table holds after the merge, read from the table itself, which
-    WatermarkCommitOperator mirrors into the watermark Variables.
+    WatermarkCommitOperator mirrors into the watermark Variables, and ``merged_windows``: the window
+    descriptions it took from the extract tasks (those whose task failed left none), which the
+    watermark commit takes so that it depends on the merge alone.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
     the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
@@ -225,6 +235,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
 
     :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
+    :param skip_without_windows: when the extract tasks left no window (all failed or had nothing to
+        do), skip instead of failing: for a merge that runs whatever its upstream tasks' states
+        (trigger rule ``all_done``), as the pipeline's does.
     :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
         extract task returns them, or a list of these. (templated)
     :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
@@ -274,6 +287,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         *,
         namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
+        skip_without_windows: bool = False,
         windows: Any = None,
         table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
         targets: Mapping[str, str] | None = None,
@@ -303,6 +317,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             raise ValueError(f"{self.task_id}: write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
         self.namespace = namespace
         self.extract_task_ids = extract_task_ids
+        self.skip_without_windows = skip_without_windows
         self.windows = windows
         self.table_name_template = table_name_template
         self.targets = dict(targets or {})
@@ -346,6 +361,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
         value = self._window_value(context)
         manifests = window_manifest_uris(value)
+        if not manifests and self.skip_without_windows:
+            raise AirflowSkipException(f"{self.task_id}: the extract tasks left no window to merge")
         if not manifests:
             raise ValueError(
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "
@@ -401,6 +418,10 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             targets=self.targets,
             seconds=time.monotonic() - started,
             log=self.log,
+        )
+        # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
+        context["ti"].xcom_push(
+            key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(value)]
         )
         return manifests
 

@@ -40,10 +40,24 @@ def test_the_chain_per_capture_instance(dag_bag, dag_id: str) -> None:
         assert tasks[task_id].is_mapped, task_id
     assert tasks["extract"].upstream_task_ids >= {"wait_for_capture", "extract_list"}
     assert tasks["merge"].upstream_task_ids == {"snapshot", "extract"}
-    assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "snapshot", "extract"}
-    # A path with nothing to do is skipped; the merge and the commit still run for the other one.
-    assert tasks["merge"].trigger_rule == "none_failed_min_one_success"
-    assert tasks["commit_watermarks"].trigger_rule == "none_failed_min_one_success"
+    # The commit takes the windows the merge took: it waits for the merge alone.
+    assert tasks["commit_watermarks"].upstream_task_ids == {"merge"}
+    # A path with nothing to do is skipped, and a failed extract[i] leaves the other windows: the merge
+    # runs once every window task is done, on the windows that exist (issue 36).
+    assert tasks["merge"].trigger_rule == "all_done"
+    assert tasks["commit_watermarks"].trigger_rule == "all_success"
+    # The leaf that fails the run naming the capture instances whose task failed.
+    outcome = tasks["run_outcome"]
+    assert outcome.trigger_rule == "all_done" and outcome.retries == 0
+    assert outcome.upstream_task_ids >= {
+        "plan",
+        "snapshot",
+        "wait_for_capture",
+        "extract",
+        "merge",
+        "commit_watermarks",
+    }
+    assert not outcome.downstream_task_ids
     # Retries everywhere (every step is idempotent), except the sensor whose timeout is an answer.
     assert tasks["extract"].partial_kwargs["retries"] == 3
     assert tasks["merge"].retries == 3
@@ -139,7 +153,13 @@ def test_change_tracking_tables_share_the_merge_and_the_watermark_commit(dag_bag
         assert tasks[task_id].is_mapped, task_id
     assert tasks["ct_extract"].upstream_task_ids >= {"ct_wait_for_version", "ct_extract_list"}
     assert tasks["merge"].upstream_task_ids == {"snapshot", "extract", "ct_snapshot", "ct_extract"}
-    assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "ct_snapshot", "ct_extract"}
+    assert tasks["commit_watermarks"].upstream_task_ids == {"merge"}
+    assert tasks["run_outcome"].upstream_task_ids >= {
+        "ct_snapshot",
+        "ct_extract",
+        "merge",
+        "commit_watermarks",
+    }
     assert tasks["ct_extract"].partial_kwargs["window_mode"] == "interval"
     assert tasks["ct_plan"].tables == ["dbo.orders", "dbo.order_lines", "dbo.type_zoo"]
     assert tasks["ct_plan"].auto_resnapshot is False  # SQLSERVER_CT_AUTO_RESNAPSHOT=true turns it on

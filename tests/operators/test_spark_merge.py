@@ -228,8 +228,9 @@ def test_failed_tables_of_the_job_fail_the_task_by_name(monkeypatch: pytest.Monk
     ti = _FakeTaskInstance(None)
     assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json"]
     assert operator.merge_result == committed
-    # The ranges each table holds after the merge, for WatermarkCommitOperator to mirror.
-    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
+    # The ranges each table holds after the merge, for WatermarkCommitOperator to mirror, and the window
+    # descriptions it merged (none here: the operator was given manifest URIs).
+    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}, "merged_windows": []}
 
 
 DAG_FILE = """

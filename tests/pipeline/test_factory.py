@@ -17,6 +17,7 @@ from airflow_provider_sqlserver_cdc.pipeline import (
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 
 TASK_IDS = {
+    "run_outcome",
     "tables",
     "retention_headroom",
     "plan",
@@ -57,11 +58,21 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
     assert up("wait_for_capture") == {"extract_list"}
     assert up("extract") == {"wait_for_capture", "extract_list"}
     assert up("merge") == {"snapshot", "extract"}
-    assert up("commit_watermarks") == {"merge", "snapshot", "extract"}
+    assert up("commit_watermarks") == {"merge"}  # the windows come from the merge's XCom
+    assert up("run_outcome") >= {
+        "plan",
+        "snapshot",
+        "wait_for_capture",
+        "extract",
+        "merge",
+        "commit_watermarks",
+    }
     merge, commit = tasks[prefix + "merge"], tasks[prefix + "commit_watermarks"]
     assert merge.extract_task_ids == [prefix + "snapshot", prefix + "extract"]
-    # A path with nothing to do is skipped; the merge and the commit still run for the other one.
-    assert merge.trigger_rule == commit.trigger_rule == "none_failed_min_one_success"
+    # A path with nothing to do is skipped and a failed extract[i] leaves no window: the merge runs on
+    # the windows that exist, the commit after it; run_outcome fails the run naming what failed.
+    assert (merge.trigger_rule, commit.trigger_rule) == ("all_done", "all_success")
+    assert tasks[prefix + "run_outcome"].trigger_rule == "all_done"
     extract = tasks[prefix + "extract"].partial_kwargs
     snapshot = tasks[prefix + "snapshot"].partial_kwargs
     sensor = tasks[prefix + "wait_for_capture"].partial_kwargs
