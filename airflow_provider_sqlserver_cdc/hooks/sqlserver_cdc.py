@@ -375,15 +375,25 @@ class SqlServerCdcHook(BaseHook):
             for r in rows
         ]
 
-    def get_captured_columns(self, capture_instance: str) -> list[CapturedColumn]:
-        """The captured columns of an instance with their full types, in ``column_ordinal`` order."""
+    def get_captured_columns(
+        self, capture_instance: str, *, with_computed: bool = False
+    ) -> list[CapturedColumn]:
+        """The captured columns of an instance with their full types, in ``column_ordinal`` order.
+
+        :param with_computed: also the computed columns, which CDC captures as NULL and the
+            provider leaves out (docs/operations.md, "Computed columns").
+        """
         rows = self._query_instance(tsql.CAPTURED_COLUMNS, capture_instance, doing="reading captured columns")
-        return [_captured_column(r) for r in rows]
+        return [c for c in map(_captured_column, rows) if with_computed or not c.computed]
 
     def get_source_columns(self, capture_instance: str) -> list[CapturedColumn]:
-        """The instance's source table's columns now, with their types (``ordinal`` is ``column_id``)."""
+        """The instance's source table's columns now, with their types (``ordinal`` is ``column_id``).
+
+        Computed columns are left out: the provider never replicates them from CDC, so adding or
+        dropping one is no schema drift.
+        """
         rows = self._query_instance(tsql.SOURCE_COLUMNS, capture_instance, doing="reading the source columns")
-        return [_captured_column(r) for r in rows]
+        return [c for c in map(_captured_column, rows) if not c.computed]
 
     def get_ddl_events(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> list[DdlEvent]:
         """The DDL run on the instance's source table in ``[from_lsn, to_lsn]`` (``cdc.ddl_history``).
@@ -454,14 +464,30 @@ class SqlServerCdcHook(BaseHook):
         ]
         if not with_columns:
             return found
-        return [
-            replace(
-                instance,
-                columns=tuple(self.get_captured_columns(instance.name)),
-                key_columns=tuple(self.get_key_columns(instance)),
+        return [self.with_columns(instance) for instance in found]
+
+    def with_columns(self, instance: CaptureInstance) -> CaptureInstance:
+        """The instance with its columns and key columns loaded; computed columns left out, and said so."""
+        captured = self.get_captured_columns(instance.name, with_computed=True)
+        computed = tuple(c.name for c in captured if c.computed)
+        keys = tuple(self.get_key_columns(instance))
+        computed_keys = tuple(k for k in keys if k.lower() in {name.lower() for name in computed})
+        if computed:
+            self.log.info(
+                "%s (source %s): computed columns %s are left out of the target: CDC captures computed "
+                "columns as NULL, so their values never reach the change data (docs/operations.md, "
+                '"Computed columns")',
+                instance.name,
+                instance.source,
+                ", ".join(computed),
             )
-            for instance in found
-        ]
+        return replace(
+            instance,
+            columns=tuple(c for c in captured if not c.computed),
+            key_columns=() if computed_keys else keys,
+            computed_columns=computed,
+            computed_key_columns=computed_keys,
+        )
 
     def _is_tracked_by_cdc(self, schema: str, table: str) -> bool | None:
         """``sys.tables.is_tracked_by_cdc`` of a table; None when there is no such table."""
@@ -536,4 +562,5 @@ def _captured_column(row: Sequence[Any]) -> CapturedColumn:
         precision=int(row[4]),
         scale=int(row[5]),
         nullable=bool(row[6]),
+        computed=bool(row[7]),
     )

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_sqlserver_cdc.operators.spark_merge import MERGED_WINDOWS_XCOM_KEY, window_descriptions
 from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
@@ -89,10 +91,8 @@ class WaitForAppliedWindowsOperator(BaseOperator):
 
     def execute(self, context: Context) -> None:
         windows = run_windows(self.windows)
-        if not windows:
-            self.log.info("The run has no windows to wait for")
-            context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value={})
-            return
+        if not windows:  # every window task failed or had nothing to do (run_outcome reports failures)
+            raise AirflowSkipException(f"{self.task_id}: the run has no windows to wait for")
         self.log.info(
             "Waiting until %d window(s) are applied: %s", len(windows), ", ".join(w.label for w in windows)
         )
@@ -112,6 +112,10 @@ class WaitForAppliedWindowsOperator(BaseOperator):
         if status == "applied":
             self.log.info("%s", event.get("message"))
             context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=event.get("applied_lsn_ranges") or {})
+            # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
+            context["ti"].xcom_push(
+                key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(self.windows)]
+            )
             return
         if status == "timeout":
             raise AirflowException(

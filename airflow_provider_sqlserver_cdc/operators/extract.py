@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
@@ -83,6 +84,13 @@ class CdcExtractOperator(WindowTaskOperator):
         self.reader = reader
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
+        try:
+            return self._write(context)
+        except Exception as err:
+            record_failure(context, self.capture_instance, err)
+            raise
+
+    def _write(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(
             context,
             extract_windows,

@@ -9,6 +9,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
@@ -73,6 +74,13 @@ class CdcSnapshotOperator(WindowTaskOperator):
         self.resume = resume
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
+        try:
+            return self._write(context)
+        except Exception as err:
+            record_failure(context, self.capture_instance, err)
+            raise
+
+    def _write(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(
             context,
             snapshot_windows,

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
 )
+from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
@@ -158,6 +161,11 @@ def window_manifest_uris(value: Any) -> list[str]:
     return uris
 
 
+def window_descriptions(value: Any) -> list[dict[str, Any]]:
+    """Return the window descriptions (dicts) in an extract XCom, leaving out bare manifest URIs."""
+    return [item for item in xcom_items(value) if isinstance(item, dict)]
+
+
 def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
     """Return ``--table-property KEY=VALUE`` arguments, checked as the merge job checks them."""
     items = [f"{key}={value}" for key, value in (properties or {}).items()]
@@ -190,6 +198,8 @@ def failed_tables_message(task_id: str, result: MergeResult) -> str | None:
 
 
 APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
+#: XCom key of the window descriptions the merge took from its extract tasks (for the watermark commit)
+MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
 class CdcSparkMergeOperator(SparkSubmitOperator):
@@ -203,7 +213,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     table its applied windows and LSN ranges, rows by operation, snapshot id and seconds). Besides
     the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture instance -> the
     LSN ranges its table holds after the merge, read from the table itself, which
-    WatermarkCommitOperator mirrors into the watermark Variables.
+    WatermarkCommitOperator mirrors into the watermark Variables, and
+    ``merged_windows``: the window descriptions it took from the extract tasks (those whose task
+    failed left none), which the watermark commit takes so that it depends on the merge alone.
 
     A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
     the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
@@ -214,6 +226,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
 
     :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
+    :param skip_without_windows: when the extract tasks left no window (all failed or had nothing to
+        do), skip instead of failing: for a merge that runs whatever its upstream tasks' states
+        (trigger rule ``all_done``), as the pipeline's does.
     :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
         extract task returns them, or a list of these. (templated)
     :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
@@ -267,6 +282,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         *,
         namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
+        skip_without_windows: bool = False,
         windows: Any = None,
         table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
         targets: Mapping[str, str] | None = None,
@@ -297,6 +313,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             raise ValueError(f"{self.task_id}: write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
         self.namespace = namespace
         self.extract_task_ids = extract_task_ids
+        self.skip_without_windows = skip_without_windows
         self.windows = windows
         self.table_name_template = table_name_template
         self.targets = dict(targets or {})
@@ -341,6 +358,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
         value = self._window_value(context)
         manifests = window_manifest_uris(value)
+        if not manifests and self.skip_without_windows:
+            raise AirflowSkipException(f"{self.task_id}: the extract tasks left no window to merge")
         if not manifests:
             raise ValueError(
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "
@@ -378,6 +397,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         self.merge_result = None
+        started = time.monotonic()
         try:
             super().execute(context)
         except AirflowException as err:
@@ -389,7 +409,29 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.merge_result = self._take_result(result_uri, failed=False)
         ranges = self.merge_result.applied_lsn_ranges() if self.merge_result is not None else None
         context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=ranges)
+        # Asset events per target table and metrics (merge_outputs.py, docs/assets.md)
+        self.asset_extras = record_merge_outputs(
+            context,
+            window_value=value,
+            result=self.merge_result.summary() if self.merge_result is not None else None,
+            outlets=self.outlets,
+            namespace=self.namespace,
+            table_name_template=self.table_name_template,
+            targets=self.targets,
+            seconds=time.monotonic() - started,
+            log=self.log,
+        )
+        # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
+        context["ti"].xcom_push(
+            key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(value)]
+        )
         return manifests
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""
+        from airflow_provider_sqlserver_cdc.lineage import merge_lineage
+
+        return merge_lineage(getattr(self, "asset_extras", {}))
 
     def _result_uri(self, context: Context, manifests: Sequence[str]) -> str:
         """Return a new result file URI for this try: under ``result_path``, named after the task instance."""

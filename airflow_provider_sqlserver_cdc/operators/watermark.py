@@ -7,12 +7,35 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.state import advance_watermark, mirror_applied_ranges
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, xcom_items
-from airflow_provider_sqlserver_cdc.window.lsn_ranges import parse_ranges
+from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, parse_ranges
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+
+
+def proven_empty(window: ChangeWindow) -> list[LsnRange]:
+    """
+    The LSN range a change window without rows proved free of changes of its capture instance.
+
+    A window read from the change table (``[from, to]``) with no row holds no change there; one that
+    continued an applied-through LSN (``applied_through``, set by the contiguity guard only when the
+    source had no change between it and the window) proves that stretch too. A planned-empty window
+    (not queried) proves only what the guard checked. The merge commits nothing for such a window,
+    so the watermark Variable keeps this range (``state.mirror_applied_ranges``, ``empty``).
+    """
+    if window.kind != "changes" or window.position_kind != "lsn" or window.row_count:
+        return []
+    if window.applied_through is not None:
+        first = int(Lsn.from_hex(window.applied_through)) + 1
+    elif window.empty:
+        return []
+    else:
+        first = int(window.from_lsn)
+    last = int(window.to_lsn)
+    return [(first, last)] if first <= last else []
 
 
 class WatermarkCommitOperator(BaseOperator):
@@ -92,6 +115,7 @@ class WatermarkCommitOperator(BaseOperator):
             parse_ranges(ranges_text),
             known_commit_time=(window.to_lsn, window.to_position_time),
             dag_run_id=run_id,
+            empty=proven_empty(window),
         )
         if previous is not None and current.position < previous.position:
             self.log.warning(
@@ -103,11 +127,12 @@ class WatermarkCommitOperator(BaseOperator):
                 current.lsn,
             )
         self.log.info(
-            "%s: watermark %s %s (applied LSN ranges %s; %s)",
+            "%s: watermark %s %s (applied LSN ranges %s%s; %s)",
             window.capture_instance,
             "->" if changed else "stays at",
             current.lsn,
             current.applied_ranges,
+            f", no change of the instance in {current.empty_ranges}" if current.empty_ranges else "",
             window.state_key,
         )
         return {

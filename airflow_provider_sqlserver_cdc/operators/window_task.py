@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 
@@ -76,6 +78,7 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
         check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
+        started = time.monotonic()
         with self.source_hook() as hook:
             windows = write(
                 hook,
@@ -88,5 +91,17 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 log=getattr(self, "log", None),
                 **options,
             )
+        self.written_windows = windows
+        for window in windows:  # the task's time, per window it wrote (metrics.py)
+            timing(WINDOW_SECONDS, window.capture_instance, time.monotonic() - started)
         values = [w.to_xcom() for w in windows]
         return values[0] if isinstance(self.capture_instance, str) and len(values) == 1 else values
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the windows written: source tables in, windows out (lineage.py).
+
+        Called by the OpenLineage provider only; the import needs it.
+        """
+        from airflow_provider_sqlserver_cdc.lineage import window_task_lineage
+
+        return window_task_lineage(getattr(self, "written_windows", []))

@@ -18,6 +18,7 @@ from airflow_provider_sqlserver_cdc.pipeline.factory import (
     add_replication_tasks,
     cdc_replication_dag,
     cdc_replication_task_group,
+    retention_headroom_dag,
 )
 from airflow_provider_sqlserver_cdc.pipeline.settings import (
     DagSettings,
@@ -45,4 +46,5 @@ __all__ = [
     "cdc_continuous_apply_dag",
     "cdc_replication_dag",
     "cdc_replication_task_group",
+    "retention_headroom_dag",
 ]

@@ -5,6 +5,7 @@ Per run, for every capture instance in ``settings.tables`` (or in the Variable t
 
     tables -> plan -+-> snapshot[ci to snapshot] ----------------------+
                     +-> wait_for_capture[ci] -> extract[ci] -----------+-> merge -> commit_watermarks
+                                                            (every task above) -> run_outcome
 
 ``plan`` (CdcLoadPlanOperator) snapshots a capture instance that has no watermark yet (first
 run, or its watermark Variable was deleted), that ``dag_run.conf["resnapshot"]`` names, or whose
@@ -13,6 +14,16 @@ changes after the watermark were cleaned up; the others get the run's change win
 path (a mapped task with nothing to do is skipped). One Spark application merges every window
 of the run: Spark's start-up dominates a small merge, and each target table is its own Iceberg
 commit, so a failure leaves the other tables committed and the retry skips them.
+
+One capture instance's failure stays its own. ``merge`` runs once every window task is done
+(``all_done``), on the windows that exist, and skips when there are none: a failed
+``extract[i]`` (a retention gap, a schema change, a lost connection) leaves no window, and the
+other instances' windows are merged; ``commit_watermarks`` takes the windows the merge took
+(its XCom ``merged_windows``), so it depends on the merge alone. Airflow derives a run's state
+from its leaf tasks, so the leaf ``run_outcome`` (``all_done``, no retries) reads the states of
+the run's tasks and fails the run with one line per failed capture instance: the task, the
+error (a failed snapshot or extract records it in its XCom ``failure``) and what to do; the
+run's other capture instances are named as merged and committed (pipeline/run_outcome.py).
 
 With ``maintenance.enabled``, ``commit_watermarks -> maintenance_window -> maintain_tables`` follows:
 in the runs whose data interval holds a time of ``maintenance.schedule``, CdcTableMaintenanceOperator
@@ -65,18 +76,30 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from airflow.sdk import DAG, CronDataIntervalTimetable, TaskGroup, TriggerRule, XComArg, task
+from airflow.sdk import (
+    DAG,
+    CronDataIntervalTimetable,
+    TaskGroup,
+    TriggerRule,
+    XComArg,
+    get_current_context,
+    task,
+)
 
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
+from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
+    MERGED_WINDOWS_XCOM_KEY,
     CdcSparkMergeOperator,
 )
 from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
 from airflow_provider_sqlserver_cdc.pipeline.change_tracking_tasks import add_change_tracking_tasks
+from airflow_provider_sqlserver_cdc.pipeline.run_outcome import check_run
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
@@ -185,7 +208,9 @@ def add_replication_tasks(
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
     zone = settings.source.server_time_zone
-    plan = CdcLoadPlanOperator(task_id="plan", capture_instances=tables(), **source)
+    run_table_list = tables()
+    plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
+    to_snapshot = snapshot_list(plan.output["snapshot"])
     snapshot = CdcSnapshotOperator.partial(
         task_id="snapshot",
         base_path=settings.staging_path,
@@ -194,7 +219,7 @@ def add_replication_tasks(
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
-    ).expand(capture_instance=snapshot_list(plan.output["snapshot"]))
+    ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
         task_id="wait_for_capture",
@@ -237,11 +262,26 @@ def add_replication_tasks(
         merge = batch_merge_task(settings, [snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)])
     commit = WatermarkCommitOperator(
         task_id="commit_watermarks",
-        windows=[snapshot.output, extract.output, *(t.output for t in tracked)],
+        windows=XComArg(merge, key=MERGED_WINDOWS_XCOM_KEY),
         applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
-        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
     )
     [snapshot, extract, *tracked] >> merge >> commit
+    named = [plan, snapshot, wait, extract, *tracked]
+    named_ids = {t.task_id for t in named} | {merge.task_id}
+    # Every task the merge waits for, the Change Tracking branch's plan and sensor included.
+    others = sorted(
+        (t for t in merge.get_flat_relatives(upstream=True) if t.task_id not in named_ids),
+        key=lambda t: t.task_id,
+    )
+    outcome = add_run_outcome_task(
+        watched=[*named, *others, merge, commit],
+        name_lists={
+            snapshot.task_id: to_snapshot.operator.task_id,
+            wait.task_id: to_extract.operator.task_id,
+            extract.task_id: to_extract.operator.task_id,
+        },
+        commit=commit,
+    )
     tasks = {
         "plan": plan,
         "snapshot": snapshot,
@@ -249,7 +289,10 @@ def add_replication_tasks(
         "extract": extract,
         "merge": merge,
         "commit": commit,
+        "outcome": outcome,
     }
+    if settings.retention_headroom.enabled:
+        tasks["retention_headroom"] = add_headroom_check(settings, run_table_list, after=commit)
     # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
@@ -288,7 +331,11 @@ def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str])
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),
         execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
-        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+        # Once every window task is done, on the windows that exist: a failed extract[i] leaves the others'.
+        # (all_done_min_one_success would skip the merge whenever a path had nothing to do.)
+        trigger_rule=TriggerRule.ALL_DONE,
+        skip_without_windows=True,
+        outlets=merge_outlets(settings),
     )
 
 
@@ -307,8 +354,93 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         timeout_seconds=settings.merge.apply_timeout_seconds,
         poll_interval=settings.merge.apply_poll_seconds,
         retries=0,  # a timeout is an answer (the application is down or behind), not a glitch to retry
-        trigger_rule=TriggerRule.NONE_FAILED_MIN_ONE_SUCCESS,
+        # As the batch merge: once every window task is done, on the windows that exist.
+        trigger_rule=TriggerRule.ALL_DONE,
     )
+
+
+def merge_outlets(settings: ReplicationSettings) -> list[Any]:
+    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
+    if settings.merge.target.kind != "iceberg":
+        return []
+    tables = declared_target_tables(
+        settings.tables,
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        targets=dict(settings.merge.tables),
+        database=settings.source.database,
+    )
+    return [target_asset(table) for table in tables]
+
+
+# --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
+def retention_headroom_dag(
+    settings: ReplicationSettings, *, dag_id: str, schedule: str = "*/15 * * * *", **dag_kwargs: Any
+) -> DAG:
+    """
+    Return a DAG of the time-to-loss check alone, on its own schedule: it alerts while the replication
+    DAG is paused, failing or stuck in its sensor (docs/operations.md, "Time to loss").
+
+    :param settings: the replication's settings (source, ``tables``, ``retention_headroom``).
+    :param dag_id: the DAG's id.
+    :param schedule: how often to check.
+    :param dag_kwargs: further DAG arguments.
+    """
+    arguments = {"start_date": settings.dag.start_date, "catchup": False, "max_active_runs": 1, **dag_kwargs}
+    with DAG(dag_id, schedule=schedule, **arguments) as dag:
+        add_headroom_check(settings, list(settings.tables))
+    return dag
+
+
+def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *, after: Any = None) -> Any:
+    """
+    Add the ``retention_headroom`` check after ``after``; return it.
+
+    It runs once the run's other tasks are done, whatever their state (a failing run is when the
+    headroom shrinks), reads the watermarks they left, and warns or fails (retries 0: its failure
+    is an answer) without holding up anything.
+
+    :param settings: the pipeline's settings (``settings.retention_headroom``).
+    :param capture_instances: the run's capture instances (the ``tables`` task's output).
+    :param after: the task it follows, if any.
+    """
+    headroom = settings.retention_headroom
+    check = CdcRetentionHeadroomOperator(
+        task_id="retention_headroom",
+        capture_instances=capture_instances,
+        sqlserver_cdc_conn_id=settings.source.conn_id,
+        database=settings.source.database,
+        server_time_zone=settings.source.server_time_zone,
+        warning_minutes=headroom.warning_minutes,
+        critical_minutes=headroom.critical_minutes,
+        retention_minutes=headroom.retention_minutes,
+        change_tracking_tables=list(settings.change_tracking.tables),
+        trigger_rule=TriggerRule.ALL_DONE,
+        retries=0,
+    )
+    if after is not None:
+        after >> check
+    return check
+
+
+def add_run_outcome_task(*, watched: list[Any], name_lists: dict[str, str], commit: Any) -> Any:
+    """
+    Add ``run_outcome`` after ``watched`` (``all_done``): it fails the run naming each failed capture instance.
+
+    :param watched: the tasks whose failure fails the run (``pipeline.run_outcome``).
+    :param name_lists: mapped task id -> the task id whose XCom lists its capture instances by map index.
+    :param commit: the watermark commit, whose result names what was committed.
+    """
+    watched_ids = [t.task_id for t in watched]
+
+    @task(task_id="run_outcome", trigger_rule=TriggerRule.ALL_DONE, retries=0)
+    def run_outcome() -> list[str]:
+        """Fail the run if a capture instance's task failed, naming it, the error and the remedy."""
+        return check_run(get_current_context()["ti"], watched_ids, name_lists, commit.task_id)
+
+    outcome = run_outcome()
+    watched >> outcome
+    return outcome
 
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------

@@ -34,9 +34,15 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
+    check_source_names,
+    check_table_name_template,
+    check_target_name,
+)
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     CONCURRENT_TABLES_RULE,
@@ -54,6 +60,8 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
     DEFAULT_DELETE_MODE,
     DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
+    DEFAULT_HEADROOM_CRITICAL_MINUTES,
+    DEFAULT_HEADROOM_WARNING_MINUTES,
     DEFAULT_JDBC_CONNECTIONS,
     DEFAULT_MAX_FILE_BYTES,
     DEFAULT_MERGE_MODE,
@@ -317,6 +325,32 @@ class MergeSettings(_Section):
         self._require("mode", self.mode in MERGE_MODES, f"must be one of {MERGE_MODES}, got {self.mode!r}")
         for name in ("apply_timeout_seconds", "apply_poll_seconds"):
             self._require(name, getattr(self, name) > 0, "must be positive")
+        self.check_names()
+
+    def check_names(self) -> None:
+        """Refuse target names the merge job could not create (pipeline/identifiers.py says what each allows)."""
+        jdbc = self.target.kind == "jdbc"
+        check_target_name(
+            f"{self.key}.namespace",
+            self.namespace,
+            parts=(1, 1) if jdbc else (1, None),
+            jdbc=jdbc,
+            example="cdc (the PostgreSQL schema)" if jdbc else "lake.cdc (catalog.namespace)",
+        )
+        check_table_name_template(f"{self.key}.table_name_template", self.table_name_template)
+        check_source_names(f"{self.key}.tables", self.tables)
+        for instance, table in self.tables.items():
+            check_target_name(
+                f"{self.key}.tables[{instance!r}]",
+                table,
+                parts=(1, 2) if jdbc else (1, None),
+                jdbc=jdbc,
+                example="crm.customers (schema.table)" if jdbc else "lake.crm.customers",
+            )
+        try:
+            parse_table_properties(f"{k}={v}" for k, v in self.table_properties.items())
+        except MergeJobError as err:
+            raise SettingsError(f"{self.key}.table_properties", str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -391,6 +425,7 @@ class ChangeTrackingSettings(_Section):
         self._require("tables", all(self.tables), f"table names must not be empty: {self.tables}")
         repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
         self._require("tables", not repeated, f"lists a table twice: {', '.join(repeated)}")
+        check_source_names(f"{self.key}.tables", self.tables)
 
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------
@@ -466,6 +501,41 @@ class TableMaintenanceSettings(_Section):
         )
 
 
+# --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
+@dataclass(frozen=True)
+class RetentionHeadroomSettings(_Section):
+    """
+    CdcRetentionHeadroomOperator: each run checks how long until the CDC cleanup passes the watermarks.
+
+    :param enabled: add the ``retention_headroom`` task after ``commit_watermarks`` (it runs whatever
+        the run's other tasks did, and its failure fails the run, not the replication).
+    :param warning_minutes: log a warning below this many minutes left.
+    :param critical_minutes: fail the task below this many minutes left (and once the cleanup passed a watermark).
+    :param retention_minutes: the cleanup retention to assume when the source login cannot read
+        ``msdb.dbo.cdc_jobs`` nor ``sys.sp_cdc_help_jobs``; None: the task fails naming the grant.
+    """
+
+    key: ClassVar[str] = "retention_headroom"
+    enabled: bool = True
+    warning_minutes: float = DEFAULT_HEADROOM_WARNING_MINUTES
+    critical_minutes: float = DEFAULT_HEADROOM_CRITICAL_MINUTES
+    retention_minutes: int | None = None
+
+    def check(self) -> None:
+        """Refuse negative or inverted thresholds and a non-positive retention."""
+        self._require("critical_minutes", self.critical_minutes >= 0, "must not be negative")
+        self._require(
+            "warning_minutes",
+            self.warning_minutes >= self.critical_minutes,
+            "must not be below critical_minutes",
+        )
+        self._require(
+            "retention_minutes",
+            self.retention_minutes is None or self.retention_minutes > 0,
+            "must be positive",
+        )
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -484,6 +554,7 @@ class ReplicationSettings(_Section):
     :param dag: schedule, retries and runs of the DAG.
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
+    :param retention_headroom: the time-to-loss check of every run.
     """
 
     tables: tuple[str, ...]
@@ -497,12 +568,14 @@ class ReplicationSettings(_Section):
     dag: DagSettings = field(default_factory=DagSettings)
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
+    retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""
         self._require("tables", all(self.tables), f"capture instance names must not be empty: {self.tables}")
         repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
+        check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
 
     @classmethod

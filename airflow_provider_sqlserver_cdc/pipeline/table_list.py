@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from airflow_provider_sqlserver_cdc.pipeline.identifiers import check_source_names
+
 
 def tables_variable_key(dag_id: str, group_id: str | None = None) -> str:
     """
@@ -41,4 +43,5 @@ def run_tables(configured: Sequence[str], variable_key: str) -> list[str]:
         )
     if len(set(names)) != len(names):
         raise ValueError(f"Airflow Variable {variable_key!r} lists a capture instance twice: {names}")
+    check_source_names(f"Airflow Variable {variable_key}", names)
     return names

@@ -6,8 +6,12 @@ Fixtures:
   state for every test (one server per test session, reset between tests). It yields a
   :class:`SimulatorHandle`: ``host``, ``port``, ``user``, ``password``,
   ``odbc_connection_string(database)``, ``airflow_connection(database)`` (``AIRFLOW_CONN_<ID>``
-  JSON), ``connect(database, autocommit)`` (pyodbc), ``pymssql_connect(database)``, ``clock`` (set / advance / freeze), ``engine`` and
+  JSON; both with the handle's ``driver``, FreeTDS unless ``odbc_driver`` chose another), ``connect(database, autocommit)`` (pyodbc), ``pymssql_connect(database)``, ``clock`` (set / advance / freeze), ``engine`` and
   ``run_capture_scan(database)``.
+* ``odbc_driver`` -- parametrises a test over the ODBC drivers of the suite (FreeTDS and Microsoft's
+  ODBC Driver 18; the latter skips, saying why, when it is not registered) and makes the simulator
+  handle's connections use it: ``pytestmark = pytest.mark.usefixtures("odbc_driver")`` runs a module
+  with both.
 * ``sqlserver_simulator_session`` -- the session-scoped server underneath, for fixtures that
   need one server for many tests without resets.
 * ``shared_fernet_key`` -- one Fernet key for the test process and the DAG-run processes it
@@ -24,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
+from airflow_provider_sqlserver_cdc.hooks.odbc_connection import (
+    FREETDS_DRIVER,
+    MS_ODBC_DRIVER,
+    is_freetds,
+    odbc_connection_string,
+)
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import mssql_connection_json
 
 if TYPE_CHECKING:
@@ -47,6 +56,7 @@ class SimulatorHandle:
     def __init__(self, server: SimulatorServer, password: str) -> None:
         self.server = server
         self.password = password
+        self.driver = FREETDS_DRIVER
 
     @property
     def host(self) -> str:
@@ -66,9 +76,17 @@ class SimulatorHandle:
         return self.server.engine.clock
 
     def odbc_connection_string(self, database: str | None = None) -> str:
-        """A pyodbc connection string using the FreeTDS driver (TDS 7.4)."""
+        """A pyodbc connection string using the handle's ``driver`` (FreeTDS: TDS 7.4; Driver 18: TLS)."""
+        from airflow_provider_sqlserver_cdc.testing.odbc_drivers import MS_DRIVER_OPTIONS
+
         return odbc_connection_string(
-            host=self.host, port=self.port, database=database, user=self.user, password=self.password
+            host=self.host,
+            port=self.port,
+            database=database,
+            user=self.user,
+            password=self.password,
+            driver=self.driver,
+            options=None if is_freetds(self.driver) else MS_DRIVER_OPTIONS,
         )
 
     def airflow_connection(
@@ -82,7 +100,7 @@ class SimulatorHandle:
         :param password: that login's password.
         """
         return mssql_connection_json(
-            self.host, self.port, login or self.user, password or self.password, database
+            self.host, self.port, login or self.user, password or self.password, database, driver=self.driver
         )
 
     def connect(self, database: str | None = None, autocommit: bool = True) -> Any:
@@ -143,9 +161,32 @@ def sqlserver_simulator_session() -> Iterator[SimulatorHandle]:
         server.stop()
 
 
+@pytest.fixture(params=[FREETDS_DRIVER, MS_ODBC_DRIVER], ids=["freetds", "msodbc18"])
+def odbc_driver(
+    request: pytest.FixtureRequest, sqlserver_simulator_session: SimulatorHandle
+) -> Iterator[str]:
+    """The ODBC driver this run of the test uses; the simulator handle's connections use it too."""
+    import pyodbc
+
+    driver = request.param
+    if driver not in pyodbc.drivers():
+        pytest.skip(
+            f"ODBC driver {driver!r} is not registered with unixODBC (tests/conftest.py registers Microsoft's "
+            "Driver 18 from .cache/clients/msodbcsql18, which make client-deps unpacks from the wheel "
+            "mssql-python-odbc; it exists for Linux x86_64 only)"
+        )
+    sqlserver_simulator_session.driver = driver
+    yield driver
+    sqlserver_simulator_session.driver = FREETDS_DRIVER
+
+
 @pytest.fixture
-def sqlserver_simulator(sqlserver_simulator_session: SimulatorHandle) -> Iterator[SimulatorHandle]:
-    """A SQL Server simulator with fresh state for this test."""
+def sqlserver_simulator(
+    request: pytest.FixtureRequest, sqlserver_simulator_session: SimulatorHandle
+) -> Iterator[SimulatorHandle]:
+    """A SQL Server simulator with fresh state for this test (its driver from ``odbc_driver`` when used)."""
+    if "odbc_driver" in request.fixturenames:
+        request.getfixturevalue("odbc_driver")
     sqlserver_simulator_session.reset()
     yield sqlserver_simulator_session
     sqlserver_simulator_session.server.close_connections()

@@ -60,12 +60,22 @@ class AppliedPosition:
     """
     What the target holds of one capture instance, as its mirror (the watermark Variable) says.
 
-    :param through: every change up to this LSN is applied.
+    :param through: every change up to this LSN is applied (empty windows that continued the target
+        included: the Variable's proven-empty ranges).
     :param ranges: all applied LSN ranges (those above ``through`` come from backfills); may be empty.
+    :param recorded: the applied-through LSN the target table records, when it is below ``through``
+        (the rest up to ``through`` is proven empty). A window continues from it, so that the merge
+        records the proven-empty stretch with the window's range; None: ``through``.
     """
 
     through: Lsn
     ranges: tuple[LsnRange, ...] = ()
+    recorded: Lsn | None = None
+
+    @property
+    def continues(self) -> Lsn:
+        """The LSN a window that continues the target names as its applied-through (the table's)."""
+        return self.recorded if self.recorded is not None and self.recorded < self.through else self.through
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,9 @@ def guard_window(
     # A window with rows starts at from_lsn; an empty one holds nothing, so its hole runs to its end.
     hole_end = window.to_lsn if window.is_empty else window.from_lsn
     if int(hole_end) <= int(through) + 1:
+        if not window.is_empty and int(window.from_lsn) > int(applied.continues) + 1:
+            # It starts inside the proven-empty stretch the table does not record yet: continue the table.
+            return GuardedWindow(window, applied_through=applied.continues)
         return GuardedWindow(window)
     if not window.is_empty and covers(applied.ranges, int(window.from_lsn), int(window.to_lsn)):
         return GuardedWindow(window)
@@ -163,7 +176,7 @@ def guard_window(
         if count.rows:
             break
     else:
-        return GuardedWindow(window, applied_through=through)
+        return GuardedWindow(window, applied_through=applied.continues)
     first = count.first_lsn or Lsn.from_int(lo)
     last = count.last_lsn or Lsn.from_int(hi)
     gap = UnappliedChanges(through, first, last, count.rows, _utc(source, tz, first), _utc(source, tz, last))
@@ -173,7 +186,7 @@ def guard_window(
             message += ". " + remedy(gap)
         raise ContiguityGapError(message, gap=gap.to_xcom())
     healed = replace(window, from_lsn=hole_from, empty=False, planned_from_lsn=None)
-    return GuardedWindow(healed, applied_through=through, healed=gap)
+    return GuardedWindow(healed, applied_through=applied.continues, healed=gap)
 
 
 def gap_message(instance: CaptureInstance, window: LsnWindow, gap: UnappliedChanges) -> str:

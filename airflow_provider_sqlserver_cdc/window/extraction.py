@@ -348,6 +348,7 @@ def extract_windows(
         data_interval_start=data_interval_start,
         data_interval_end=data_interval_end,
         watermarks=watermarks,
+        applied_through={s.old.name: marks[s.stream].position if marks[s.stream] else None for s in streams},
     )
     if disable_old_capture_instance:
         # After planning: a window that still starts before the switch (the run that created the new
@@ -367,7 +368,11 @@ def extract_windows(
     guarded_windows = []
     for switch, window in zip(streams, planned, strict=True):
         mark = marks[switch.stream]
-        applied = AppliedPosition(mark.position, tuple(mark.ranges)) if mark is not None else None
+        applied = (
+            AppliedPosition(mark.position, tuple(mark.held_ranges), mark.recorded_through)
+            if mark is not None
+            else None
+        )
         guarded = guard_window(
             hook,
             switch.old,

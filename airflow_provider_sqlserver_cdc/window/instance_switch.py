@@ -114,11 +114,7 @@ def _table_instances(instances: Sequence[CaptureInstance], schema: str, table: s
 def _with_columns(hook: SqlServerCdcHook, instance: CaptureInstance) -> CaptureInstance:
     if instance.columns:
         return instance
-    return replace(
-        instance,
-        columns=tuple(hook.get_captured_columns(instance.name)),
-        key_columns=tuple(hook.get_key_columns(instance)),
-    )
+    return hook.with_columns(instance)
 
 
 def lineage_key(state_key: str) -> str:

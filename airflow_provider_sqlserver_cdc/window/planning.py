@@ -163,15 +163,26 @@ def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:
 
 
 def clamp_to_instance(
-    source: LsnSource, instance: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, tz: ServerTimeZone
+    source: LsnSource,
+    instance: CaptureInstance,
+    from_lsn: Lsn,
+    to_lsn: Lsn,
+    tz: ServerTimeZone,
+    *,
+    applied_through: Lsn | None = None,
 ) -> Lsn:
     """
     Check the window's start against the instance's low-water mark ``sys.fn_cdc_get_min_lsn(ci)``.
 
-    Below the low-water mark there are two cases. If the mark has not moved since the instance was
-    created (its mapped commit time is not after ``create_date``), the instance is simply younger
-    than the window: the window starts at the mark. Otherwise the cleanup job removed changes the
-    window needs: RetentionGapError.
+    Below the low-water mark there are three cases. If the target already holds every change up to
+    the mark (``applied_through``, e.g. a re-snapshot's LSN, is at least the mark's predecessor), the
+    part of the window below it is applied, not lost: the window starts at the mark. If the mark
+    has not moved since the instance was created (its mapped commit time is not after
+    ``create_date``), the instance is simply younger than the window: the window starts at the mark.
+    Otherwise the cleanup job removed changes above what the target holds that the window needs:
+    RetentionGapError.
+
+    :param applied_through: every change of the instance up to this LSN is in the target (None: unknown).
     """
     if from_lsn > to_lsn:
         return from_lsn
@@ -190,6 +201,8 @@ def clamp_to_instance(
         )
     if from_lsn >= min_lsn:
         return from_lsn
+    if applied_through is not None and int(applied_through) + 1 >= int(min_lsn):
+        return min_lsn
     min_time = source.map_lsn_to_time(min_lsn)
     cleaned_up = instance.create_date is None or (min_time is not None and min_time > instance.create_date)
     if not cleaned_up:
@@ -213,6 +226,8 @@ def plan_interval_window(
     data_interval_start: datetime,
     data_interval_end: datetime,
     tz: ServerTimeZone,
+    *,
+    applied_through: Lsn | None = None,
 ) -> LsnWindow:
     """
     Return the window of the transactions committed in ``[data_interval_start, data_interval_end)``.
@@ -222,6 +237,8 @@ def plan_interval_window(
     :param data_interval_start: aware start of the interval (inclusive).
     :param data_interval_end: aware end of the interval (exclusive).
     :param tz: the server's time zone.
+    :param applied_through: every change up to this LSN is in the target: a window starting below the
+        low-water mark is no retention gap when this reaches the mark (see :func:`clamp_to_instance`).
     """
     if data_interval_end <= data_interval_start:
         raise ValueError(
@@ -238,7 +255,7 @@ def plan_interval_window(
             "SQL Server Agent capture job runs."
         )
     to_lsn = source.map_time_to_lsn(tsql.LARGEST_LESS_THAN, local_end) or Lsn.zero()
-    from_lsn = clamp_to_instance(source, instance, from_lsn, to_lsn, tz)
+    from_lsn = clamp_to_instance(source, instance, from_lsn, to_lsn, tz, applied_through=applied_through)
     return LsnWindow(
         capture_instance=instance.name,
         from_lsn=from_lsn,
@@ -296,6 +313,7 @@ def plan_windows(
     data_interval_start: datetime | None = None,
     data_interval_end: datetime | None = None,
     watermarks: dict[str, Lsn | None] | None = None,
+    applied_through: dict[str, Lsn | None] | None = None,
 ) -> list[LsnWindow]:
     """
     Return one window per capture instance for one DAG run.
@@ -307,6 +325,8 @@ def plan_windows(
     :param data_interval_start: aware start of the run's data interval (interval mode).
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param watermarks: last merged LSN per capture instance (watermark mode).
+    :param applied_through: what the target holds per capture instance (interval mode; the
+        watermark Variable's LSN): the part of a window at or below it is applied, not a retention gap.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -317,8 +337,12 @@ def plan_windows(
                 "without a logical date, or a DAG with schedule=None). Give the DAG a schedule, trigger the "
                 "run with a logical date, or use window_mode='watermark'."
             )
+        through = applied_through or {}
         return [
-            plan_interval_window(source, i, data_interval_start, data_interval_end, tz) for i in instances
+            plan_interval_window(
+                source, i, data_interval_start, data_interval_end, tz, applied_through=through.get(i.name)
+            )
+            for i in instances
         ]
     max_lsn = source.get_max_lsn()
     marks = watermarks or {}

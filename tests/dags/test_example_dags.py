@@ -13,6 +13,7 @@ DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags"
 CONFIG = DAGS_FOLDER / "sqlserver_cdc_config.yaml"
 EXAMPLE_DAG_IDS = {"sqlserver_cdc_to_iceberg", "sqlserver_cdc_to_iceberg_watermark"}
 CHANGE_TRACKING_DAG_ID = "sqlserver_change_tracking_to_iceberg"
+DOWNSTREAM_DAG_ID = "sqlserver_cdc_orders_delta"
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def dag_bag():
 
 def test_every_example_dag_loads_without_import_errors(dag_bag) -> None:
     assert dag_bag.import_errors == {}
-    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID}
+    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID, DOWNSTREAM_DAG_ID}
     # Every Python file in dags/ is a DAG of a few lines: the pipeline is the package's factory.
     for path in DAGS_FOLDER.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 30, path.name
@@ -39,10 +40,24 @@ def test_the_chain_per_capture_instance(dag_bag, dag_id: str) -> None:
         assert tasks[task_id].is_mapped, task_id
     assert tasks["extract"].upstream_task_ids >= {"wait_for_capture", "extract_list"}
     assert tasks["merge"].upstream_task_ids == {"snapshot", "extract"}
-    assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "snapshot", "extract"}
-    # A path with nothing to do is skipped; the merge and the commit still run for the other one.
-    assert tasks["merge"].trigger_rule == "none_failed_min_one_success"
-    assert tasks["commit_watermarks"].trigger_rule == "none_failed_min_one_success"
+    # The commit takes the windows the merge took: it waits for the merge alone.
+    assert tasks["commit_watermarks"].upstream_task_ids == {"merge"}
+    # A path with nothing to do is skipped, and a failed extract[i] leaves the other windows: the merge
+    # runs once every window task is done, on the windows that exist (issue 36).
+    assert tasks["merge"].trigger_rule == "all_done"
+    assert tasks["commit_watermarks"].trigger_rule == "all_success"
+    # The leaf that fails the run naming the capture instances whose task failed.
+    outcome = tasks["run_outcome"]
+    assert outcome.trigger_rule == "all_done" and outcome.retries == 0
+    assert outcome.upstream_task_ids >= {
+        "plan",
+        "snapshot",
+        "wait_for_capture",
+        "extract",
+        "merge",
+        "commit_watermarks",
+    }
+    assert not outcome.downstream_task_ids
     # Retries everywhere (every step is idempotent), except the sensor whose timeout is an answer.
     assert tasks["extract"].partial_kwargs["retries"] == 3
     assert tasks["merge"].retries == 3
@@ -138,7 +153,25 @@ def test_change_tracking_tables_share_the_merge_and_the_watermark_commit(dag_bag
         assert tasks[task_id].is_mapped, task_id
     assert tasks["ct_extract"].upstream_task_ids >= {"ct_wait_for_version", "ct_extract_list"}
     assert tasks["merge"].upstream_task_ids == {"snapshot", "extract", "ct_snapshot", "ct_extract"}
-    assert tasks["commit_watermarks"].upstream_task_ids >= {"merge", "ct_snapshot", "ct_extract"}
+    assert tasks["commit_watermarks"].upstream_task_ids == {"merge"}
+    assert tasks["run_outcome"].upstream_task_ids >= {
+        "ct_snapshot",
+        "ct_extract",
+        "merge",
+        "commit_watermarks",
+    }
     assert tasks["ct_extract"].partial_kwargs["window_mode"] == "interval"
     assert tasks["ct_plan"].tables == ["dbo.orders", "dbo.order_lines", "dbo.type_zoo"]
     assert tasks["ct_plan"].auto_resnapshot is False  # SQLSERVER_CT_AUTO_RESNAPSHOT=true turns it on
+
+
+def test_the_downstream_example_is_scheduled_on_an_outlet_of_the_merge(dag_bag) -> None:
+    """dags/sqlserver_cdc_orders_delta.py runs on the partitioned events of the merge's dbo_orders asset."""
+    from airflow.sdk import PartitionedAssetTimetable
+
+    downstream = dag_bag.dags[DOWNSTREAM_DAG_ID]
+    assert isinstance(downstream.timetable, PartitionedAssetTimetable) or downstream.timetable.partitioned
+    merge = dag_bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"]
+    (orders,) = [a for a in merge.outlets if a.uri.endswith("/dbo_orders")]
+    assert orders.uri == "iceberg://lake/cdc/dbo_orders"
+    assert downstream.timetable.asset_condition == orders

@@ -21,15 +21,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdc_pipeline_harness import PipelineHarness
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def target_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The root directory of one end-to-end set-up (staging, warehouse, logs)."""
+    """The root directory of one end-to-end set-up (staging, warehouse, logs); one per test (and driver)."""
     return tmp_path_factory.mktemp("e2e")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def spark_reader(target_warehouse: Path) -> Iterator[object]:
-    """A local Spark session with the DAG's Iceberg catalog ``lake`` on the set-up's warehouse."""
+    """A local Spark session with the DAG's Iceberg catalog ``lake`` on the set-up's warehouse (a new session
+    on the running Spark context after the first: each test's own catalog, no second JVM)."""
     # The DAG runs commit from other processes: no cached table metadata.
     conf = iceberg_spark_conf(target_warehouse / "warehouse", cache_enabled=False)
     session = local_spark_session(

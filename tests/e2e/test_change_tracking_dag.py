@@ -125,13 +125,19 @@ def test_change_tracking_tables_follow_their_sources_through_the_example_dag(
     admin.execute("ALTER TABLE dbo.order_lines ENABLE CHANGE_TRACKING")
     harness.close_interval(2)
 
-    # By default the run fails in the plan, naming the table and the remedy; nothing is merged.
+    # By default the run fails in the Change Tracking plan, naming the table and the remedy; no Change
+    # Tracking table is merged. The CDC table's window (dbo_customers) is merged all the same: one path's
+    # trouble stays its own, and the run's last task fails the run naming ct_plan (issue 36).
     failed = harness.run(start(3), dag_id=DAG_ID)
     assert failed.state != "success"
     assert "ChangeTrackingRetentionError" in failed.output
     assert "Change tracking table dbo.order_lines (database cdc_sample)" in failed.output
     assert '"resnapshot": ["dbo_order_lines"]' in failed.output and "auto_resnapshot" in failed.output
-    assert (harness.watermarks(), harness.target_snapshot_ids()) == before_interval_2
+    assert "ct_plan is failed" in failed.output and failed.task_states.get("merge") == "success"
+    tracked_only = [*TRACKED.values()]
+    marks, snapshots = harness.watermarks(), harness.target_snapshot_ids()
+    assert {t: marks[t] for t in tracked_only} == {t: before_interval_2[0][t] for t in tracked_only}
+    assert {t: snapshots[t] for t in tracked_only} == {t: before_interval_2[1][t] for t in tracked_only}
 
     # With the opt-in the run snapshots dbo.order_lines again; the others take interval 2 in.
     healed = run(2, "run with auto_resnapshot", env={"SQLSERVER_CT_AUTO_RESNAPSHOT": "true"})

@@ -1,7 +1,8 @@
 """
 The watermark-mode example DAG through ``dag.test()`` against the simulator: a first run
 snapshots every table, the next run merges every change after the watermark, and the targets
-equal the sources. Real pieces only (see cdc_pipeline_harness).
+equal the sources. Real pieces only (see cdc_pipeline_harness). It runs with FreeTDS and with
+Microsoft's ODBC Driver 18 (the ``odbc_driver`` fixture): the DAG-run processes use that driver.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from cdc_pipeline_harness import CAPTURE_INSTANCES, WATERMARK_DAG, PipelineHarne
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import Workload
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.usefixtures("odbc_driver")]
 
 
 def test_watermark_dag_snapshots_then_follows_the_watermark(

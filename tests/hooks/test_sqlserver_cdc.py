@@ -1,9 +1,8 @@
-"""SqlServerCdcHook against the SQL Server simulator, through pyodbc + FreeTDS, with a server zone that is not UTC."""
+"""SqlServerCdcHook against the SQL Server simulator, through pyodbc + FreeTDS and Driver 18, with a server zone that is not UTC."""
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from decimal import Decimal
 
 import pyarrow as pa
@@ -22,6 +21,9 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
+
+# Every test runs with FreeTDS and with Microsoft's ODBC Driver 18 (the driver production users run).
+pytestmark = pytest.mark.usefixtures("odbc_driver")
 
 TYPES_DDL = """CREATE TABLE dbo.zoo (
     id int NOT NULL PRIMARY KEY, c_bit bit NULL, c_tinyint tinyint NULL, c_smallint smallint NULL,
@@ -67,17 +69,7 @@ def setup_database(sim, database: str = "shop") -> None:
 
 
 def conn_json(sim, *, login=None, password=None, database="shop") -> str:
-    return json.dumps(
-        {
-            "conn_type": "mssql",
-            "host": sim.host,
-            "port": sim.port,
-            "login": login or sim.user,
-            "password": password or sim.password,
-            "schema": database,
-            "extra": {"driver": "FreeTDS"},
-        }
-    )
+    return sim.airflow_connection(database, login=login, password=password)
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDa
 from airflow_provider_sqlserver_cdc.window.extraction import extract_window
 from airflow_provider_sqlserver_cdc.window.planning import plan_interval_window
 
+# Every test runs with FreeTDS and with Microsoft's ODBC Driver 18 (the driver production users run).
+pytestmark = pytest.mark.usefixtures("odbc_driver")
 UTC = dt.UTC
 TABLES = {
     "orders": "order_id int NOT NULL PRIMARY KEY, amount decimal(10,2) NULL, note nvarchar(100) NULL",
@@ -60,7 +62,8 @@ def run_interval(hook, tmp_path, start, end, **kwargs):
     return window, result
 
 
-def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path):
+@pytest.mark.parametrize("reader", ["arrow-odbc", "pyodbc"])
+def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path, reader):
     source.commit_at(local(10, 1), insert(1))
     source.commit_at(local(10, 9, 59), insert(2), ("UPDATE dbo.orders SET note = N'x' WHERE order_id = 1",))
     source.commit_at(local(10, 10), insert(3))  # exactly on a boundary: belongs to the second interval
@@ -68,10 +71,10 @@ def test_adjacent_intervals_partition_the_changes_exactly(source, hook, tmp_path
     source.commit_at(local(10, 25), insert(4))
     source.capture(until=local(10, 40))
 
-    first, r1 = run_interval(hook, tmp_path, utc(10, 0), utc(10, 10))
-    second, r2 = run_interval(hook, tmp_path, utc(10, 10), utc(10, 20))
-    third, r3 = run_interval(hook, tmp_path, utc(10, 20), utc(10, 30))
-    empty, r4 = run_interval(hook, tmp_path, utc(10, 30), utc(10, 40))
+    first, r1 = run_interval(hook, tmp_path, utc(10, 0), utc(10, 10), reader=reader)
+    second, r2 = run_interval(hook, tmp_path, utc(10, 10), utc(10, 20), reader=reader)
+    third, r3 = run_interval(hook, tmp_path, utc(10, 20), utc(10, 30), reader=reader)
+    empty, r4 = run_interval(hook, tmp_path, utc(10, 30), utc(10, 40), reader=reader)
 
     base = tmp_path / "dbo_orders"
     assert read_ids(base / first.directory_name) == [(2, 1), (2, 2), (3, 1), (4, 1)]

@@ -250,13 +250,14 @@ def test_the_job_result_file_fails_the_task_by_table_and_feeds_the_watermark(
     good = operator.merge_result.tables["lake.cdc.dbo_good"]
     assert (good.committed, good.snapshot_id, dict(good.rows)) == (True, 42, {"insert": 3, "delete": 1})
     # The ranges each table holds after the merge, for WatermarkCommitOperator to mirror.
-    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}}
+    # The ranges each table holds, and the window descriptions it merged (none: it was given a manifest URI).
+    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}, "merged_windows": []}
 
     # A job that wrote no file (an older provider on the cluster): no ranges, the watermark follows the windows.
     monkeypatch.setattr(submit, _submit_writing(None, 0))
     ti = _FakeTaskInstance(None)
     operator.execute({"ti": ti})
-    assert ti.pushed == {"applied_lsn_ranges": None}
+    assert ti.pushed == {"applied_lsn_ranges": None, "merged_windows": []}
 
     # result_path puts the files elsewhere.
     elsewhere = CdcSparkMergeOperator(

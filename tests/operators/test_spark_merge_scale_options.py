@@ -128,7 +128,12 @@ def test_the_pipeline_settings_reach_the_spark_submit_command(
     assert arguments[-4:] == ["--partition-buckets", "auto", "--concurrent-tables", "6"]
 
     # A JDBC target's login never joins them on the command line.
-    jdbc = {**data["merge"], "partition_buckets": 8, "target": {"kind": "jdbc", "conn_id": "pg_target"}}
+    jdbc = {
+        **data["merge"],
+        "namespace": "cdc",  # a PostgreSQL schema: one part
+        "partition_buckets": 8,
+        "target": {"kind": "jdbc", "conn_id": "pg_target"},
+    }
     settings = ReplicationSettings.from_mapping({**data, "merge": jdbc}, environ={"BUCKETS": "8"})
     assert settings.merge.partition_buckets == "8"  # YAML's number, as text
     merge = cdc_replication_dag(settings, dag_id="cdc_scale_jdbc").task_dict["merge"]

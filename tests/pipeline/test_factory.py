@@ -17,7 +17,9 @@ from airflow_provider_sqlserver_cdc.pipeline import (
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 
 TASK_IDS = {
+    "run_outcome",
     "tables",
+    "retention_headroom",
     "plan",
     "snapshot_list",
     "extract_list",
@@ -56,11 +58,21 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
     assert up("wait_for_capture") == {"extract_list"}
     assert up("extract") == {"wait_for_capture", "extract_list"}
     assert up("merge") == {"snapshot", "extract"}
-    assert up("commit_watermarks") == {"merge", "snapshot", "extract"}
+    assert up("commit_watermarks") == {"merge"}  # the windows come from the merge's XCom
+    assert up("run_outcome") >= {
+        "plan",
+        "snapshot",
+        "wait_for_capture",
+        "extract",
+        "merge",
+        "commit_watermarks",
+    }
     merge, commit = tasks[prefix + "merge"], tasks[prefix + "commit_watermarks"]
     assert merge.extract_task_ids == [prefix + "snapshot", prefix + "extract"]
-    # A path with nothing to do is skipped; the merge and the commit still run for the other one.
-    assert merge.trigger_rule == commit.trigger_rule == "none_failed_min_one_success"
+    # A path with nothing to do is skipped and a failed extract[i] leaves no window: the merge runs on
+    # the windows that exist, the commit after it; run_outcome fails the run naming what failed.
+    assert (merge.trigger_rule, commit.trigger_rule) == ("all_done", "all_success")
+    assert tasks[prefix + "run_outcome"].trigger_rule == "all_done"
     extract = tasks[prefix + "extract"].partial_kwargs
     snapshot = tasks[prefix + "snapshot"].partial_kwargs
     sensor = tasks[prefix + "wait_for_capture"].partial_kwargs
@@ -281,7 +293,7 @@ def test_continuous_mode_waits_for_the_apply_application_instead_of_merging() ->
     wait = dag.task_dict["wait_for_apply"]
     assert type(wait).__name__ == "WaitForAppliedWindowsOperator"
     assert (wait.staging_path, wait.timeout_seconds, wait.retries) == ("/tmp/staging", 120, 0)
-    assert wait.trigger_rule == "none_failed_min_one_success"
+    assert wait.trigger_rule == "all_done"  # as the batch merge: the windows that exist
     assert dag.task_dict["wait_for_apply"].upstream_task_ids == {"snapshot", "extract"}
     assert "wait_for_apply" in dag.task_dict["commit_watermarks"].upstream_task_ids
     # batch stays the default
@@ -307,3 +319,33 @@ def test_the_continuous_apply_dag_runs_the_application_with_the_pipelines_merge_
     assert arguments[arguments.index("--concurrent-tables") + 1] == "2"
     assert "--manifest" not in arguments
     assert task.conf == {"spark.sql.catalog.lake.type": "hadoop"} and task.jars == "/jars/iceberg.jar"
+
+
+def test_every_run_checks_the_retention_headroom_after_the_commit_whatever_happened() -> None:
+    dag = cdc_replication_dag(
+        settings(
+            retention_headroom={"warning_minutes": 600, "critical_minutes": 60, "retention_minutes": 1440}
+        ),
+        dag_id="headroom",
+    )
+    check = dag.task_dict["retention_headroom"]
+    assert check.upstream_task_ids == {"commit_watermarks", "tables"}
+    assert check.trigger_rule == "all_done" and check.retries == 0
+    assert (check.warning_minutes, check.critical_minutes, check.retention_minutes) == (600, 60, 1440)
+    assert (check.sqlserver_cdc_conn_id, check.database, check.server_time_zone) == (
+        "shop",
+        "shop_db",
+        "Europe/Berlin",
+    )
+    off = cdc_replication_dag(settings(retention_headroom={"enabled": False}), dag_id="no_headroom")
+    assert "retention_headroom" not in off.task_dict
+    with pytest.raises(Exception, match="retention_headroom.warning_minutes"):
+        settings(retention_headroom={"warning_minutes": 10, "critical_minutes": 20})
+
+
+def test_the_headroom_check_on_its_own_schedule() -> None:
+    from airflow_provider_sqlserver_cdc.pipeline import retention_headroom_dag
+
+    dag = retention_headroom_dag(settings(), dag_id="headroom_alone", schedule="*/5 * * * *")
+    (check,) = dag.tasks
+    assert check.capture_instances == ["dbo_orders", "dbo_customers"] and not check.upstream_task_ids

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
 from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
@@ -93,3 +95,63 @@ def test_split_keeps_order_and_separates_actions():
         LoadDecision("c", SNAPSHOT, "", "kc"),
     ]
     assert split_loads(decisions) == {SNAPSHOT: ["a", "c"], EXTRACT: ["b"]}
+
+
+# Issue 36: cdc.change_tables.start_lsn is the low-water mark, which CDC's cleanup moves up.
+CREATED = datetime(2026, 1, 1, 9, 0)
+CLEANED = CaptureInstance("dbo_orders", "dbo", "orders", lsn(0x60), create_date=CREATED)
+
+
+def test_a_cleanup_past_the_watermark_is_a_retention_gap_not_a_re_created_instance():
+    mark = Watermark(lsn(0x50).hex, commit_time="2026-01-01T10:00:00+00:00")
+    d = decide_load(
+        CLEANED,
+        mark,
+        state_key="k",
+        min_lsn=lsn(0x60),
+        next_lsn=lsn(0x51),
+        watermark_time=datetime(2026, 1, 1, 10, 0),
+        min_time=datetime(2026, 1, 1, 11, 0),
+    )
+    assert d.action == SNAPSHOT and d.reason.startswith("retention gap") and "re-created" not in d.reason
+
+
+def test_a_cleanup_right_after_the_watermark_loses_nothing():
+    mark = Watermark(lsn(0x5F).hex)
+    d = decide_load(
+        CLEANED,
+        mark,
+        state_key="k",
+        min_lsn=lsn(0x60),
+        next_lsn=lsn(0x60),
+        watermark_time=datetime(2026, 1, 1, 10, 0),
+        min_time=datetime(2026, 1, 1, 11, 0),
+    )
+    assert d.action == EXTRACT and "nothing the target lacks was removed" in d.reason
+
+
+def test_an_instance_created_after_the_watermark_is_re_created():
+    recreated = CaptureInstance(
+        "dbo_orders", "dbo", "orders", lsn(0x60), create_date=datetime(2026, 1, 1, 12)
+    )
+    mark = Watermark(lsn(0x5F).hex)
+    d = decide_load(
+        recreated,
+        mark,
+        state_key="k",
+        min_lsn=lsn(0x60),
+        next_lsn=lsn(0x60),
+        watermark_time=datetime(2026, 1, 1, 10, 0),
+        min_time=datetime(2026, 1, 1, 12, 0),
+    )
+    assert d.action == SNAPSHOT and d.reason.startswith("re-created capture instance")
+    # Without the watermark's time: a low-water mark that never moved since the creation tells the same.
+    d = decide_load(
+        recreated,
+        mark,
+        state_key="k",
+        min_lsn=lsn(0x60),
+        next_lsn=lsn(0x60),
+        min_time=datetime(2026, 1, 1, 12),
+    )
+    assert d.action == SNAPSHOT and d.reason.startswith("re-created capture instance")

@@ -1,5 +1,5 @@
 """
-The snapshot on the SQL Server simulator, through pyodbc + FreeTDS, with concurrent writers.
+The snapshot on the SQL Server simulator, through pyodbc with FreeTDS and Driver 18, with concurrent writers.
 
 The proof of consistency: snapshot, then the change windows after its LSN, applied in order
 (pure-Python apply of the manifests, snapshot_replay.py) equal a copy of the table taken after
@@ -33,6 +33,9 @@ from airflow_provider_sqlserver_cdc.snapshot.errors import (
 )
 from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME, read_progress
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
+
+# Every test runs with FreeTDS and with Microsoft's ODBC Driver 18 (the driver production users run).
+pytestmark = pytest.mark.usefixtures("odbc_driver")
 
 
 def interrupted_snapshot(hook, instance, base: Path, database: str, *, chunk_rows: int):

@@ -200,3 +200,17 @@ def test_cleanup_after_a_late_instance_was_created_is_still_a_gap():
             datetime(2026, 1, 1, 10, tzinfo=UTC),
             PLUS2,
         )
+
+
+def test_window_below_the_low_water_mark_is_applied_when_the_target_holds_past_it():
+    # Issue 36: a re-snapshot consistent at L(105) after the cleanup moved the mark to L(100). The next
+    # interval window starts at L(70), below the mark, but everything up to L(105) is in the target.
+    src = MappingSource(ROWS, min_lsn=L(100))
+    start, end = datetime(2026, 1, 1, 9, tzinfo=UTC), datetime(2026, 1, 1, 10, tzinfo=UTC)
+    w = plan_interval_window(src, instance(), start, end, PLUS2, applied_through=L(105))
+    assert (w.from_lsn, w.to_lsn) == (L(100), L(120))
+    # Just below the mark is enough (every change before the mark is applied) ...
+    assert plan_interval_window(src, instance(), start, end, PLUS2, applied_through=L(99)).from_lsn == L(100)
+    # ... but a target that stops earlier lost the changes in between: still a retention gap.
+    with pytest.raises(RetentionGapError):
+        plan_interval_window(src, instance(), start, end, PLUS2, applied_through=L(98))

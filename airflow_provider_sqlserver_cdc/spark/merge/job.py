@@ -354,6 +354,9 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
             finally:
                 plan.seconds += time.monotonic() - started
     result = {plan.table: table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
+    for table, entry in result.items():
+        if entry["status"] == COMMITTED:
+            entry["version"] = target.version(table)  # the asset event's snapshot id (assets.py)
     if failures:
         raise TableMergeError(_failure_message(plans, failures), result, failures) from next(
             iter(failures.values())

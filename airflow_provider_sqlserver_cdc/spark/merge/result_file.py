@@ -8,7 +8,9 @@ read here; standard library only (the job imports it on the cluster, Airflow cod
 "tables": {target table: entry}}``, an entry being ``status`` (``committed`` / ``failed``),
 ``applied`` / ``skipped`` / ``failed_windows`` (window labels), ``applied_lsn_ranges`` and
 ``max_applied_lsn`` (capture instance -> value), ``rows`` (operation -> rows of the applied windows),
-``snapshot_id`` (the commit holding them, None when nothing was committed), ``seconds`` and ``error``.
+``snapshot_id`` (the commit holding them, None when nothing was committed), ``version`` (a committed
+table's current snapshot after the run, also when the run only replayed: what the asset events carry),
+``seconds`` and ``error``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class TableResult:
     :param rows: operation (``insert``, ``update_after``, ``update_before``, ``delete``) -> rows of the
         applied windows.
     :param snapshot_id: the table's snapshot holding the run's commit (Iceberg), None if none.
+    :param version: a committed table's current snapshot after the run (a replay's too), None if unknown.
     :param seconds: the table's time in the run (check and commit).
     :param failed_windows: for a failed table, the windows not committed.
     :param error: for a failed table, why.
@@ -59,6 +62,7 @@ class TableResult:
     max_applied_lsn: Mapping[str, str] = field(default_factory=dict)
     rows: Mapping[str, int] = field(default_factory=dict)
     snapshot_id: int | None = None
+    version: str | None = None
     seconds: float | None = None
     failed_windows: tuple[str, ...] = ()
     error: str | None = None
@@ -78,6 +82,7 @@ class TableResult:
             "max_applied_lsn": dict(self.max_applied_lsn),
             "rows": dict(self.rows),
             "snapshot_id": self.snapshot_id,
+            "version": self.version,
             "seconds": self.seconds,
         }
         if self.status == FAILED:
@@ -101,6 +106,7 @@ class TableResult:
             max_applied_lsn=dict(entry.get("max_applied_lsn") or {}),
             rows={str(k): int(v) for k, v in (entry.get("rows") or {}).items()},
             snapshot_id=None if entry.get("snapshot_id") is None else int(entry["snapshot_id"]),
+            version=None if entry.get("version") is None else str(entry["version"]),
             seconds=None if entry.get("seconds") is None else float(entry["seconds"]),
             failed_windows=tuple(entry.get("failed_windows") or ()),
             error=entry.get("error"),

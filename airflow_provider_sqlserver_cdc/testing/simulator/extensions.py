@@ -114,7 +114,8 @@ class ProcedureResult:
 @dataclass
 class DdlEvent:
     """DDL on a table. *phase* is ``before`` or ``after``; *kind* is ``create_table``, ``drop_table``,
-    ``add_column``, ``drop_column``, ``truncate_table`` or ``alter_column``."""
+    ``add_column``, ``drop_column``, ``truncate_table``, ``alter_column`` or ``drop_primary_key`` (its
+    ``columns`` the constraint's name)."""
 
     phase: str
     kind: str
@@ -151,6 +152,7 @@ class ExtensionRegistry:
         self.state_hooks: dict[str, tuple[Callable[[Any], Any], Callable[[Any, Any], None]]] = {}
         self.commit_hooks: list[Callable[[Any, list[tuple[Any, Any]], int], None]] = []
         self.statement_hooks: list[Callable[[Any, Any], Any]] = []
+        self.statement_prefixes: dict[str, Callable[[Any, Any, Callable[[Any], Any]], Any]] = {}
         self.value_checks: list[Callable[[Any, Any, Any, Any], None]] = []
 
     def procedure(self, name: str, fn: ProcedureFn) -> None:
@@ -191,6 +193,10 @@ class ExtensionRegistry:
         """Run the value checks (e.g. CDC's ``max text repl size``) on one written value."""
         for check in self.value_checks:
             check(engine, table, column, value)
+
+    def statement_prefix(self, word: str, fn: Callable[[Any, Any, Callable[[Any], Any]], Any]) -> None:
+        """Run statements ``WITH <word> ...`` through ``fn(session, raw, dispatch)`` (dispatch runs a statement)."""
+        self.statement_prefixes[word.upper()] = fn
 
     def statement_hook(self, fn: Callable[[Any, Any], Any]) -> None:
         """Offer every DDL statement to ``fn(session, raw)``: an iterator of events if it handles it, else None."""

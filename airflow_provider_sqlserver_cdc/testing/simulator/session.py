@@ -471,6 +471,11 @@ class Session:
         if w0 == "DECLARE" and (m := _TABLE_VARIABLE.match(raw.text)):
             yield from self._declare_table_variable(m.group(1), m.group(2))
             return
+        if w0 == "WITH" and (prefix := self.engine.registry.statement_prefixes.get(w1)) is not None:
+            yield from prefix(
+                self, raw, lambda inner: self._dispatch(inner, first)
+            )  # WITH CHANGE_TRACKING_CONTEXT
+            return
         if self.options.implicit_transactions and self.trancount == 0 and _starts_implicit_transaction(raw):
             # the unseen BEGIN TRANSACTION of implicit transaction mode (set-implicit-transactions-transact-sql.md)
             yield from self.begin_transaction()
@@ -711,9 +716,9 @@ class Session:
             owner = self.write_xact()
         self.engine.locks.acquire(owner, table.object_id, mode, self.lock_timeout)
 
-    def table_source(self, node: exp.Table, alias: str, hints: list[str]) -> Any:
-        """A FROM item for a table, view, system catalog or table-valued function."""
-        return table_source(self, node, alias, hints)
+    def table_source(self, node: exp.Table, alias: str, hints: list[str], outer: Scope | None = None) -> Any:
+        """A FROM item for a table, view, system catalog or table-valued function (its arguments see *outer*)."""
+        return table_source(self, node, alias, hints, outer)
 
     def compile_subquery(self, node: exp.Expression, outer: Scope | None) -> SubqueryPlan:
         """Compile a subquery of an expression.

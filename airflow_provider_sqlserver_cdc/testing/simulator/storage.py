@@ -43,6 +43,8 @@ class Column:
     default_name: str | None = None
     default_object_id: int = 0
     computed: bool = False
+    computed_sql: str | None = None  # a computed column's expression as written (sql/computed_columns.py)
+    persisted: bool = False  # a computed column declared PERSISTED
 
 
 @dataclass

@@ -491,3 +491,18 @@ def test_two_merges_of_one_table_started_at_once_lose_no_change(
     )
     assert summary["sqlserver-cdc.applied-lsn-ranges.dbo_orders"] == f"{lsn_hex(0x100)}-{lsn_hex(log.lsn)}"
     assert run(spark, namespace, *windows, write_mode=write_mode)[table]["applied"] == []
+
+
+def test_each_committed_table_reports_its_snapshot_id(
+    spark: Any, base: Path, namespace: str, table: str
+) -> None:
+    """The result carries the table's current snapshot id (the asset event's ``snapshot_id``, assets.py)."""
+    w1, w2 = two_windows(base)
+    first = run(spark, namespace, w1)
+    current = spark.sql(
+        f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1"
+    ).first()[0]
+    assert first[table]["version"] == str(current)
+    again = run(spark, namespace, w1)  # already applied: nothing committed, the same snapshot
+    assert again[table]["applied"] == [] and again[table]["version"] == str(current)
+    assert run(spark, namespace, w2)[table]["version"] != str(current)

@@ -103,6 +103,15 @@ class MergeTarget(ABC):
     def check_session(self) -> None:  # noqa: B027 - optional hook: most targets need nothing
         """Raise ``MergeJobError`` if the Spark session lacks what the target needs."""
 
+    def version(self, table: str) -> str | None:
+        """Return the table's current version (Iceberg: its current snapshot id), or None when it has none.
+
+        The job reports it per committed table; Airflow's asset events carry it (``assets.py``).
+
+        :param table: the dotted target table name.
+        """
+        return None
+
     @abstractmethod
     def exists(self, table: str) -> bool:
         """Say whether the target table exists.

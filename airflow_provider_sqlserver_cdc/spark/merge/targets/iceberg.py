@@ -315,6 +315,13 @@ class IcebergTarget(MergeTarget):
                 "fields): set spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
             )
 
+    def version(self, table: str) -> str | None:
+        """The id of the table's current snapshot."""
+        iceberg = iceberg_table(self.spark, table)
+        iceberg.refresh()
+        snapshot_id = current_snapshot_id(iceberg)
+        return None if snapshot_id is None else str(snapshot_id)
+
     def exists(self, table: str) -> bool:
         """Say whether the dotted table name resolves in its catalog."""
         try:

@@ -50,10 +50,19 @@ def run_cleanup(engine: Any, state: ChangeTrackingDatabase, tables: list[Tracked
     return len(targets)
 
 
-def reset_table(engine: Any, state: ChangeTrackingDatabase, table: TrackedTable) -> None:
-    """TRUNCATE TABLE: forget the table's change information as if tracking had just been enabled."""
+def reset_table(engine: Any, state: ChangeTrackingDatabase, table: TrackedTable, xact_id: int = 0) -> None:
+    """TRUNCATE TABLE: forget the table's change information, and make every version synced before it invalid.
+
+    manage-change-tracking-sql-server.md: the rows truncated are not tracked and the minimum valid version
+    is updated, so a client's check "indicates that the version is too old and a reinitialization is
+    required". The truncate takes a version of its own: the table's minimum valid version becomes it, past
+    every version a client could have synced to, and CHANGE_TRACKING_CURRENT_VERSION() reaches it, so a
+    client that reinitializes is valid again.
+    """
     with engine.mutex:
         engine.commit_seq += 1
+        state.version += 1
+        state.commits.append((engine.commit_seq, state.version, engine.clock.utc_ticks(), xact_id))
         table.min_valid_marks.append((engine.commit_seq, state.version))
         purge(engine, table)
 

@@ -77,3 +77,20 @@ def options_combined() -> SqlError:
         1,
         "Change tracking options for ALTER DATABASE cannot be combined with other ALTER DATABASE options.",
     )
+
+
+def changetable_alias_required() -> SqlError:
+    """Msg 22104: CHANGETABLE(...) without a table alias (changetable-transact-sql.md: the alias is required)."""
+    return SqlError(22104, 16, 1, "A table returned by the CHANGETABLE function must be aliased.")
+
+
+def primary_key_drop_refused(constraint: str, table: str) -> SqlError:
+    """Msg 3735: ALTER TABLE ... DROP CONSTRAINT of a change-tracked table's primary key."""
+    return SqlError(
+        3735,
+        16,
+        1,
+        f"The primary key constraint '{constraint}' on table '{table}' cannot be dropped because change tracking "
+        "is enabled on the table. Change tracking requires a primary key constraint on the table. Disable change "
+        "tracking before dropping the constraint.",
+    )

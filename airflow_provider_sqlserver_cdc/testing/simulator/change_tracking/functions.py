@@ -124,7 +124,7 @@ def changetable_changes(session: Any, suffix: str, args: list[TypedValue]) -> Ro
                 change.creation_version,
                 change.operation,
                 change.columns,
-                None,
+                change.context,
                 *change.key_values,
             )
 
@@ -162,7 +162,10 @@ def changetable_version(session: Any, suffix: str, args: list[TypedValue]) -> Ro
         ):
             return
         change = latest_change(_visible_entries(tracked, seq), tuple(ci_key(v) for v in key_values), seq)
-        yield (change.version if change is not None else None, None, *key_values)
+        if change is None:
+            yield (None, None, *key_values)
+        else:
+            yield (change.version, change.context, *key_values)
 
     return Rowset(VERSION_COLUMNS + key_columns, rows())
 

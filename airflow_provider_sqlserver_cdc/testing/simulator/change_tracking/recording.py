@@ -41,7 +41,8 @@ def record_commit(engine: Any, records: list[tuple[Any, Any]], seq: int) -> None
             layout = positions.get((op.object_id, op.columns))
             if layout is None:
                 layout = positions[(op.object_id, op.columns)] = _layout(db, op, tracked)
-            tracked.entries.extend(_entries(op, tracked, layout, seq, version))
+            context = state.contexts.pop(op.lsn, None) if getattr(state, "contexts", None) else None
+            tracked.entries.extend(_entries(op, tracked, layout, seq, version, context))
 
 
 def _layout(db: Any, op: RowOperation, tracked: TrackedTable) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -59,12 +60,15 @@ def _entries(
     layout: tuple[tuple[int, ...], tuple[int, ...]],
     seq: int,
     version: int,
+    context: bytes | None = None,
 ) -> list[ChangeEntry]:
     key_positions, column_ids = layout
 
     def entry(row: tuple[Any, ...], operation: str, columns: frozenset[int] = frozenset()) -> ChangeEntry:
         values = tuple(row[p] for p in key_positions)
-        return ChangeEntry(seq, version, tuple(ci_key(v) for v in values), values, operation, columns)
+        return ChangeEntry(
+            seq, version, tuple(ci_key(v) for v in values), values, operation, columns, context
+        )
 
     if op.kind == "insert":
         return [entry(op.after, "I")]

@@ -12,8 +12,9 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.sql import dialect
 
-from . import functions
+from . import errors, functions
 from .cleanup import reset_table, run_cleanup
+from .context import with_context
 from .recording import record_commit
 from .state import state_of
 from .statements import alter_statement, rewrite_changetable
@@ -30,6 +31,7 @@ def register_change_tracking(registry: ExtensionRegistry) -> None:
     registry.procedure("sys.sp_flush_CT_internal_table_on_demand", flush_on_demand)
     registry.commit_hook(record_commit)
     registry.statement_hook(alter_statement)
+    registry.statement_prefix("CHANGE_TRACKING_CONTEXT", with_context)
     registry.ddl_hook(table_ddl)
     if rewrite_changetable not in dialect.TEXT_REWRITERS:
         dialect.TEXT_REWRITERS.append(rewrite_changetable)
@@ -52,12 +54,16 @@ def flush_on_demand(session: Any, args: ProcedureArgs) -> ProcedureResult:
 
 
 def table_ddl(session: Any, event: DdlEvent) -> None:
-    """TRUNCATE TABLE resets a tracked table's change information; DROP TABLE ends its tracking."""
+    """TRUNCATE TABLE resets a tracked table's change information; DROP TABLE ends its tracking; dropping its
+    primary key is refused (manage-change-tracking-sql-server.md)."""
     database = session.engine.databases.get(event.database.lower())
     state = state_of(database) if database is not None else None
     if state is None or event.object_id not in state.tables:
         return
+    if event.kind == "drop_primary_key" and event.phase == "before":
+        raise errors.primary_key_drop_refused(event.columns[0], event.table)
     if event.kind == "truncate_table" and event.phase == "before":
-        reset_table(session.engine, state, state.tables[event.object_id])
+        xact = getattr(session, "xact", None)
+        reset_table(session.engine, state, state.tables[event.object_id], xact.xid if xact is not None else 0)
     elif event.kind == "drop_table" and event.phase == "after":
         del state.tables[event.object_id]

@@ -29,6 +29,7 @@ class ChangeEntry:
     :param key_values: the primary key values as stored.
     :param operation: ``I``, ``U`` or ``D``.
     :param columns: column ids an update changed (``U`` only).
+    :param context: the WITH CHANGE_TRACKING_CONTEXT of the statement that made it, if any.
     """
 
     seq: int
@@ -37,6 +38,7 @@ class ChangeEntry:
     key_values: tuple[Any, ...]
     operation: str
     columns: frozenset[int] = frozenset()
+    context: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,7 @@ class NetChange:
     operation: str
     columns: bytes | None
     key_values: tuple[Any, ...]
+    context: bytes | None = None
 
 
 @dataclass
@@ -86,6 +89,8 @@ class ChangeTrackingDatabase:
     #: version and seq of the newest commit that cleanup removed from ``commits``
     floor_version: int = 0
     version: int = 0
+    #: WITH CHANGE_TRACKING_CONTEXT of row changes not committed yet, by their LSN (recording.py takes them)
+    contexts: dict[bytes, bytes] = field(default_factory=dict)
 
     @property
     def retention_minutes(self) -> int:
@@ -152,7 +157,7 @@ def net_changes(
             if not non_key_column_ids <= changed:
                 columns = encode_columns(changed)
         last = after[-1]
-        rows.append(NetChange(last.version, creation, op, columns, last.key_values))
+        rows.append(NetChange(last.version, creation, op, columns, last.key_values, last.context))
     rows.sort(key=lambda r: (r.version, _sortable(r.key_values)))
     return rows
 

@@ -194,13 +194,16 @@ _CHANGETABLE = re.compile(r"\bCHANGETABLE\s*\(\s*(CHANGES|VERSION)\s+", re.I)
 _NAME = re.compile(
     r"\s*((?:\[(?:[^\]]|\]\])*\]|[#\w@$]+)(?:\s*\.\s*(?:\[(?:[^\]]|\]\])*\]|[#\w@$]+)){0,3})\s*,", re.S
 )
-_CONTEXT = re.compile(r"^\s*WITH\s+CHANGE_TRACKING_CONTEXT\b", re.I)
+# changetable-transact-sql.md: "CHANGETABLE ( ... ) [AS] table_alias": the alias is required (error 22104)
+_ALIAS = re.compile(r"\s*(?:AS\b\s*)?(?:\[|\"|[A-Za-z_#@])", re.I)
+_NOT_ALIAS = re.compile(
+    r"\s*(?:WHERE|ORDER|GROUP|HAVING|JOIN|INNER|LEFT|RIGHT|FULL|CROSS|OUTER|ON|UNION|EXCEPT|INTERSECT|OPTION|FOR)\b",
+    re.I,
+)
 
 
 def rewrite_changetable(text: str) -> str:
     """Turn CHANGETABLE(CHANGES …) / CHANGETABLE(VERSION …) into table function calls the engine parses."""
-    if _CONTEXT.match(text):
-        raise not_supported("WITH CHANGE_TRACKING_CONTEXT")
     if "changetable" not in text.lower():
         return text
     protected = _protected_spans(text)
@@ -215,6 +218,8 @@ def rewrite_changetable(text: str) -> str:
                 text[m.end() : m.end() + 20].split()[0] if text[m.end() :].strip() else "CHANGETABLE"
             )
         close = _closing_paren(text, m.start() + m.group(0).index("("), protected)
+        if not _ALIAS.match(text, close + 1) or _NOT_ALIAS.match(text, close + 1):
+            raise errors.changetable_alias_required()
         rest = text[name.end() : close]
         quoted = "N'" + name.group(1).replace("'", "''") + "'"
         if m.group(1).upper() == "CHANGES":

@@ -31,6 +31,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.storage import Database, T
 from airflow_provider_sqlserver_cdc.testing.simulator.types import SqlType
 from airflow_provider_sqlserver_cdc.testing.simulator.values import round_datetime_ticks
 
+from . import computed_columns
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import table_name
@@ -40,12 +41,14 @@ from .query import FromItem, cte_item
 from .system_object_names import INFORMATION_SCHEMA_VIEWS, SYSTEM_FUNCTIONS, SYSTEM_VIEWS
 
 
-def table_source(session: ExecutionContext, node: exp.Table, alias: str, hints: list[str]) -> Any:
+def table_source(
+    session: ExecutionContext, node: exp.Table, alias: str, hints: list[str], outer: Scope | None = None
+) -> Any:
     this = node.this
     schema = node.args.get("db").name if node.args.get("db") else None
     catalog = node.args.get("catalog").name if node.args.get("catalog") else None
     if isinstance(this, exp.Anonymous):
-        return _table_function(session, node, this, schema, catalog, alias)
+        return _table_function(session, node, this, schema, catalog, alias, outer)
     name = table_name(node)
     if schema is None and catalog is None:
         item = cte_item(session, name, alias)
@@ -180,6 +183,7 @@ def _table_function(
     schema: str | None,
     catalog: str | None,
     alias: str,
+    outer: Scope | None = None,
 ) -> Any:
     fname = fn_node.name
     full = f"{schema}.{fname}" if schema else fname
@@ -189,21 +193,47 @@ def _table_function(
             raise not_supported(f"the function {fname}")
         raise invalid_object(".".join(p for p in (catalog, schema, fname) if p))
     fn, suffix = found
-    compiler = Compiler(session, Scope())
-    args = [compiler.compile(a) for a in fn_node.expressions]
-    values = [TypedValue(a.type, a.fn(())) for a in args]
+    args_scope = Scope(outer=outer)
+    compiler = Compiler(session, args_scope)
+    outer_was_correlated = outer is not None and outer.correlated
+    outer_reads = []
+    args = []
+    for node in fn_node.expressions:
+        args_scope.correlated = False
+        args.append(compiler.compile(node))
+        # an argument that reads an outer row (directly, or through a subquery of its own)
+        outer_reads.append(args_scope.correlated)
+    if outer is not None and outer.correlated and not outer_was_correlated:
+        outer_reads = [True] * len(args)  # reads a row further out: evaluate every argument per row
     saved_db = session.database
-    if catalog:
-        session.database = session.engine.database(catalog).name
-    try:
-        rowset = fn(session, suffix, values)
-    finally:
-        session.database = saved_db
+
+    def call(values: list[TypedValue]) -> Rowset:
+        if catalog:
+            session.database = session.engine.database(catalog).name
+        try:
+            return fn(session, suffix, values)
+        finally:
+            session.database = saved_db
+
+    if any(outer_reads):
+        # arguments that read the current row of an outer query or of an APPLY's left side: one call per
+        # row; the columns come from a call with NULL for those arguments
+        placeholders = [
+            TypedValue(a.type, None if r else a.fn(())) for a, r in zip(args, outer_reads, strict=True)
+        ]
+        columns = call(placeholders).columns
+        return FromItem(
+            Source((alias or fname).lower(), fname, columns),
+            lambda: call([TypedValue(a.type, a.fn(())) for a in args]).rows,
+            correlated=True,
+        )
+    values = [TypedValue(a.type, a.fn(())) for a in args]
+    rowset = call(values)
     used = [False]
 
     def rows() -> Any:
         if used[0]:
-            return fn(session, suffix, values).rows
+            return call(values).rows
         used[0] = True
         return rowset.rows
 
@@ -393,7 +423,7 @@ def v_columns(s: ExecutionContext, db: Database) -> Rowset:
                     1 if ty.name in T.STRING_TYPES or ty.name in T.BINARY_TYPES else 0,
                     0,
                     1 if c.identity else 0,
-                    0,
+                    1 if c.computed else 0,
                     0,
                     0,
                     0,
@@ -411,6 +441,27 @@ def v_columns(s: ExecutionContext, db: Database) -> Rowset:
                 )
             )
     return Rowset(cols, rows)
+
+
+def v_computed_columns(s: ExecutionContext, db: Database) -> Rowset:
+    """sys.computed_columns: the sys.columns rows of computed columns, with definition and is_persisted."""
+    base = v_columns(s, db)
+    extra = result_columns("definition nvarchar(max), uses_database_collation bit, is_persisted bit NOT NULL")
+    computed = {(t.object_id, c.column_id): c for t in db.all_tables() for c in t.columns if c.computed}
+    rows = []
+    for row in base.rows:
+        c = computed.get((row[0], row[2]))
+        if c is not None:
+            uses_collation = 1 if c.type.name in T.STRING_TYPES else 0
+            rows.append(
+                (
+                    *row,
+                    computed_columns.definition_text(c.computed_sql or ""),
+                    uses_collation,
+                    int(c.persisted),
+                )
+            )
+    return Rowset(base.columns + extra, rows)
 
 
 _TYPE_ROWS = [
@@ -753,6 +804,7 @@ SYS_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {
     "all_objects": v_objects,
     "columns": v_columns,
     "all_columns": v_columns,
+    "computed_columns": v_computed_columns,
     "types": v_types,
     "indexes": v_indexes,
     "index_columns": v_index_columns,

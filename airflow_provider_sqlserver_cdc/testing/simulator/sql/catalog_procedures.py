@@ -24,89 +24,9 @@ from airflow_provider_sqlserver_cdc.testing.simulator.extensions import (
 )
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Table
 
+from .catalog_column_types import catalog_type
 from .compiler import like_regex
 from .context import ExecutionContext
-
-# ODBC SQL type codes (sqlext.h) and SQL Server's TDS type of each type (what SS_DATA_TYPE reports)
-_ODBC_TYPE = {
-    "bit": -7,
-    "tinyint": -6,
-    "smallint": 5,
-    "int": 4,
-    "bigint": -5,
-    "decimal": 3,
-    "numeric": 2,
-    "money": 3,
-    "smallmoney": 3,
-    "float": 6,
-    "real": 7,
-    "char": 1,
-    "varchar": 12,
-    "nchar": -8,
-    "nvarchar": -9,
-    "text": -1,
-    "ntext": -10,
-    "binary": -2,
-    "varbinary": -3,
-    "image": -4,
-    "timestamp": -2,
-    "uniqueidentifier": -11,
-    "date": -9,
-    "time": -9,
-    "datetime2": -9,
-    "datetimeoffset": -155,
-    "datetime": 11,
-    "smalldatetime": 11,
-}
-_SS_DATA_TYPE = {
-    "bit": 50,
-    "tinyint": 48,
-    "smallint": 52,
-    "int": 56,
-    "bigint": 63,
-    "decimal": 55,
-    "numeric": 63,
-    "money": 60,
-    "smallmoney": 122,
-    "float": 62,
-    "real": 59,
-    "datetime": 61,
-    "smalldatetime": 58,
-}
-_FIXED_PRECISION = {
-    "bit": 1,
-    "tinyint": 3,
-    "smallint": 5,
-    "int": 10,
-    "bigint": 19,
-    "money": 19,
-    "smallmoney": 10,
-    "float": 15,
-    "real": 7,
-    "datetime": 23,
-    "smalldatetime": 16,
-    "date": 10,
-    "uniqueidentifier": 36,
-    "timestamp": 8,
-}
-
-
-_FIXED_LENGTH = {
-    "bit": 1,
-    "tinyint": 1,
-    "smallint": 2,
-    "int": 4,
-    "bigint": 8,
-    "money": 21,
-    "smallmoney": 12,
-    "float": 8,
-    "real": 4,
-    "datetime": 16,
-    "smalldatetime": 16,
-    "date": 20,
-    "uniqueidentifier": 16,
-    "timestamp": 8,
-}
 
 
 def _matches(pattern: Any, value: str) -> bool:
@@ -149,50 +69,28 @@ def sp_tables(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult
     return ProcedureResult([Rowset(cols, rows)])
 
 
-def _column_row(db_name: str, table: Table, ordinal: int, col: Any) -> tuple[Any, ...]:
-    t = col.type
-    name = t.name
-    is_max = getattr(t, "length", None) == T.MAX
-    if name in T.STRING_TYPES or (name in T.BINARY_TYPES and name != "timestamp"):
-        precision = 0 if is_max else (t.length or 0)
-        length = 0 if is_max else (t.length or 0) * (2 if name in T.NCHAR_TYPES else 1)
-        octets = None if is_max else length
-        scale = radix = None
-    elif name in ("decimal", "numeric"):
-        precision, scale, radix, octets = t.precision, t.scale, 10, None
-        length = precision + 2
-    elif name in ("time", "datetime2", "datetimeoffset"):
-        frac = t.scale if t.scale is not None else 7
-        base = {"time": 8, "datetime2": 19, "datetimeoffset": 26}[name]
-        precision = base + (frac + 1 if frac else 0)
-        length, scale, radix, octets = precision * 2, frac, None, None
-    else:
-        precision = _FIXED_PRECISION.get(name, 0)
-        length = _FIXED_LENGTH.get(name, precision)
-        scale = 0 if name in ("tinyint", "smallint", "int", "bigint", "bit") else None
-        scale = 4 if name in ("money", "smallmoney") else 3 if name == "datetime" else scale
-        radix = 10 if name in ("tinyint", "smallint", "int", "bigint", "money", "smallmoney") else None
-        radix = 2 if name in ("float", "real") else radix
-        octets = None
-    type_name = name + (" identity" if col.identity is not None else "")
-    odbc = _ODBC_TYPE.get(name, -9)
+def _column_row(
+    db_name: str, table: Table, ordinal: int, col: Any, *, odbc_version: int, procedure_100: bool
+) -> tuple[Any, ...]:
+    t = catalog_type(col.type, nullable=col.nullable, odbc_version=odbc_version, procedure_100=procedure_100)
+    type_name = col.type.name + (" identity" if col.identity is not None else "")
     return (
         db_name,
         table.schema.name,
         table.name,
         col.name,
-        odbc,
+        t.data_type,
         type_name,
-        precision,
-        length,
-        scale,
-        radix,
+        t.precision,
+        t.length,
+        t.scale,
+        t.radix,
         1 if col.nullable else 0,
         None,
         f"({col.default_sql})" if col.default_sql else None,
-        9 if name in ("datetime", "smalldatetime") else odbc,
-        3 if name in ("datetime", "smalldatetime") else None,
-        octets,
+        t.sql_data_type,
+        t.datetime_sub,
+        t.char_octet_length,
         ordinal,
         "YES" if col.nullable else "NO",
         0,
@@ -205,7 +103,7 @@ def _column_row(db_name: str, table: Table, ordinal: int, col: Any) -> tuple[Any
         None,
         None,
         None,
-        _SS_DATA_TYPE.get(name, 0),
+        t.ss_data_type,
     )
 
 
@@ -226,14 +124,22 @@ _COLUMNS_100 = _TABLE_ID + result_columns(
 
 
 def sp_columns(session: ExecutionContext, args: ProcedureArgs, extended: bool) -> ProcedureResult:
-    """sp_columns / sp_columns_100 @table_name, [@table_owner], [@table_qualifier], [@column_name]."""
+    """sp_columns / sp_columns_100 @table_name, [@table_owner], [@table_qualifier], [@column_name], [@ODBCVer].
+
+    sp_columns_100 takes ``@NameScope`` before ``@ODBCVer``; both default to ODBC version 2.
+    """
     column_pattern = args.get("column_name", 3)
+    odbc_version = int(args.get("ODBCVer", 5 if extended else 4) or 2)
     db = session.current_db()
     rows = []
     for table in _tables(session, args, 0, 1, 2):
         for ordinal, col in enumerate(table.columns, start=1):
             if _matches(column_pattern, col.name):
-                rows.append(_column_row(db.name, table, ordinal, col))
+                rows.append(
+                    _column_row(
+                        db.name, table, ordinal, col, odbc_version=odbc_version, procedure_100=extended
+                    )
+                )
     rows.sort(key=lambda r: (r[0], r[1], r[2], r[16]))
     cols = _COLUMNS_100 if extended else _COLUMNS_100[:18] + [_COLUMNS_100[-1]]
     if not extended:
@@ -317,8 +223,10 @@ def sp_statistics(session: ExecutionContext, args: ProcedureArgs) -> ProcedureRe
     return ProcedureResult([Rowset(cols, rows)])
 
 
-def sp_special_columns(session: ExecutionContext, args: ProcedureArgs) -> ProcedureResult:
-    """sp_special_columns @table_name, ...: the primary key's columns (the best row identifier)."""
+def sp_special_columns(
+    session: ExecutionContext, args: ProcedureArgs, procedure_100: bool
+) -> ProcedureResult:
+    """sp_special_columns @table_name, ..., [@ODBCVer]: the primary key's columns (the best row identifier)."""
     cols = result_columns(
         """
         SCOPE smallint, COLUMN_NAME sysname, DATA_TYPE smallint, TYPE_NAME sysname,
@@ -328,7 +236,8 @@ def sp_special_columns(session: ExecutionContext, args: ProcedureArgs) -> Proced
     rows = []
     for table in _tables(session, args, 0, 1, 2):
         for _seq, col, _pk_name in _primary_key_columns(table):
-            full = _column_row("", table, 0, col)
+            odbc_version = int(args.get("ODBCVer", 6) or 2)
+            full = _column_row("", table, 0, col, odbc_version=odbc_version, procedure_100=procedure_100)
             rows.append((1, col.name, full[4], full[5], full[6], full[7], full[8], 1))
     return ProcedureResult([Rowset(cols, rows)])
 
@@ -341,6 +250,6 @@ CATALOG_PROCEDURES: dict[str, Callable[[Any, ProcedureArgs], Any]] = {
     "sp_fkeys": sp_fkeys,
     "sp_statistics": sp_statistics,
     "sp_statistics_100": sp_statistics,
-    "sp_special_columns": sp_special_columns,
-    "sp_special_columns_100": sp_special_columns,
+    "sp_special_columns": lambda s, a: sp_special_columns(s, a, procedure_100=False),
+    "sp_special_columns_100": lambda s, a: sp_special_columns(s, a, procedure_100=True),
 }

@@ -23,6 +23,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
     invalid_object,
     missing_principal,
     not_supported,
+    null_not_allowed,
     object_exists,
     syntax_error,
 )
@@ -30,6 +31,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.events import StatementDon
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import DdlEvent
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Index, Principal, Schema, Table
 
+from . import computed_columns
 from .context import ExecutionContext
 from .dialect import RawStatement, parse_expression
 from .dml import default_value
@@ -240,19 +242,60 @@ class _ColumnSpec:
         self.constraints: list[tuple[str | None, str, bool | None, list[str], list[bool]]] = []
 
 
+# words that end a computed column's expression written without parentheses
+_COMPUTED_STOP = {
+    "PERSISTED",
+    "CONSTRAINT",
+    "PRIMARY",
+    "UNIQUE",
+    "NOT",
+    "NULL",
+    "CHECK",
+    "REFERENCES",
+    "FOREIGN",
+}
+
+
+def _computed_expression(c: _Cursor) -> str:
+    """The text of ``expression`` in ``name AS expression``, up to the column's end or its options."""
+    first = c.peek()
+    depth = case_depth = 0
+    last = None
+    while not c.at_end():
+        t = c.peek()
+        w = c.word()
+        if depth == 0 and (
+            t.token_type in (TokenType.COMMA, TokenType.R_PAREN) or (case_depth == 0 and w in _COMPUTED_STOP)
+        ):
+            break
+        depth += t.token_type == TokenType.L_PAREN
+        depth -= t.token_type == TokenType.R_PAREN
+        case_depth += w == "CASE"
+        case_depth -= w == "END"
+        last = c.take()
+    if first is None or last is None:
+        raise syntax_error(first.text if first is not None else "AS")
+    return c.text_between(first, last)
+
+
 def _parse_column(c: _Cursor, table_name: str) -> _ColumnSpec:
     spec = _ColumnSpec()
     name = c.name()
-    if c.accept("AS"):
-        raise not_supported("computed columns")
-    t = _parse_type(c)
-    col = Column(name, t, nullable=True)
+    if c.accept("AS"):  # a computed column: its type comes from the expression (computed_columns.resolve)
+        t = T.INT
+        col = Column(name, t, nullable=True, computed=True, computed_sql=_computed_expression(c))
+        col.persisted = c.accept("PERSISTED")
+    else:
+        t = _parse_type(c)
+        col = Column(name, t, nullable=True)
     explicit_null = None
     while (
         not c.at_end() and c.peek().token_type != TokenType.COMMA and c.peek().token_type != TokenType.R_PAREN
     ):
         cname = c.constraint_name()
         w = c.word()
+        if col.computed and w in ("IDENTITY", "DEFAULT", "COLLATE", "ROWGUIDCOL", "SPARSE"):
+            raise syntax_error(c.peek().text)
         if w == "IDENTITY":
             c.take()
             seed, inc = 1, 1
@@ -305,7 +348,7 @@ def _parse_column(c: _Cursor, table_name: str) -> _ColumnSpec:
             raise syntax_error(c.peek().text)
     if explicit_null is not None:
         col.nullable = explicit_null and col.identity is None
-    if any(k == "PRIMARY KEY" for _, k, *_ in spec.constraints):
+    if any(k == "PRIMARY KEY" for _, k, *_ in spec.constraints) and not col.computed:
         if explicit_null:
             raise SqlError(
                 8111,
@@ -358,6 +401,14 @@ def _add_constraint(
             raise SqlError(1779, 16, 0, f"Table '{table.name}' already has a primary key defined on it.")
         for cn in cols:
             col = table.columns[table.column_index(cn)]
+            if col.computed and (col.nullable or not col.persisted):
+                raise SqlError(
+                    1711,
+                    16,
+                    0,
+                    f"Cannot define PRIMARY KEY constraint on column '{col.name}' in table '{table.name}'. "
+                    "The computed column has to be persisted and not nullable.",
+                )
             if col.nullable:
                 raise SqlError(
                     8111,
@@ -504,6 +555,9 @@ def create_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
                 f"Column names in each table must be unique. Column name '{sp.column.name}' in table '{name}' is specified more than once.",
             )
         seen.add(sp.column.name.lower())
+    for sp in specs:
+        if sp.column.computed:
+            computed_columns.resolve(session, name, [s.column for s in specs], sp.column)
     if sum(1 for sp in specs if sp.column.identity) > 1:
         raise SqlError(
             2744,
@@ -537,14 +591,14 @@ def create_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         for sp in specs:
             for cname, kind, clustered, cols, desc in sp.constraints:
                 for pk_col in cols:
-                    if kind == "PRIMARY KEY":
+                    if kind == "PRIMARY KEY" and not table.columns[table.column_index(pk_col)].computed:
                         table.columns[table.column_index(pk_col)].nullable = False
                 _add_constraint(session, db, table, cname, kind, clustered, cols, desc)
         for cname, kind, clustered, cols, desc in table_constraints:
             if kind == "PRIMARY KEY":
                 for pk_col in cols:
                     i = table.column_index(pk_col)
-                    if i is not None:
+                    if i is not None and not table.columns[i].computed:
                         table.columns[i].nullable = False
             _add_constraint(session, db, table, cname, kind, clustered, cols, desc)
         schema.tables[name.lower()] = table
@@ -621,6 +675,7 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                 )
             if (
                 not sp.column.nullable
+                and not sp.column.computed
                 and sp.column.default_sql is None
                 and sp.column.identity is None
                 and sp.column.type.name != "timestamp"
@@ -632,10 +687,22 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                     1,
                     f"ALTER TABLE only allows columns to be added that can contain nulls, or have a DEFAULT definition specified, or the column being added is an identity or timestamp column, or alternatively if none of the previous conditions are satisfied the table must be empty to allow addition of this column. Column '{sp.column.name}' cannot be added to non-empty table '{table.name}' because it does not satisfy these conditions.",
                 )
+        for i, sp in enumerate(specs):
+            if sp.column.computed:
+                visible = [
+                    *table.columns,
+                    *(other.column for other in specs[:i] if not other.column.computed),
+                ]
+                computed_columns.resolve(session, table.name, visible, sp.column)
         state = _snapshot_table(table)
         with engine.mutex:
             for sp in specs:
                 col = sp.column
+                if col.computed:
+                    _add_computed_column(session, db, table, col, state)
+                    for cname, kind, clustered, cols_, desc in sp.constraints:
+                        _add_constraint(session, db, table, cname, kind, clustered, cols_, desc)
+                    continue
                 fill: Any = None
                 if col.default_sql is not None:
                     if col.default_name is None:
@@ -665,6 +732,8 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             )
             if ix is None and dcol is None:
                 raise SqlError(3728, 16, 1, f"'{cname}' is not a constraint.")
+            if ix is not None and ix.is_primary_key:
+                _fire(session, "before", "drop_primary_key", db, table, "", "", (ix.name,), raw.text)
             state = _snapshot_table(table)
             with engine.mutex:
                 if ix is not None:
@@ -703,6 +772,7 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                         1,
                         f"The object '{ix.name}' is dependent on column '{table.columns[i].name}'.",
                     )
+            _refuse_computed_dependency(table, table.columns[i].name)
             if table.columns[i].default_name:
                 raise SqlError(
                     5074,
@@ -737,6 +807,11 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                 1,
                 f"ALTER TABLE ALTER COLUMN failed because column '{cname}' does not exist in table '{table.name}'.",
             )
+        if table.columns[i].computed:
+            raise SqlError(
+                4928, 16, 1, f"Cannot alter column '{table.columns[i].name}' because it is 'COMPUTED'."
+            )
+        _refuse_computed_dependency(table, table.columns[i].name)
         new_type = _parse_type(c)
         nullable = table.columns[i].nullable
         if c.accept("NOT"):
@@ -795,6 +870,34 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
         yield _done()
         return
     raise not_supported(f"ALTER TABLE {c.word() or ''}".strip())
+
+
+def _add_computed_column(
+    session: ExecutionContext, db: Any, table: Table, col: Column, state: dict[str, Any]
+) -> None:
+    """ALTER TABLE ADD of a computed column: add it and compute its value in every row version."""
+    value_of = computed_columns.added_column_values(session, table.name, list(table.columns), col)
+    label = f"{db.name}.{table.schema.name}.{table.name}"
+
+    def extended(values: tuple[Any, ...]) -> tuple[Any, ...]:
+        value = value_of(values)
+        if value is None and not col.nullable:
+            raise null_not_allowed(col.name, label, "ALTER TABLE")
+        return (*values, value)
+
+    table.add_column(col)
+    try:
+        _extend_rows(table, extended)
+    except SqlError:
+        _restore_table(table, state)
+        raise
+
+
+def _refuse_computed_dependency(table: Table, name: str) -> None:
+    """Msg 5074: a column that a computed column reads cannot be dropped or altered."""
+    for dependent in computed_columns.dependents(table, name):
+        if dependent.lower() != name.lower():
+            raise SqlError(5074, 16, 1, f"The column '{dependent}' is dependent on column '{name}'.")
 
 
 def _fill_value(engine: Any, db: Any, table: Table, col: Column, fill: Any) -> Any:

@@ -38,7 +38,16 @@ class _Parser(TSQL.Parser):
         return self._with_dml_top(super()._parse_update)
 
     def _parse_delete(self) -> exp.Delete:
-        return self._with_dml_top(super()._parse_delete)
+        return self._with_dml_top(self._parse_delete_from_from)
+
+    def _parse_delete_from_from(self) -> exp.Delete:
+        """``DELETE [FROM] target FROM table_source ...``: the optional first FROM is dropped (delete-transact-sql.md)."""
+        index = self._index
+        if self._match(TokenType.FROM):
+            self._parse_table()
+            second_from = self._match(TokenType.FROM, advance=False)
+            self._retreat(index + 1 if second_from else index)
+        return super()._parse_delete()
 
     def _with_dml_top(self, parse: Callable[[], _Dml]) -> _Dml:
         """Parse an UPDATE or DELETE with *parse*, after its ``TOP (n)`` (kept as the node's limit)."""
@@ -180,6 +189,10 @@ def split_batch(sql: str) -> tuple[RawStatement, ...]:
             cur, first, seen_select, seen_set = [], "", False, False
             continue
         quoted = tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING, TokenType.NATIONAL_STRING)
+        if depth == 0 and _after_change_tracking_context(first, cur, text):
+            cur.append(tok)  # WITH CHANGE_TRACKING_CONTEXT (...) UPDATE ...: one statement, the DML's
+            first = text
+            continue
         if (
             depth == 0
             and cur
@@ -210,6 +223,17 @@ def split_batch(sql: str) -> tuple[RawStatement, ...]:
         text = sql[start : end + 1]
         out.append(RawStatement(text, toks))
     return tuple(out)
+
+
+def _after_change_tracking_context(first: str, cur: list[Token], text: str) -> bool:
+    """Whether ``text`` is the DML that ``WITH CHANGE_TRACKING_CONTEXT ( context )`` in ``cur`` applies to."""
+    return (
+        first == "WITH"
+        and text in ("INSERT", "UPDATE", "DELETE", "MERGE")
+        and len(cur) > 3
+        and cur[1].text.upper() == "CHANGE_TRACKING_CONTEXT"
+        and cur[-1].token_type == TokenType.R_PAREN
+    )
 
 
 def _starts_new(text: str, first: str, cur: list[Token], seen_select: bool, seen_set: bool) -> bool:

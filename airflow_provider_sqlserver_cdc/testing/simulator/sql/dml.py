@@ -26,6 +26,7 @@ from airflow_provider_sqlserver_cdc.testing.simulator.errors import (
 from airflow_provider_sqlserver_cdc.testing.simulator.extensions import ResultColumn, Rowset
 from airflow_provider_sqlserver_cdc.testing.simulator.storage import Column, Table
 
+from . import computed_columns
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import parse_expression
@@ -49,12 +50,26 @@ def _write(
     session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
 ) -> str:
     engine = session.engine
+    compute = _with_computed_values(session, db, table, compute, "INSERT" if rowid is None else "UPDATE")
     while True:
         status, info = engine.write_row(xact, db, table, rowid, compute, text)
         if status == "wait":
             engine.locks.wait_for_transaction(xact, info, session.lock_timeout)
             continue
         return status
+
+
+def _with_computed_values(session: ExecutionContext, db: Any, table: Table, compute: Any, stmt: str) -> Any:
+    """``compute`` followed by the table's computed columns' values (``compute`` itself without any)."""
+    fill = computed_columns.row_function(session, table, f"{db.name}.{table.schema.name}.{table.name}", stmt)
+    if fill is None:
+        return compute
+
+    def with_values(current: Any) -> Any:
+        values = compute(current)
+        return values if values is None or values is ... else fill(values)
+
+    return with_values
 
 
 def _check_value(table: Table, db: Any, col: Column, value: Any, stmt: str) -> Any:
@@ -191,7 +206,9 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
         # column list
         if columns_given is None:
             cols = [
-                i for i, c in enumerate(table.columns) if c.identity is None and c.type.name != "timestamp"
+                i
+                for i, c in enumerate(table.columns)
+                if c.identity is None and c.type.name != "timestamp" and not c.computed
             ]
             if table.identity_column is not None and table.object_id in session.options.identity_insert:
                 raise SqlError(
@@ -213,6 +230,8 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                         1,
                         f"The column name '{n}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause.",
                     )
+                if table.columns[i].computed:
+                    raise computed_columns.cannot_modify(table.columns[i].name)
                 if table.columns[i].type.name == "timestamp":
                     raise SqlError(
                         273,
@@ -324,9 +343,16 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
     checked = [
         (i, c)
         for i, c in enumerate(columns)
-        if c.identity is None and c.type.name != "timestamp" and (not c.nullable or c.type.length > 0)
+        if c.identity is None
+        and c.type.name != "timestamp"
+        and not c.computed
+        and (not c.nullable or c.type.length > 0)
     ]
-    value_checked = list(enumerate(columns)) if session.engine.registry.value_checks else []
+    value_checked = (
+        [(i, c) for i, c in enumerate(columns) if not c.computed]
+        if session.engine.registry.value_checks
+        else []
+    )
     defaults: dict[int, Any] = {}
     count = 0
     stmt = "INSERT"
@@ -446,13 +472,21 @@ def _joined_rows(
     base.set("joins", None)
     target_name = target.name.lower()
     target_db, target_table, _, _ = session.resolve_table(target, must_exist=False)
+    by_alias, references = _target_references(session, target, target_table, [base, *(j.this for j in joins)])
     found: list[FromItem] = []
+
+    def binds(item: FromItem, t: Table) -> bool:
+        """update-transact-sql.md: the target names a FROM alias; else it is the one reference to its
+        table in FROM (aliased or not); else, of several, the one without an alias."""
+        if by_alias:
+            return item.source.alias == target_name
+        return t is target_table and (references == 1 or item.source.alias == t.name.lower())
 
     def adjust(item: FromItem) -> FromItem:
         t = item.table
         if t is None or found:
             return item
-        if item.source.alias == target_name or (t is target_table and item.source.alias == t.name.lower()):
+        if binds(item, t):
             cols = item.source.columns + [ResultColumn("__$rowid", T.BIGINT, False)]
 
             def rows(t: Table = t) -> Any:
@@ -484,6 +518,38 @@ def _joined_rows(
         if where_fn is None or where_fn(row) is True:
             matches.setdefault(row[offset + width], row)
     return db, table, (scope, compiler), offset, where_fn, matches
+
+
+def _target_references(
+    session: ExecutionContext, target: exp.Table, target_table: Table | None, items: list[Any]
+) -> tuple[bool, int]:
+    """
+    How the target of UPDATE/DELETE ... FROM binds to the FROM clause's tables ``items``.
+
+    Returns whether an item's alias is the target's (unqualified) name, and how many items name the
+    target's table. Several references of which none or more than one lack an alias are ambiguous
+    (error 8154), as in SQL Server.
+    """
+    qualified = bool(target.args.get("db") or target.args.get("catalog"))
+    name = target.name.lower()
+    by_alias = False
+    same: list[bool] = []  # per reference to the target's table: whether it has an alias
+    for node in items:
+        if not isinstance(node, exp.Table):
+            if not qualified and node.alias and node.alias.lower() == name:
+                by_alias = True
+            continue
+        if not qualified and node.alias and node.alias.lower() == name:
+            by_alias = True
+        try:
+            _, table, _, _ = session.resolve_table(node, must_exist=False)
+        except SqlError:
+            continue
+        if table is not None and table is target_table:
+            same.append(bool(node.alias))
+    if not by_alias and len(same) > 1 and same.count(False) != 1:
+        raise SqlError(8154, 16, 1, f"The table '{target.name}' is ambiguous.")
+    return by_alias, len(same)
 
 
 def _database_id_of(session: ExecutionContext, table: Table) -> int:
@@ -521,6 +587,8 @@ def _joined_write(
             col = table.columns[ci]
             if col.identity is not None:
                 raise SqlError(8102, 16, 1, f"Cannot update identity column '{col.name}'.")
+            if col.computed:
+                raise computed_columns.cannot_modify(col.name)
             e = compiler.compile(eq.expression)
             assignments.append((ci, col, e.fn, _assign_converter(e.type, col)))
     finally:
@@ -601,6 +669,8 @@ def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
         col = table.columns[ci]
         if col.identity is not None:
             raise SqlError(8102, 16, 1, f"Cannot update identity column '{col.name}'.")
+        if col.computed:
+            raise computed_columns.cannot_modify(col.name)
         if col.type.name == "timestamp":
             raise SqlError(272, 16, 1, "Cannot update a timestamp column.")
         val = eq.expression

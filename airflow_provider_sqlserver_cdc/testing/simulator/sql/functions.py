@@ -1379,7 +1379,7 @@ def _columnproperty(c: ExpressionCompiler, args: list[exp.Expression]) -> Expr:
         if p == "allowsnull":
             return 1 if column.nullable else 0
         if p == "iscomputed":
-            return 0
+            return 1 if column.computed else 0
         if p == "precision":
             return column.type.catalog_precision or column.type.length
         if p == "scale":

@@ -99,6 +99,8 @@ class FromItem:
     source: Source
     rows: Callable[[], Iterable[tuple[Any, ...]]]
     table: Any = None
+    #: its rows depend on the current row of the enclosing scope (a table function's outer arguments)
+    correlated: bool = False
 
 
 def _table_hints(node: exp.Table) -> list[str]:
@@ -121,7 +123,7 @@ def _from_item(session: ExecutionContext, node: exp.Expression, outer: Scope | N
     if isinstance(node, exp.Table):
         alias = node.alias
         hints = _table_hints(node)
-        return session.table_source(node, alias, hints)
+        return session.table_source(node, alias, hints, outer)
     raise not_supported(f"the FROM item {node.sql(dialect='tsql')[:60]!r}")
 
 
@@ -170,6 +172,10 @@ def build_from(
     scope.add(items[0].source)
     producer: Callable[[], Iterable[tuple[Any, ...]]] = items[0].rows
     for join in select.args.get("joins") or []:
+        if isinstance(join.this, exp.Lateral):
+            item, producer = _apply(session, join.this, scope, producer)
+            items.append(adjust(item))
+            continue
         item = adjust(_from_item(session, join.this, outer))
         left_width = scope.width
         scope.add(item.source)
@@ -181,8 +187,6 @@ def build_from(
             raise not_supported("JOIN ... USING")
         if kind in ("CROSS",) and join.this and isinstance(join.this, exp.Table) and False:
             pass
-        if kind == "CROSS" and (join.args.get("method") or "").upper() == "APPLY":
-            raise not_supported("CROSS APPLY")
         compiler = Compiler(session, scope)
         # equality conditions between the two sides -> hash join
         left_keys: list[Callable[[Any], Any]] = []
@@ -219,7 +223,50 @@ def build_from(
         producer = _join(
             producer, item.rows, side, left_width, len(item.source.columns), left_keys, right_keys, cond, kind
         )
+    if any(item.correlated for item in items):
+        scope.correlated = True
     return scope, producer, items
+
+
+def _apply(
+    session: ExecutionContext,
+    lateral: exp.Lateral,
+    scope: Scope,
+    left: Callable[[], Iterable[tuple[Any, ...]]],
+) -> tuple[FromItem, Callable[[], Iterable[tuple[Any, ...]]]]:
+    """
+    CROSS APPLY / OUTER APPLY (from-transact-sql.md): the right side, a table-valued function or a derived
+    table, runs once per left row and reads that row's columns; OUTER APPLY keeps left rows it returns nothing for.
+    """
+    alias = lateral.alias
+    body = lateral.this
+    if isinstance(body, exp.Subquery):
+        if not alias:
+            raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
+        q = compile_query(session, body.this, scope)
+        item = FromItem(Source(alias.lower(), alias, q.columns), q.run)
+    else:
+        fn = body.expression if isinstance(body, exp.Dot) else body
+        if not isinstance(fn, exp.Anonymous):
+            raise not_supported(f"APPLY of {body.sql(dialect='tsql')[:60]!r}")
+        schema = exp.to_identifier(body.this.name) if isinstance(body, exp.Dot) else None
+        item = session.table_source(exp.Table(this=fn.copy(), db=schema), alias, [], scope)
+        item.correlated = False  # correlated with the left side, which this join feeds row by row
+    missing = (None,) * len(item.source.columns)
+    scope.add(item.source)
+    cell = scope.outer_cell
+    keep_unmatched = not lateral.args.get("cross_apply")
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for lrow in left():
+            cell[0] = lrow  # the right side's references to the left side read it
+            right = [tuple(r) for r in item.rows()]
+            if not right and keep_unmatched:
+                yield lrow + missing
+            for r in right:
+                yield lrow + r
+
+    return item, rows
 
 
 def _key_type(a: Expr, b: Expr) -> T.SqlType:

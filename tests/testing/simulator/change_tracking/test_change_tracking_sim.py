@@ -192,11 +192,20 @@ def test_retention_cleanup_raises_the_min_valid_version(ct, sqlserver_simulator)
 
 
 def test_truncate_resets_the_tables_change_information(ct):
+    """manage-change-tracking-sql-server.md, TRUNCATE TABLE: the truncated rows are not tracked and the minimum
+    valid version is updated, so a client's check "indicates that the version is too old and a
+    reinitialization is required" (a client that synced just before would otherwise miss the deletes)."""
     ct.execute("INSERT INTO dbo.t VALUES (1, N'x', 1)")
     ct.execute("INSERT INTO dbo.t VALUES (2, N'x', 1)")
+    synced = _version(ct)  # a client's last sync, right before the truncate
     ct.execute("TRUNCATE TABLE dbo.t")
-    assert ct.execute("SELECT CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID('dbo.t'))").fetchone()[0] == 2
+    min_valid = ct.execute("SELECT CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID('dbo.t'))").fetchone()[0]
+    assert synced < min_valid  # the documented check: reinitialize
     assert ct.execute(CHANGES, 0).fetchall() == []
+    reinitialized = _version(ct)  # a client that reinitializes now is valid again
+    assert reinitialized >= min_valid
+    ct.execute("INSERT INTO dbo.t VALUES (3, N'x', 1)")
+    assert [r[3] for r in ct.execute(CHANGES, reinitialized).fetchall()] == [3]
 
 
 @pytest.mark.parametrize(
@@ -208,7 +217,9 @@ def test_truncate_resets_the_tables_change_information(ct):
         ("ALTER TABLE dbo.nokey ENABLE CHANGE_TRACKING", 4997),
         ("ALTER DATABASE CURRENT SET CHANGE_TRACKING = ON", 5088),
         ("ALTER DATABASE CURRENT SET CHANGE_TRACKING = OFF", 22115),
-        ("WITH CHANGE_TRACKING_CONTEXT (0x01) UPDATE dbo.t SET b = 1", 40517),
+        ("SELECT * FROM CHANGETABLE(CHANGES dbo.t, 0)", 22104),  # changetable-transact-sql.md: alias required
+        ("SELECT * FROM CHANGETABLE(CHANGES dbo.t, 0) WHERE 1 = 1", 22104),
+        ("WITH CHANGE_TRACKING_CONTEXT (NULL) UPDATE dbo.t SET b = 1", 40517),  # "cannot be NULL"
     ],
 )
 def test_documented_errors(ct, statement, number):

@@ -178,6 +178,18 @@ public class JdbcBattery {
                 return sb.toString().trim();
             }
         });
+        check("metadata_column_types", () -> {
+            try (Connection c = connect("clientdb"); ResultSet rs = c.getMetaData().getColumns("clientdb", "dbo", "typed", null)) {
+                StringBuilder sb = new StringBuilder();
+                while (rs.next()) {
+                    sb.append(rs.getString("COLUMN_NAME")).append(":").append(rs.getInt("DATA_TYPE")).append(":")
+                      .append(rs.getString("TYPE_NAME")).append(":").append(rs.getInt("COLUMN_SIZE")).append(":")
+                      .append(rs.getString("DECIMAL_DIGITS")).append(":").append(rs.getString("SQL_DATA_TYPE"))
+                      .append(":").append(rs.getString("SQL_DATETIME_SUB")).append(" ");
+                }
+                return sb.toString().trim();
+            }
+        });
         check("large_result", () -> {
             try (Connection c = connect("clientdb"); Statement s = c.createStatement();
                  ResultSet rs = s.executeQuery(

@@ -23,10 +23,21 @@ SETUP = [
     f"CREATE DATABASE {DATABASE}",
     f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON",
 ]
+# one column of every type the simulator supports (getColumns' types, test_mssql_jdbc.py)
+TYPED_COLUMNS = (
+    "c_bit bit, c_tinyint tinyint, c_smallint smallint, c_int int NOT NULL, c_bigint bigint, c_decimal decimal(10,2), "
+    "c_numeric numeric(12,4), c_money money, c_smallmoney smallmoney, c_float float, c_real real, c_char char(4), "
+    "c_varchar varchar(10), c_varchar_max varchar(max), c_text text, c_nchar nchar(4), c_nvarchar nvarchar(10), "
+    "c_nvarchar_max nvarchar(max), c_ntext ntext, c_binary binary(4), c_varbinary varbinary(8), "
+    "c_varbinary_max varbinary(max), c_image image, c_guid uniqueidentifier, c_date date, c_time time(3), "
+    "c_datetime datetime, c_smalldatetime smalldatetime, c_datetime2 datetime2(7), c_dto datetimeoffset(7), "
+    "c_rowversion rowversion"
+)
 SETUP_IN_DATABASE = [
     "CREATE TABLE dbo.items (id int PRIMARY KEY, name nvarchar(50))",
     "INSERT INTO dbo.items VALUES (1, N'one'), (2, N'two')",
     "CREATE TABLE dbo.numbers (i int PRIMARY KEY)",
+    f"CREATE TABLE dbo.typed ({TYPED_COLUMNS})",
     "INSERT INTO dbo.numbers VALUES " + ", ".join(f"({i})" for i in range(1000)),
     "EXEC sys.sp_cdc_enable_db",
     "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'items', @role_name = NULL",
