@@ -190,4 +190,6 @@ def test_the_operator_defers_and_fails_loudly_on_a_timeout(tmp_path: Path) -> No
     operator.execute_complete(
         {"ti": ti}, {"status": "applied", "applied_lsn_ranges": {"dbo_orders": "0x1-0x2"}}
     )
-    assert ti.pushed == {"applied_lsn_ranges": {"dbo_orders": "0x1-0x2"}}
+    # The ranges for the watermark commit, and the windows it waited for (what the commit takes).
+    assert ti.pushed["applied_lsn_ranges"] == {"dbo_orders": "0x1-0x2"}
+    assert [w["capture_instance"] for w in ti.pushed["merged_windows"]] == ["dbo_orders"]
