@@ -1,9 +1,8 @@
 """
 Downstream of the replication: once per replicated interval of ``dbo.orders``, take that interval's delta.
 
-Scheduled on the target's asset (docs/assets.md): each merge of ``sqlserver_cdc_to_iceberg`` emits
-an event partitioned by its data interval (Airflow 3.3+) with the LSN range(s) and Iceberg snapshot
-id. The task turns it into the query of the interval's rows (a Spark or dbt task would run it).
+Scheduled on the target's asset (docs/assets.md): each merge emits an event per data interval with the LSN
+range(s) and Iceberg snapshot id, turned into the delta's query. A PostgreSQL target emits none: no DAG.
 """
 
 from __future__ import annotations
@@ -16,14 +15,16 @@ from airflow_provider_sqlserver_cdc.assets import delta_query, target_asset
 from airflow_provider_sqlserver_cdc.pipeline import ReplicationSettings
 
 settings = ReplicationSettings.from_yaml(Path(__file__).with_name("sqlserver_cdc_config.yaml"))
-orders = target_asset(f"{settings.merge.namespace}.dbo_orders")
+if settings.merge.target.kind == "iceberg":
+    orders = target_asset(f"{settings.merge.namespace}.dbo_orders")
+    with DAG(
+        "sqlserver_cdc_orders_delta", schedule=PartitionedAssetTimetable(assets=orders), tags=["example"]
+    ):
 
-with DAG("sqlserver_cdc_orders_delta", schedule=PartitionedAssetTimetable(assets=orders), tags=["example"]):
+        @task
+        def orders_delta(triggering_asset_events=None, partition_key=None) -> dict:
+            """The event of this partition and the SQL that reads its delta from the target."""
+            event = triggering_asset_events[orders][-1]
+            return {"partition_key": partition_key, **event.extra, "query": delta_query(event.extra)}
 
-    @task
-    def orders_delta(triggering_asset_events=None, partition_key=None) -> dict:
-        """The event of this partition and the SQL that reads its delta from the target."""
-        event = triggering_asset_events[orders][-1]
-        return {"partition_key": partition_key, **event.extra, "query": delta_query(event.extra)}
-
-    orders_delta()
+        orders_delta()
