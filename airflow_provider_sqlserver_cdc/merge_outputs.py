@@ -40,59 +40,36 @@ def record_merge_outputs(
     metrics of this run are missing) and does not fail the task, whose retry would merge nothing.
     """
     try:
-        return _record(
-            context,
-            window_value=window_value,
-            result=result,
-            outlets=outlets,
-            namespace=namespace,
-            table_name_template=table_name_template,
-            targets=targets,
-            seconds=seconds,
-            log=log,
+        if result is None:
+            log.info(
+                "the merge job reported no per-table result: asset events carry no extra, no row metrics"
+            )
+            return {}
+        try:
+            windows = ChangeWindow.from_xcom(window_value)
+        except ChangeWindowError as err:  # manifest URIs given instead of window descriptions
+            log.info("no window descriptions to describe the asset events with (%s)", err)
+            return {}
+        extras = event_extras(
+            windows, result, namespace=namespace, table_name_template=table_name_template, targets=targets
         )
+        partition = partition_key(context.get("data_interval_start"))
+        start, end = context.get("data_interval_start"), context.get("data_interval_end")
+        for extra in extras.values():
+            extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
+        outlet_events = context.get("outlet_events")
+        if outlet_events is not None:
+            emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
+            log.info("asset events (partition %s) for: %s", partition, ", ".join(emitted) or "none")
+        for extra in extras.values():
+            stream = extra["capture_instances"][-1]
+            if any(r["applied_now"] for r in extra["lsn_ranges"]):
+                emit_rows_applied(stream, extra["rows"])
+            timing(MERGE_SECONDS, stream, seconds)
+        return extras
     except Exception:
         log.exception("the merge committed, but its asset events and metrics could not be recorded")
         return {}
-
-
-def _record(
-    context: Mapping[str, Any],
-    *,
-    window_value: Any,
-    result: Mapping[str, Any] | None,
-    outlets: Iterable[Any],
-    namespace: str | None,
-    table_name_template: str,
-    targets: Mapping[str, str],
-    seconds: float,
-    log: logging.Logger,
-) -> dict[str, dict[str, Any]]:
-    if result is None:
-        log.info("the merge job reported no per-table result: asset events carry no extra, no row metrics")
-        return {}
-    try:
-        windows = ChangeWindow.from_xcom(window_value)
-    except ChangeWindowError as err:  # manifest URIs given instead of window descriptions
-        log.info("no window descriptions to describe the asset events with (%s)", err)
-        return {}
-    extras = event_extras(
-        windows, result, namespace=namespace, table_name_template=table_name_template, targets=targets
-    )
-    partition = partition_key(context.get("data_interval_start"))
-    start, end = context.get("data_interval_start"), context.get("data_interval_end")
-    for extra in extras.values():
-        extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
-    outlet_events = context.get("outlet_events")
-    if outlet_events is not None:
-        emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
-        log.info("asset events (partition %s) for: %s", partition, ", ".join(emitted) or "none")
-    for extra in extras.values():
-        stream = extra["capture_instances"][-1]
-        if any(r["applied_now"] for r in extra["lsn_ranges"]):
-            emit_rows_applied(stream, extra["rows"])
-        timing(MERGE_SECONDS, stream, seconds)
-    return extras
 
 
 def _iso(value: Any) -> str | None:
