@@ -11,7 +11,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_sqlserver_cdc.operators.spark_merge import MERGED_WINDOWS_XCOM_KEY, window_descriptions
+from airflow_provider_sqlserver_cdc.operators.spark_merge import (
+    APPLIED_RANGES_XCOM_KEY,
+    MERGED_WINDOWS_XCOM_KEY,
+    window_descriptions,
+)
 from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
@@ -26,9 +30,6 @@ from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-#: The XCom key WatermarkCommitOperator reads (the same as CdcSparkMergeOperator's).
-APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 
 
 def run_windows(value: Any) -> list[RunWindow]:

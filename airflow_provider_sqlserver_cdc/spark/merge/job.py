@@ -356,7 +356,9 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     result = {plan.table: table_entry(plan, failures.get(plan.table)) for plan in plans.values()}
     for table, entry in result.items():
         if entry["status"] == COMMITTED:
-            entry["version"] = target.version(table)  # the asset event's snapshot id (assets.py)
+            # The asset event's snapshot id (assets.py): the commit just made, read again only for a replay.
+            committed = entry["snapshot_id"]
+            entry["version"] = str(committed) if committed is not None else target.version(table)
     if failures:
         raise TableMergeError(_failure_message(plans, failures), result, failures) from next(
             iter(failures.values())
