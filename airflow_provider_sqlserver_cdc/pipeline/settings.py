@@ -40,6 +40,7 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_target_name,
 )
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.pipeline.source_settings import SourceGroupSettings, check_sources
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
@@ -539,10 +540,11 @@ class RetentionHeadroomSettings(_Section):
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
-    Everything the replication pipeline needs; only ``tables``, ``staging_path`` and ``merge.namespace`` are required.
+    Everything the replication pipeline needs; only ``tables`` (or ``sources``), ``staging_path`` and
+    ``merge.namespace`` are required.
 
     :param tables: capture instances to replicate; the Airflow Variable ``<dag_id>__tables``
-        (a JSON list) replaces them at run time.
+        (a JSON list) replaces them at run time. Empty when ``sources`` lists them.
     :param staging_path: where windows are written: a local path or an fsspec URI (``s3://...``)
         that the workers and the Spark cluster both reach.
     :param merge: the merge (``merge.namespace`` is required).
@@ -555,9 +557,11 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param sources: several sources (databases, servers) in one pipeline, each with its tables,
+        a task group each (docs/several-sources.md); empty (default): the one ``source``.
     """
 
-    tables: tuple[str, ...]
+    tables: tuple[str, ...] = field(default=(), kw_only=True)
     staging_path: str
     merge: MergeSettings
     source: SourceSettings = field(default_factory=SourceSettings)
@@ -569,6 +573,8 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    # Several sources in one DAG (issue 35, docs/several-sources.md).
+    sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""
@@ -577,6 +583,10 @@ class ReplicationSettings(_Section):
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
         check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
+        if self.sources:
+            check_sources(self)
+        elif not self.tables and not self.change_tracking.tables:
+            self._require("tables", False, "required (it has no default); or list several sources in sources")
 
     @classmethod
     def from_mapping(
