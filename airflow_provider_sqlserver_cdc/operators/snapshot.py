@@ -134,6 +134,13 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
         self.check_retention = check_retention
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        try:
+            return self._plan(context)
+        except Exception as err:  # the run's outcome names the error (e.g. a source that is down)
+            record_failure(context, list(self.capture_instances), err)
+            raise
+
+    def _plan(self, context: Context) -> list[dict[str, Any]]:
         dag_run = context.get("dag_run")
         requested = set(self.resnapshot) | resnapshot_requests(getattr(dag_run, "conf", None))
         with self.source_hook() as hook:

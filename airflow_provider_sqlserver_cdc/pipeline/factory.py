@@ -407,7 +407,7 @@ def retention_headroom_dag(
     with DAG(dag_id, schedule=schedule, **arguments) as dag:
         if settings.sources:  # one check per source, in its task group
             add_source_groups(
-                settings, lambda own, group, entry: {"check": add_headroom_check(own, own.tables)}
+                settings, lambda own, group, entry: {"check": add_headroom_check(own, list(own.tables))}
             )
         else:
             add_headroom_check(settings, list(settings.tables))

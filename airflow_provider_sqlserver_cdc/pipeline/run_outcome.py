@@ -129,11 +129,14 @@ def check_run(
     records: dict[tuple[str, int | None], Mapping[str, Any]] = {}
     names: dict[tuple[str, int | None], str] = {}
     for task_id, index, _ in failed:
-        if index is None:
-            continue
-        record = ti.xcom_pull(task_ids=task_id, map_indexes=index, key=FAILURE_XCOM_KEY)
+        # An unmapped task records its failure too (the load plan: e.g. its source is down).
+        record = ti.xcom_pull(
+            task_ids=task_id, map_indexes=-1 if index is None else index, key=FAILURE_XCOM_KEY
+        )
         if record:
             records[(task_id, index)] = record
+        if index is None:
+            continue
         listed = ti.xcom_pull(task_ids=name_lists[task_id]) if task_id in name_lists else None
         if listed and index < len(listed):
             names[(task_id, index)] = str(listed[index])
