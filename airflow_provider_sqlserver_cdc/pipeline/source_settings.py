@@ -23,13 +23,13 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_sqlserver_cdc.pipeline.identifiers import check_source_names
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields
 
-if TYPE_CHECKING:
-    from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
+#: ``pipeline.settings.ReplicationSettings`` (that module imports this one, so it is not imported here)
+ReplicationSettings = Any
 
 #: a source name: a task group id, a staging directory and the suffix of its default namespace
 SOURCE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
