@@ -59,6 +59,10 @@ def cdc_continuous_apply_dag(
     :param restarts: the task's retries: how often a crashed application is restarted.
     :param dag_kwargs: further DAG arguments.
     """
+    if settings.sources:
+        raise ValueError(
+            f"{dag_id}: the continuous apply application takes one source (docs/several-sources.md)"
+        )
     if settings.merge.target.kind == "jdbc" and not settings.merge.target.credentials_file:
         raise ValueError(
             f"{dag_id}: a JDBC target's login reaches the long-running application only through "

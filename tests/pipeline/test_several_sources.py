@@ -10,6 +10,7 @@ import pytest
 from airflow_provider_sqlserver_cdc.pipeline import (
     ReplicationSettings,
     SettingsError,
+    cdc_continuous_apply_dag,
     cdc_replication_dag,
     cdc_replication_task_group,
     retention_headroom_dag,
@@ -184,3 +185,8 @@ def test_the_runs_failure_message_names_the_source_and_the_plans_error() -> None
     assert message.startswith(
         "Not every capture instance of source 'us' (connection 'us_server', database 'gone') was replicated"
     )
+
+
+def test_the_continuous_apply_application_takes_one_source() -> None:
+    with pytest.raises(ValueError, match="apply: the continuous apply application takes one source"):
+        cdc_continuous_apply_dag(settings(), dag_id="apply")
