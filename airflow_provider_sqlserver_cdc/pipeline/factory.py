@@ -101,7 +101,7 @@ from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOp
 from airflow_provider_sqlserver_cdc.pipeline.change_tracking_tasks import add_change_tracking_tasks
 from airflow_provider_sqlserver_cdc.pipeline.run_outcome import check_run
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
-from airflow_provider_sqlserver_cdc.pipeline.source_groups import add_source_groups, source_label
+from airflow_provider_sqlserver_cdc.pipeline.source_groups import add_source_groups, describe_source
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
@@ -179,7 +179,7 @@ def cdc_replication_task_group(
 
 
 def add_replication_tasks(
-    settings: ReplicationSettings, *, window_mode: str, tables_variable: str, source: str | None = None
+    settings: ReplicationSettings, *, window_mode: str, tables_variable: str, source_label: str | None = None
 ) -> dict[str, Any]:
     """
     Add the pipeline's tasks to the DAG or task group being defined; return them by name.
@@ -191,7 +191,7 @@ def add_replication_tasks(
     :param settings: the pipeline's settings.
     :param window_mode: ``interval`` or ``watermark``.
     :param tables_variable: the Variable whose JSON list replaces ``settings.tables`` at run time.
-    :param source: how the run's failure message names the source (several sources).
+    :param source_label: how the run's failure message names the source (several sources).
     :raises LocalPathError: the staging path or a catalog warehouse is a local path and the tasks'
         executor is distributed (see ``shared_storage``).
     """
@@ -203,7 +203,7 @@ def add_replication_tasks(
                 own,
                 window_mode=window_mode,
                 tables_variable=tables_variable_key(group.dag.dag_id, group.group_id),
-                source=source_label(entry, own),
+                source_label=describe_source(entry, own),
             ),
         )
 
@@ -297,7 +297,7 @@ def add_replication_tasks(
             extract.task_id: to_extract.operator.task_id,
         },
         commit=commit,
-        source=source,
+        source_label=source_label,
     )
     tasks = {
         "plan": plan,
@@ -446,7 +446,7 @@ def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *,
 
 
 def add_run_outcome_task(
-    *, watched: list[Any], name_lists: dict[str, str], commit: Any, source: str | None = None
+    *, watched: list[Any], name_lists: dict[str, str], commit: Any, source_label: str | None = None
 ) -> Any:
     """
     Add ``run_outcome`` after ``watched`` (``all_done``): it fails the run naming each failed capture instance.
@@ -454,14 +454,16 @@ def add_run_outcome_task(
     :param watched: the tasks whose failure fails the run (``pipeline.run_outcome``).
     :param name_lists: mapped task id -> the task id whose XCom lists its capture instances by map index.
     :param commit: the watermark commit, whose result names what was committed.
-    :param source: the source whose tasks these are, named in the failure message (several sources).
+    :param source_label: the source whose tasks these are, named in the failure message (several sources).
     """
     watched_ids = [t.task_id for t in watched]
 
     @task(task_id="run_outcome", trigger_rule=TriggerRule.ALL_DONE, retries=0)
     def run_outcome() -> list[str]:
         """Fail the run if a capture instance's task failed, naming it, the error and the remedy."""
-        return check_run(get_current_context()["ti"], watched_ids, name_lists, commit.task_id, source=source)
+        return check_run(
+            get_current_context()["ti"], watched_ids, name_lists, commit.task_id, source=source_label
+        )
 
     outcome = run_outcome()
     watched >> outcome

@@ -61,7 +61,7 @@ def add_source_groups(
     return tasks
 
 
-def source_label(source: SourceGroupSettings, settings: ReplicationSettings) -> str:
+def describe_source(source: SourceGroupSettings, settings: ReplicationSettings) -> str:
     """How the run's failure message names a source: ``source 'eu' (connection 'shop', database 'shop_eu')``."""
     database = settings.source.database or "the connection's schema"
     return f"source {source.name!r} (connection {settings.source.conn_id!r}, database {database!r})"

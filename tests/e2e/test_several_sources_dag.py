@@ -134,6 +134,7 @@ def test_two_databases_in_one_dag_one_failing(
         assert states.get(task_id) == "success", (task_id, states)
     assert states.get("sales_us.plan") == "failed" and states.get("sales_us.run_outcome") == "failed", states
     head = f"Not every capture instance of source 'sales_us' (connection '{harness.conn_id}', database 'sales_gone')"
+    assert head in failed.output, failed.output[-12000:]
     message = failed.output[failed.output.index(head) :]
     line = next((x for x in message.splitlines() if "sales_us.plan failed with" in x), "")
     assert line.startswith("- dbo_customers, dbo_orders: ") and "sales_gone" in line, message[:3000]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 from typing import Any
 
 import pytest
@@ -150,6 +151,9 @@ def test_one_task_group_per_source_with_nothing_shared(monkeypatch: pytest.Monke
     assert [a.uri for a in merge.outlets] == ["iceberg://lake/cdc_us/dbo_orders"]
     assert tasks["us.maintain_tables"].namespace == "lake.cdc_us"
     assert tasks["us.retention_headroom"].database == "shop"
+    # Each group's run_outcome names its source in the run's failure message.
+    outcome = inspect.getclosurevars(tasks["us.run_outcome"].python_callable).nonlocals
+    assert outcome["source_label"] == "source 'us' (connection 'us_server', database 'shop')"
     # Each source's own tables Variable.
     asked: list[str] = []
     monkeypatch.setattr(Variable, "get", staticmethod(lambda key, default=None: asked.append(key)))
