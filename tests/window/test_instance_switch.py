@@ -20,8 +20,8 @@ from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.window.instance_switch import CaptureInstanceLimitError, successor_name
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 @pytest.fixture
