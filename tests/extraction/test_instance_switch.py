@@ -18,9 +18,12 @@ from simulator_extraction import extract
 
 from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+    CaptureInstanceLimitError,
+    successor_name,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.extraction.instance_switch import CaptureInstanceLimitError, successor_name
 from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
@@ -189,7 +192,10 @@ def test_the_old_instance_is_disabled_only_once_the_target_and_the_runs_window_a
     The hook only records the statement it would send (the decision is under test; the e2e sends it).
     """
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch, disable_completed_old
+    from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+        InstanceSwitch,
+        disable_completed_old,
+    )
 
     class RecordingHook:
         statements: list[str] = []
