@@ -10,7 +10,8 @@ both hold ``dbo.orders`` never meet:
 - watermark Variables: ``sqlserver_cdc__<conn_id>__<database>__<capture instance>`` (state.py) are
   already keyed by connection and database; two sources may not list the same capture instance of
   the same connection and database;
-- staging: ``<staging_path>/<source name>/<capture instance>/...``;
+- staging: ``<staging_path>/<source name>/<capture instance>/...`` unless the source names its own
+  staging path; sources that share one may not list the same capture instance;
 - targets: the namespace ``<merge.namespace>_<source name>`` unless the source names its own;
   sources that share a namespace may not declare the same target table.
 
@@ -59,6 +60,8 @@ class SourceGroupSettings:
         None: ``<merge.namespace>_<name>``.
     :param targets: capture instance -> target table, as ``merge.tables`` for this source.
     :param change_tracking_tables: tables of this source read through Change Tracking.
+    :param staging_path: where this source's windows go; None: ``<staging_path>/<name>``. Set it to
+        the pipeline's ``staging_path`` to keep what a single-source pipeline kept there.
     """
 
     name: str
@@ -69,6 +72,7 @@ class SourceGroupSettings:
     namespace: str | None = None
     targets: Mapping[str, str] = field(default_factory=dict)
     change_tracking_tables: tuple[str, ...] = ()
+    staging_path: str | None = None
 
     @property
     def key(self) -> str:
@@ -122,6 +126,7 @@ def check_sources(settings: ReplicationSettings) -> None:
     if repeated:
         raise SettingsError("sources", f"names a source twice: {', '.join(repeated)}")
     watermarks: dict[tuple[str, str | None, str], str] = {}
+    staged: dict[tuple[str, str], str] = {}
     targets: dict[str, str] = {}
     for source in settings.sources:
         part = source_pipeline_settings(settings, source)
@@ -134,6 +139,14 @@ def check_sources(settings: ReplicationSettings) -> None:
                     f"{watermarks[ident]!r} too: both would keep its watermark Variable; list it once",
                 )
             watermarks[ident] = source.name
+            where = (part.staging_path.rstrip("/"), table)
+            if where in staged:
+                raise SettingsError(
+                    f"{source.key}.staging_path",
+                    f"{'/'.join(where)} is also the staging directory of source {staged[where]!r}: give one of "
+                    "them a staging path of its own (or leave it unset: <staging_path>/<name>)",
+                )
+            staged[where] = source.name
         for table in declared_targets(part):
             if table in targets:
                 raise SettingsError(
@@ -160,7 +173,7 @@ def source_pipeline_settings(
             settings,
             sources=(),
             tables=source.tables,
-            staging_path=f"{settings.staging_path.rstrip('/')}/{source.name}",
+            staging_path=source.staging_path or f"{settings.staging_path.rstrip('/')}/{source.name}",
             source=dataclasses.replace(
                 own,
                 conn_id=source.conn_id or own.conn_id,
@@ -185,6 +198,7 @@ _SOURCE_FIELDS = (
     ("merge.tables", "targets"),
     ("change_tracking.tables", "change_tracking_tables"),
     ("merge.namespace", "namespace"),
+    ("staging_path", "staging_path"),
     ("tables", "tables"),
 )
 
