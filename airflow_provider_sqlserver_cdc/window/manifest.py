@@ -107,6 +107,8 @@ class WindowManifest:
     # from when it is not ``capture_instance`` (the stream's name), and a back-fill's consistent read.
     read_instance: str | None = None
     backfill: dict[str, Any] | None = None
+    # Column masking (column_masking): column -> rule (hash, mask, truncate(n), drop); never the salt.
+    masking: dict[str, str] | None = None
     format_version: int = FORMAT_VERSION
 
     @property
