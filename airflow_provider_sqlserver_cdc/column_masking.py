@@ -303,8 +303,9 @@ class ColumnMasking:
                 )
             if rule.method == "hash" and not self.salt:
                 raise ColumnMaskingError(
-                    f"column masking of {where}.{name}: hash needs a salt, and none was given; set "
-                    "masking.salt_conn_id to an Airflow connection whose password is the salt"
+                    f"column masking of {where}.{name}: hash needs a salt: set masking.salt_conn_id "
+                    "(masking_salt_conn_id) to an Airflow connection whose password is the salt (none was "
+                    "given, or its password is empty)"
                 )
             resolved.append(MaskingRule(name, rule.method, rule.length, rule.replacement))
         salt = self.salt.encode("utf-8") if self.salt else None

@@ -55,7 +55,7 @@ def parse_source_type(text: str | None) -> tuple[str, float, int] | None:
     """
     if not text or not text.startswith(PREFIX):
         return None
-    match = _TYPE.match(text[len(PREFIX) :].strip().lower())
+    match = _TYPE.match(text[len(PREFIX) :].split(";")[0].strip().lower())  # "; masked: ..." (column_masking)
     if match is None:
         return None
     name, size, scale = match.groups()
