@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
-from decimal import Decimal
 from typing import Any
 
 METHODS = ("hash", "mask", "truncate", "drop")
@@ -147,9 +146,7 @@ def value_text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, datetime | date | time):
         return value.isoformat()
-    if isinstance(value, int | float | Decimal):
-        return str(value)
-    return str(value)
+    return str(value)  # int, float, Decimal (its scale kept)
 
 
 def hash_value(value: Any, salt: bytes) -> str | None:
