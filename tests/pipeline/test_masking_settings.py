@@ -49,7 +49,10 @@ def test_the_rules_reach_every_task_that_writes_parquet_and_the_salt_stays_a_con
     [
         ({"columns": {"dbo.customers.email": "encrypt"}}, r"^masking\.columns: .*unknown method 'encrypt'"),
         ({"columns": {"customers.email": "drop"}}, r"^masking\.columns: .*must be schema\.table\.column"),
-        ({"columns": {"dbo.customers.email": "hash"}}, r"^masking\.salt_conn_id: is required when a column is hashed"),
+        (
+            {"columns": {"dbo.customers.email": "hash"}},
+            r"^masking\.salt_conn_id: is required when a column is hashed",
+        ),
         ({"columns": ["dbo.customers.email"]}, r"^masking\.columns: expected a mapping"),
     ],
 )
