@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 
 PROGRESS_EVERY_S = 30.0
 #: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes")
+ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
 
 
 @dataclass
@@ -462,6 +462,7 @@ def extract_windows(
                     database=database,
                     max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                     log=log,
+                    masking=extract_options.get("masking"),
                 )
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))
