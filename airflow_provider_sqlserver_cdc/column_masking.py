@@ -221,14 +221,25 @@ class TableMasking:
             entry["source_type"] = self.source_types.get(rule.column, str(entry.get("sql_type")))
             if rule.method == "hash":
                 entry.update(_string_entry("char", HASH_LENGTH))
-            elif rule.method == "mask" and str(entry.get("sql_type", "")).lower() not in STRING_TYPES:
-                entry.update(_string_entry("nvarchar", max(len(rule.replacement or ""), 1)))
+            elif rule.method == "mask" and not _holds(entry, len(rule.replacement or "")):
+                entry.update(_string_entry("nvarchar", len(rule.replacement or "")))
             described.append(entry)
         return described
 
     def to_manifest(self) -> dict[str, str]:
         """The manifest's ``masking``: column -> rule (which columns, which method; never the salt)."""
         return {r.column: r.spec for r in self.rules}
+
+
+def _holds(column: Mapping[str, Any], characters: int) -> bool:
+    """Whether a string column holds ``characters`` characters (a non-string column holds no text)."""
+    sql_type = str(column.get("sql_type", "")).lower()
+    if sql_type not in STRING_TYPES:
+        return False
+    length = int(column.get("max_length") or -1)
+    if length == -1 or sql_type in ("text", "ntext"):
+        return True
+    return (length // 2 if sql_type in _TWO_BYTE else length) >= characters
 
 
 def _string_entry(sql_type: str, characters: int) -> dict[str, Any]:

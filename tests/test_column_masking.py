@@ -210,6 +210,18 @@ def test_manifest_columns_describe_what_the_staging_holds():
     assert described["born"]["max_length"] == 8  # 4 characters of ****, two bytes each
 
 
+def test_a_mask_longer_than_its_string_column_widens_the_description():
+    rules = {"dbo.customers.phone": "mask(withheld by policy, see DPA-7)", "dbo.customers.ssn": "mask"}
+    described = {
+        c["name"]: c
+        for c in ColumnMasking(rules).for_table("dbo", "customers", COLUMNS).manifest_columns(COLUMNS)
+    }
+    assert described["phone"]["sql_type"] == "nvarchar" and described["phone"]["max_length"] == 2 * len(
+        "withheld by policy, see DPA-7"
+    )
+    assert described["ssn"]["sql_type"] == "char" and described["ssn"]["max_length"] == 11  # **** fits
+
+
 def test_masking_note_of_a_target_comment():
     described = {c["name"]: c for c in customers().manifest_columns(COLUMNS)}
     assert masking_note(described["Email"]) == "; masked: hash of nvarchar(100)"
