@@ -333,3 +333,23 @@ def masking_note(column: Mapping[str, Any]) -> str:
     if not rule:
         return ""
     return f"; masked: {rule} of {column.get('source_type') or column.get('sql_type')}"
+
+
+def masking_change(recorded: str | None, column: Mapping[str, Any]) -> str | None:
+    """
+    Return how a window column's masking differs from what a target column's comment records, or None.
+
+    A target holds a column's values either in clear or masked; windows that switch between the two
+    would leave it holding both.
+
+    :param recorded: the target column's comment (``SQL Server ...[; masked: ...]``), None when it has none.
+    :param column: the window manifest's column entry.
+    """
+    if recorded is None:
+        return None
+    was, now = "; masked: " in recorded, bool(column.get("masked"))
+    if was == now:
+        return None
+    if now:
+        return f"the windows mask it ({column['masked']}) but the table holds its values in clear"
+    return "the table holds it masked but the windows carry it in clear"
