@@ -223,6 +223,7 @@ def add_replication_tasks(
         return list(names)
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    masking = settings.masking.operator_arguments()
     zone = settings.source.server_time_zone
     run_table_list = tables()
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
@@ -235,6 +236,7 @@ def add_replication_tasks(
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
@@ -262,6 +264,7 @@ def add_replication_tasks(
         disable_old_capture_instance=settings.extract.disable_old_capture_instance,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_extract)
     wait >> extract
     # Change Tracking tables (docs/change-tracking.md): their own plan/snapshot/wait/extract, same merge and commit

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError, parse_rules
 from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_source_names,
     check_table_name_template,
@@ -537,6 +538,43 @@ class RetentionHeadroomSettings(_Section):
         )
 
 
+# --- column masking (docs/column-masking.md) --------------------------------------------------------
+@dataclass(frozen=True)
+class MaskingSettings(_Section):
+    """
+    Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
+
+    :param columns: ``{"schema.table.column": rule}`` with rule ``hash`` (salted SHA-256, hex; keys may be
+        hashed and still merge), ``mask`` / ``mask(text)``, ``truncate(n)`` (strings) or ``drop``.
+        Default: none, every column in clear.
+    :param salt_conn_id: the Airflow connection (a secrets backend serves it too) whose password is the
+        salt of ``hash``; required when a rule hashes. Read by the extract and snapshot tasks only.
+    """
+
+    key: ClassVar[str] = "masking"
+    columns: Mapping[str, str] = field(default_factory=dict)
+    salt_conn_id: str | None = None
+
+    def check(self) -> None:
+        """Refuse malformed rules, and ``hash`` without a salt connection."""
+        try:
+            tables = parse_rules(self.columns)
+        except ColumnMaskingError as err:
+            raise SettingsError(f"{self.key}.columns", str(err)) from None
+        hashes = any(r.method == "hash" for rules in tables.values() for r in rules)
+        self._require(
+            "salt_conn_id",
+            bool(self.salt_conn_id) or not hashes,
+            "is required when a column is hashed: the id of an Airflow connection whose password is the salt",
+        )
+
+    def operator_arguments(self) -> dict[str, Any]:
+        """The extract and snapshot operators' masking arguments (none when nothing is masked)."""
+        if not self.columns:
+            return {}
+        return {"column_masking": dict(self.columns), "masking_salt_conn_id": self.salt_conn_id}
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -557,6 +595,7 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param masking: column masking before Parquet is written (none by default).
     :param sources: several sources (databases, servers) in one pipeline, each with its tables,
         a task group each (docs/several-sources.md); empty (default): the one ``source``.
     """
@@ -573,6 +612,7 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    masking: MaskingSettings = field(default_factory=MaskingSettings)
     # Several sources in one DAG (issue 35, docs/several-sources.md).
     sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 
