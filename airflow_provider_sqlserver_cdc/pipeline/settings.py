@@ -578,8 +578,7 @@ class MaskingSettings(_Section):
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
-    Everything the replication pipeline needs; only ``tables`` (or ``sources``), ``staging_path`` and
-    ``merge.namespace`` are required.
+    Everything the replication pipeline needs; only ``tables``, ``staging_path`` and ``merge.namespace`` are required.
 
     :param tables: capture instances to replicate; the Airflow Variable ``<dag_id>__tables``
         (a JSON list) replaces them at run time. Empty when ``sources`` lists them.
@@ -596,8 +595,7 @@ class ReplicationSettings(_Section):
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
     :param masking: column masking before Parquet is written (none by default).
-    :param sources: several sources (databases, servers) in one pipeline, each with its tables,
-        a task group each (docs/several-sources.md); empty (default): the one ``source``.
+    :param sources: several sources, each with its tables, a task group each (docs/several-sources.md).
     """
 
     tables: tuple[str, ...] = field(default=(), kw_only=True)
@@ -613,7 +611,6 @@ class ReplicationSettings(_Section):
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
     masking: MaskingSettings = field(default_factory=MaskingSettings)
-    # Several sources in one DAG (issue 35, docs/several-sources.md).
     sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 
     def check(self) -> None:
@@ -623,10 +620,7 @@ class ReplicationSettings(_Section):
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
         check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
-        if self.sources:
-            check_sources(self)
-        elif not self.tables and not self.change_tracking.tables:
-            self._require("tables", False, "required (it has no default); or list several sources in sources")
+        check_sources(self)
 
     @classmethod
     def from_mapping(

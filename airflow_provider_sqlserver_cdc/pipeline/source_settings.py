@@ -101,11 +101,16 @@ class SourceGroupSettings:
 
 def check_sources(settings: ReplicationSettings) -> None:
     """
-    Refuse ``sources`` that would share a watermark, a staging directory or a target table.
+    Refuse ``sources`` that would share a watermark, a staging directory or a target table; without
+    ``sources``, refuse settings without tables.
 
-    :param settings: the pipeline's settings, with ``sources``.
+    :param settings: the pipeline's settings.
     :raises SettingsError: naming the source and its key.
     """
+    if not settings.sources:
+        if not settings.tables and not settings.change_tracking.tables:
+            raise SettingsError("tables", "required (it has no default); or list several sources in sources")
+        return
     for key, value, where in (
         ("tables", settings.tables, "tables"),
         ("change_tracking.tables", settings.change_tracking.tables, "change_tracking_tables"),
