@@ -56,7 +56,7 @@ class SourceGroupSettings:
     :param conn_id: Airflow connection of type ``mssql``; None: ``source.conn_id``.
     :param database: the source database; None: ``source.database`` (or the connection's schema).
     :param server_time_zone: IANA zone of the server; None: ``source.server_time_zone``.
-    :param namespace: ``catalog.namespace`` (a jdbc target: the schema) of this source's targets;
+    :param namespace: ``catalog.namespace`` (a PostgreSQL target: the schema) of this source's targets;
         None: ``<merge.namespace>_<name>``.
     :param targets: capture instance -> target table, as ``merge.tables`` for this source.
     :param change_tracking_tables: tables of this source read through Change Tracking.
