@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 SYSNAME_MAX_CHARS = 128
 CAPTURE_INSTANCE_MAX_CHARS = 100
 ROW_FILTER_OPTIONS = ("all", "all update old")
+#: The extract's default: keeps the before-images of updates (an update is then two rows, 3 and 4).
+DEFAULT_ROW_FILTER_OPTION = "all update old"
 
 # sys.fn_cdc_map_time_to_lsn relational operators.
 SMALLEST_GREATER_THAN_OR_EQUAL = "smallest greater than or equal"

@@ -16,6 +16,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTr
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT, resnapshot_requests
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -61,7 +62,7 @@ class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperato
     )
     ui_color = "#cfe2f3"
 
-    def __init__(self, *, window_mode: str = "interval", **kwargs: Any) -> None:
+    def __init__(self, *, window_mode: str = DEFAULT_WINDOW_MODE, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.window_mode = window_mode
 

@@ -13,6 +13,7 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ON_GAP,
     DEFAULT_ON_SCHEMA_CHANGE,
     DEFAULT_ROW_FILTER_OPTION,
+    DEFAULT_WINDOW_MODE,
 )
 from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
@@ -65,7 +66,7 @@ class CdcExtractOperator(WindowTaskOperator):
     def __init__(
         self,
         *,
-        window_mode: str = "interval",
+        window_mode: str = DEFAULT_WINDOW_MODE,
         row_filter_option: str = DEFAULT_ROW_FILTER_OPTION,
         reader: str = "auto",
         on_gap: str = DEFAULT_ON_GAP,

@@ -10,6 +10,7 @@ from airflow.sdk.bases.sensor import BaseSensorOperator
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTrackingSourceMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -40,7 +41,7 @@ class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator)
         capture_instance: str | list[str] | None = None,
         sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
         database: str | None = None,
-        window_mode: str = "interval",
+        window_mode: str = DEFAULT_WINDOW_MODE,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -14,6 +14,7 @@ from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_nam
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.state import read_watermarks
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
@@ -56,7 +57,7 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
         capture_instance: str | list[str] | None = None,
         sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
         database: str | None = None,
-        window_mode: str = "interval",
+        window_mode: str = DEFAULT_WINDOW_MODE,
         server_time_zone: str | None = None,
         deferrable: bool = False,
         **kwargs: Any,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
@@ -55,7 +56,7 @@ def snapshot_tracked_table(
     base_uri: str,
     database: str,
     conn_id: str,
-    batch_size: int = 50_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
     run_id: str | None = None,
