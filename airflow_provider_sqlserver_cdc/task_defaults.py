@@ -32,6 +32,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_PARTITION_BUCKETS,
 )
 from airflow_provider_sqlserver_cdc.tsql import DEFAULT_ROW_FILTER_OPTION
+from airflow_provider_sqlserver_cdc.window.planning import DEFAULT_WINDOW_MODE
 
 __all__ = [
     "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
@@ -67,11 +68,8 @@ __all__ = [
 # The source connection of every task that reads SQL Server.
 DEFAULT_SQLSERVER_CDC_CONN_ID: str = SqlServerCdcHook.default_conn_name
 
-# The window of LsnSensor, CdcExtractOperator, the Change Tracking tasks and the pipeline: the Airflow
-# data interval (window.change_window.MODES).
-DEFAULT_WINDOW_MODE = "interval"
-
-# CdcExtractOperator (DEFAULT_ROW_FILTER_OPTION, keeping update before-images, is stated in tsql.py)
+# CdcExtractOperator (DEFAULT_ROW_FILTER_OPTION, keeping update before-images, is stated in tsql.py; the
+# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/planning.py)
 DEFAULT_ON_GAP = "heal"  # window.contiguity.ON_GAP
 DEFAULT_ON_SCHEMA_CHANGE = "fail"  # window.schema_drift.ON_SCHEMA_CHANGE
 DEFAULT_CREATE_CAPTURE_INSTANCE = False

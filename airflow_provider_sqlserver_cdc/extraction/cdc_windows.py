@@ -52,7 +52,13 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     source_description,
     zero_operation_counts,
 )
-from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
+from airflow_provider_sqlserver_cdc.window.planning import (
+    DEFAULT_WINDOW_MODE,
+    MODES,
+    LsnWindow,
+    ServerTimeZone,
+    plan_windows,
+)
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE, DdlEvent
 
 if TYPE_CHECKING:
@@ -132,7 +138,7 @@ def extract_window(
     base_uri: str,
     tz: ServerTimeZone,
     database: str,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
@@ -282,10 +288,10 @@ def extract_windows(
     *,
     conn_id: str,
     base_uri: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     data_interval_start: datetime | None = None,
     data_interval_end: datetime | None = None,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     require_keys: bool = True,
     on_gap: str = "heal",
     on_schema_change: str = "fail",

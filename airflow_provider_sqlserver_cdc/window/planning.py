@@ -36,6 +36,8 @@ from airflow_provider_sqlserver_cdc.errors import (
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 MODES = ("interval", "watermark")
+#: Windows follow the Airflow data interval unless a task is told otherwise.
+DEFAULT_WINDOW_MODE = "interval"
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,8 @@ def test_the_command_line_the_settings_dataclass_and_the_operator_share_their_de
     assert parsed == MergeJobSettings(manifests=("/w/a/_manifest.json",))
     for name in ("table_name_template", "delete_mode", "write_mode", "target_kind", "jdbc_connections"):
         assert operator_default(CdcSparkMergeOperator, name) == getattr(parsed, name), name
-    assert parse_args(["--manifest", "/w/a", "--target-kind", "postgres", "--jdbc-url", "jdbc:postgresql://h/d"])
+    assert parse_args(
+        ["--manifest", "/w/a", "--target-kind", "postgres", "--jdbc-url", "jdbc:postgresql://h/d"]
+    )
     with pytest.raises(SystemExit):
         parse_args(["--manifest", "/w/a", "--target-kind", "jdbc", "--jdbc-url", "jdbc:postgresql://h/d"])
