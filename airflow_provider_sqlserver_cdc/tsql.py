@@ -280,13 +280,6 @@ def change_count_query(capture_instance: str) -> str:
     )
 
 
-def bare_changes_query(capture_instance: str) -> str:
-    """``SELECT *`` from the change function (what a naive reader would run; used by benchmarks)."""
-    validate_capture_instance(capture_instance)
-    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
-    return f"SELECT * FROM [cdc].{function}(?, ?, ?)"
-
-
 # --- snapshot (initial load; see docs/snapshot.md) -----------------------------------------------
 
 SNAPSHOT_SAVEPOINT = "sqlserver_cdc_snapshot"

@@ -234,11 +234,11 @@ class ChangeWindow:
         """
         Read one window from its XCom dict (as :meth:`to_xcom` wrote it).
 
-        :param data: the dict; without ``position_kind`` it is an LSN window.
+        :param data: the dict.
         """
         if not isinstance(data, Mapping):
             raise ChangeWindowError(f"Expected a window object, got a {type(data).__name__}: {_short(data)}")
-        p = data.get("position_kind", LSN)
+        p = data.get("position_kind")
         if p not in POSITION_KINDS:
             raise ChangeWindowError(f"position_kind must be one of {POSITION_KINDS}, got {p!r}")
         missing = [k for k in (*_REQUIRED, f"from_{p}", f"to_{p}") if k not in data]

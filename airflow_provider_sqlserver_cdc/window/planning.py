@@ -36,8 +36,6 @@ from airflow_provider_sqlserver_cdc.errors import (
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 MODES = ("interval", "watermark")
-#: Windows follow the Airflow data interval unless a task is told otherwise.
-DEFAULT_WINDOW_MODE = "interval"
 
 
 @dataclass(frozen=True)
@@ -304,6 +302,10 @@ def plan_watermark_window(
         from_time=tz.to_utc(from_local) if from_local else None,
         to_time=tz.to_utc(to_local) if to_local else None,
     ).normalized()
+
+
+#: Windows follow the Airflow data interval unless a task is told otherwise (the one statement of it).
+DEFAULT_WINDOW_MODE = "interval"
 
 
 def plan_windows(
