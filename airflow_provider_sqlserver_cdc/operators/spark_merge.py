@@ -16,7 +16,7 @@ from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
 )
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
     POSTGRES_TARGET,
@@ -394,10 +394,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             result_uri=result_uri,
         )
         if self.ship_job_modules:
-            job_modules = merge_job_py_files()
-            files = [f for f in (self.py_files or "").split(",") if f]
-            self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
-            self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
+            self.py_files = with_job_modules(self.py_files)
+            self.log.info("Shipping the merge job's modules as py_files: %s", self.py_files)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         self.merge_result = None
         started = time.monotonic()
