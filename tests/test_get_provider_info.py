@@ -117,4 +117,6 @@ def test_provider_info_lists_every_hook_operator_sensor_trigger_and_connection_t
         assert not extra, f"get_provider_info()[{section!r}] lists modules that define none: {sorted(extra)}"
     conn_types = {c["connection-type"]: c["hook-class-name"] for c in info["connection-types"]}
     for hook in defined["hooks"]:
-        assert hook.conn_type in conn_types, f"connection type {hook.conn_type!r} of {hook.__name__} not listed"
+        assert hook.conn_type in conn_types, (
+            f"connection type {hook.conn_type!r} of {hook.__name__} not listed"
+        )
