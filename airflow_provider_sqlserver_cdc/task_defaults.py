@@ -32,7 +32,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_PARTITION_BUCKETS,
 )
 from airflow_provider_sqlserver_cdc.tsql import DEFAULT_ROW_FILTER_OPTION
-from airflow_provider_sqlserver_cdc.window.planning import DEFAULT_WINDOW_MODE
+from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
 
 __all__ = [
     "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
@@ -69,7 +69,7 @@ __all__ = [
 DEFAULT_SQLSERVER_CDC_CONN_ID: str = SqlServerCdcHook.default_conn_name
 
 # CdcExtractOperator (DEFAULT_ROW_FILTER_OPTION, keeping update before-images, is stated in tsql.py; the
-# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/planning.py)
+# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/manifest.py)
 DEFAULT_ON_GAP = "heal"  # window.contiguity.ON_GAP
 DEFAULT_ON_SCHEMA_CHANGE = "fail"  # window.schema_drift.ON_SCHEMA_CHANGE
 DEFAULT_CREATE_CAPTURE_INSTANCE = False

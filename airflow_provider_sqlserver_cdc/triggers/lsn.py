@@ -12,7 +12,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.window.planning import DEFAULT_WINDOW_MODE, window_ready
+from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
+from airflow_provider_sqlserver_cdc.window.planning import window_ready
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
