@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
-from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
@@ -62,6 +61,7 @@ class CdcExtractOperator(WindowTaskOperator):
         "on_schema_change",
     )
     ui_color = "#cfe2f3"
+    records_failures = True
 
     def __init__(
         self,
@@ -85,13 +85,6 @@ class CdcExtractOperator(WindowTaskOperator):
         self.reader = reader
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        try:
-            return self._write(context)
-        except Exception as err:
-            record_failure(context, self.capture_instance, err)
-            raise
-
-    def _write(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(
             context,
             extract_windows,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
@@ -12,6 +12,7 @@ from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_nam
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 
@@ -64,6 +65,9 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         self.require_key_columns = require_key_columns
         self.server_time_zone = server_time_zone
 
+    #: Leave a failure record (``failure_record``) when the task fails, for the pipeline's run outcome.
+    records_failures: ClassVar[bool] = False
+
     def write_windows(
         self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
     ) -> dict[str, Any] | list[dict[str, Any]]:
@@ -77,6 +81,16 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
             ``capture_instance`` is a list.
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
+        try:
+            return self._write_windows(context, write, **options)
+        except Exception as err:
+            if self.records_failures:
+                record_failure(context, self.capture_instance, err)
+            raise
+
+    def _write_windows(
+        self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
+    ) -> dict[str, Any] | list[dict[str, Any]]:
         check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
         started = time.monotonic()
         with self.source_hook() as hook:
