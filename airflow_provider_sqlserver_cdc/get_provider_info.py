@@ -95,6 +95,7 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Microsoft SQL Server CDC",
                 "python-modules": [
+                    "airflow_provider_sqlserver_cdc.sensors.source_window",
                     "airflow_provider_sqlserver_cdc.sensors.lsn",
                     "airflow_provider_sqlserver_cdc.sensors.change_tracking",
                 ],
