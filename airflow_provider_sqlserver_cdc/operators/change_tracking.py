@@ -37,9 +37,7 @@ class ChangeTrackingSnapshotOperator(ChangeTrackingSourceMixin, WindowTaskOperat
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
 
-        return self.write_windows(
-            context, snapshot_tracked_tables, batch_size=self.batch_size, max_file_bytes=self.max_file_bytes
-        )
+        return self.write_windows(context, snapshot_tracked_tables)
 
 
 class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperator):
@@ -75,8 +73,6 @@ class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperato
             window_mode=self.window_mode,
             data_interval_start=context.get("data_interval_start"),
             data_interval_end=context.get("data_interval_end"),
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
         )
 
 

@@ -92,8 +92,6 @@ class CdcExtractOperator(WindowTaskOperator):
             data_interval_start=context.get("data_interval_start"),
             data_interval_end=context.get("data_interval_end"),
             row_filter_option=self.row_filter_option,
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
             reader=self.reader,
             on_gap=self.on_gap,
             on_schema_change=self.on_schema_change,

@@ -78,8 +78,6 @@ class CdcSnapshotOperator(WindowTaskOperator):
             context,
             snapshot_windows,
             chunk_rows=self.chunk_rows,
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
             method=self.method,
             lock_timeout_s=self.lock_timeout,
             allow_table_lock_fallback=self.allow_table_lock_fallback,

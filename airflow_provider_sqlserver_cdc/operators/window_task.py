@@ -76,7 +76,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
 
         :param context: the task's context.
         :param write: ``extract_windows`` or ``snapshot_windows``.
-        :param options: the operator's own arguments of ``write``.
+        :param options: the operator's own arguments of ``write`` (the common ones, ``batch_size`` and
+            ``max_file_bytes`` included, are passed here).
         :return: ``ChangeWindow.to_xcom()`` of the window, or the list of them when
             ``capture_instance`` is a list.
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
@@ -103,6 +104,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 dag_id=getattr(self, "dag_id", None),
                 run_id=getattr(context.get("dag_run"), "run_id", None),
                 log=getattr(self, "log", None),
+                batch_size=self.batch_size,
+                max_file_bytes=self.max_file_bytes,
                 **options,
             )
         self.written_windows = windows
