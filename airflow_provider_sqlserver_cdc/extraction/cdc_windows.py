@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from airflow_provider_sqlserver_cdc import tsql
-from airflow_provider_sqlserver_cdc.capture_instance import require_key_columns
 from airflow_provider_sqlserver_cdc.extraction.added_column_values import reread_added_columns
 from airflow_provider_sqlserver_cdc.extraction.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.extraction.ddl_split import window_pieces
@@ -47,6 +46,7 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
+    DEFAULT_WINDOW_MODE,
     MANIFEST_NAME,
     OPERATION_NAMES,
     WINDOW_MODES,
@@ -136,7 +136,7 @@ def extract_window(
     base_uri: str,
     tz: ServerTimeZone,
     database: str,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
@@ -265,35 +265,16 @@ def finish_window(
     return ExtractResult(manifest, window_uri, seconds)
 
 
-def load_capture_instances(
-    hook: SqlServerCdcHook, names: Sequence[str], *, require_keys: bool = True
-) -> tuple[str, list[CaptureInstance]]:
-    """
-    Return the source database and the named capture instances with their columns and key columns.
-
-    :param hook: the source hook.
-    :param names: capture instance names, or ``schema.table`` for the newest instance of a table.
-    :param require_keys: raise NoKeyColumnsError for an instance without key columns.
-    """
-    if not names:
-        raise ValueError("capture_instance is empty: give at least one capture instance")
-    database = hook.source_database()
-    instances = hook.get_named_capture_instances(list(names))
-    if require_keys:
-        require_key_columns(instances)
-    return database, instances
-
-
 def extract_windows(
     hook: SqlServerCdcHook,
     names: Sequence[str],
     *,
     conn_id: str,
     base_uri: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     data_interval_start: datetime | None = None,
     data_interval_end: datetime | None = None,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     require_keys: bool = True,
     on_gap: str = "heal",
     on_schema_change: str = "fail",

@@ -58,6 +58,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     retention_error,
     version_lsn,
 )
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
@@ -204,7 +205,7 @@ def extract_version_window(
     *,
     base_uri: str,
     database: str,
-    batch_size: int = 50_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
     run_id: str | None = None,

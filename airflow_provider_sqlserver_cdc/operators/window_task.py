@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
@@ -12,6 +12,7 @@ from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_nam
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 
@@ -73,6 +74,9 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         self.column_masking = dict(column_masking or {})
         self.masking_salt_conn_id = masking_salt_conn_id
 
+    #: Leave a failure record (``failure_record``) when the task fails, for the pipeline's run outcome.
+    records_failures: ClassVar[bool] = False
+
     def write_windows(
         self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
     ) -> dict[str, Any] | list[dict[str, Any]]:
@@ -81,11 +85,22 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
 
         :param context: the task's context.
         :param write: ``extract_windows`` or ``snapshot_windows``.
-        :param options: the operator's own arguments of ``write``.
+        :param options: the operator's own arguments of ``write`` (the common ones, ``batch_size`` and
+            ``max_file_bytes`` included, are passed here).
         :return: ``ChangeWindow.to_xcom()`` of the window, or the list of them when
             ``capture_instance`` is a list.
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
+        try:
+            return self._write_windows(context, write, **options)
+        except Exception as err:
+            if self.records_failures:
+                record_failure(context, self.capture_instance, err)
+            raise
+
+    def _write_windows(
+        self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
+    ) -> dict[str, Any] | list[dict[str, Any]]:
         check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
         if self.column_masking:
             options["masking"] = self.masking_rules()
@@ -100,6 +115,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 dag_id=getattr(self, "dag_id", None),
                 run_id=getattr(context.get("dag_run"), "run_id", None),
                 log=getattr(self, "log", None),
+                batch_size=self.batch_size,
+                max_file_bytes=self.max_file_bytes,
                 **options,
             )
         self.written_windows = windows

@@ -105,6 +105,7 @@ from airflow_provider_sqlserver_cdc.pipeline.source_groups import add_source_gro
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
@@ -112,7 +113,7 @@ def cdc_replication_dag(
     settings: ReplicationSettings,
     *,
     dag_id: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     **dag_kwargs: Any,
 ) -> DAG:
     """
@@ -157,7 +158,7 @@ def cdc_replication_dag(
 def cdc_replication_task_group(
     settings: ReplicationSettings,
     *,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     group_id: str = "cdc_replication",
 ) -> TaskGroup:
     """
@@ -313,7 +314,7 @@ def add_replication_tasks(
     }
     if settings.retention_headroom.enabled:
         tasks["retention_headroom"] = add_headroom_check(settings, run_table_list, after=commit)
-    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
+    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind postgres) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
     check_shared_paths(

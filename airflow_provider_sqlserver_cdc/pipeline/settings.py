@@ -43,7 +43,11 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.pipeline.source_settings import SourceGroupSettings, check_sources
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
+    POSTGRES_TARGET,
+    TARGET_KINDS,
+    parse_table_properties,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
@@ -228,12 +232,12 @@ class SnapshotSettings(_Section):
 @dataclass(frozen=True)
 class TargetSettings(_Section):
     """
-    Where the merge writes: Iceberg (default) or a relational database over JDBC (docs/targets-postgres.md).
+    Where the merge writes: Iceberg (default) or a PostgreSQL database over JDBC (docs/targets-postgres.md).
 
     One target database per pipeline; ``merge.namespace`` is then the schema, and ``merge.tables``
     names each capture instance's table.
 
-    :param kind: ``iceberg`` or ``jdbc`` (PostgreSQL).
+    :param kind: ``iceberg`` or ``postgres``.
     :param conn_id: Airflow connection (type ``postgres``) of the target database: the job gets its
         URL, and the login in the spark-submit process's environment (client deploy mode).
     :param url: the JDBC URL instead of a connection, with ``credentials_file``.
@@ -249,12 +253,17 @@ class TargetSettings(_Section):
     connections: int = DEFAULT_JDBC_CONNECTIONS
 
     def check(self) -> None:
-        """Refuse an unknown kind, a JDBC target without a login, and fewer than one connection."""
+        """Refuse an unknown kind, a PostgreSQL target without a login, and fewer than one connection."""
+        self._require(
+            "kind",
+            self.kind != "jdbc",
+            f"'jdbc' is now called {POSTGRES_TARGET!r} (the one relational target): set kind: {POSTGRES_TARGET}",
+        )
         self._require("kind", self.kind in TARGET_KINDS, f"must be one of {TARGET_KINDS}, got {self.kind!r}")
         self._require(
             "conn_id",
-            self.kind != "jdbc" or bool(self.conn_id or (self.url and self.credentials_file)),
-            "a jdbc target needs conn_id (or url with credentials_file)",
+            self.kind != POSTGRES_TARGET or bool(self.conn_id or (self.url and self.credentials_file)),
+            f"a {POSTGRES_TARGET} target needs conn_id (or url with credentials_file)",
         )
         self._require("connections", self.connections >= 1, "must be at least 1")
 
@@ -331,7 +340,7 @@ class MergeSettings(_Section):
 
     def check_names(self) -> None:
         """Refuse target names the merge job could not create (pipeline/identifiers.py says what each allows)."""
-        jdbc = self.target.kind == "jdbc"
+        jdbc = self.target.kind == POSTGRES_TARGET
         check_target_name(
             f"{self.key}.namespace",
             self.namespace,

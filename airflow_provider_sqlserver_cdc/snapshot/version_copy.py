@@ -23,6 +23,7 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
 from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_before, record_columns
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
@@ -58,7 +59,7 @@ def snapshot_tracked_table(
     base_uri: str,
     database: str,
     conn_id: str,
-    batch_size: int = 50_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
     run_id: str | None = None,

@@ -28,6 +28,8 @@ KINDS = (CHANGES, SNAPSHOT)
 #: How a run chooses its window: the run's data interval, or the range after the stored watermark.
 INTERVAL, WATERMARK = "interval", "watermark"
 WINDOW_MODES = (INTERVAL, WATERMARK)
+#: Windows follow the Airflow data interval unless a task is told otherwise.
+DEFAULT_WINDOW_MODE = INTERVAL
 #: The mode a window records: a planned window's, or ``snapshot`` for a consistent copy.
 MODES = (*WINDOW_MODES, SNAPSHOT)
 #: The row filter option a snapshot window records: every row once, as an insert.
