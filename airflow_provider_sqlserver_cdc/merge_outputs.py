@@ -20,7 +20,7 @@ def record_merge_outputs(
     namespace: str | None,
     table_name_template: str,
     targets: Mapping[str, str],
-    seconds: float,
+    seconds: float | None,
     log: logging.Logger,
 ) -> dict[str, dict[str, Any]]:
     """
@@ -33,7 +33,8 @@ def record_merge_outputs(
     :param namespace: ``catalog.namespace`` of the targets.
     :param table_name_template: the merge's table name template.
     :param targets: capture instance -> table overrides.
-    :param seconds: how long the merge (spark-submit) took.
+    :param seconds: how long the merge (spark-submit) took; None: each table's ``seconds`` in ``result``
+        (continuous mode: the micro-batches that applied the run's windows, None when none did now).
     :param log: the task's logger.
 
     The merge has committed when this runs: a failure here is logged as an error (the events and
@@ -61,11 +62,13 @@ def record_merge_outputs(
         if outlet_events is not None:
             emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
             log.info("asset events (partition %s) for: %s", partition, ", ".join(emitted) or "none")
-        for extra in extras.values():
+        for table, extra in extras.items():
             stream = extra["capture_instances"][-1]
             if any(r["applied_now"] for r in extra["lsn_ranges"]):
                 emit_rows_applied(stream, extra["rows"])
-            timing(MERGE_SECONDS, stream, seconds)
+            took = seconds if seconds is not None else result[table].get("seconds")
+            if took is not None:
+                timing(MERGE_SECONDS, stream, float(took))
         return extras
     except Exception:
         log.exception("the merge committed, but its asset events and metrics could not be recorded")

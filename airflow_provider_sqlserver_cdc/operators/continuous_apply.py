@@ -11,6 +11,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
     MERGED_WINDOWS_XCOM_KEY,
@@ -18,7 +19,13 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
 )
 from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
-from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
+from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+    ApplyState,
+    RunWindow,
+    run_result,
+    state_uri,
+    utc_now,
+)
 from airflow_provider_sqlserver_cdc.staging_files import read_text
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_APPLY_POLL_SECONDS,
@@ -32,6 +39,23 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
+def run_manifests(value: Any) -> list[WindowManifest]:
+    """Return the manifests of the windows of the extract/snapshot XComs.
+
+    :param value: the XCom in any shape ``ChangeWindow.from_xcom`` reads.
+    """
+    manifests = []
+    for window in ChangeWindow.from_xcom(value):
+        text = read_text(window.manifest_uri)
+        if text is None:
+            raise AirflowException(
+                f"window manifest {window.manifest_uri} of {window.capture_instance} does not exist: the extract "
+                "task did not finish this window; re-run it"
+            )
+        manifests.append(WindowManifest.from_json(text, window.manifest_uri))
+    return manifests
+
+
 def run_windows(value: Any) -> list[RunWindow]:
     """Return the windows of the extract/snapshot XComs with the LSN range each brings its table to.
 
@@ -41,14 +65,7 @@ def run_windows(value: Any) -> list[RunWindow]:
     :param value: the XCom in any shape ``ChangeWindow.from_xcom`` reads.
     """
     windows = []
-    for window in ChangeWindow.from_xcom(value):
-        text = read_text(window.manifest_uri)
-        if text is None:
-            raise AirflowException(
-                f"window manifest {window.manifest_uri} of {window.capture_instance} does not exist: the extract "
-                "task did not finish this window; re-run it"
-            )
-        manifest = WindowManifest.from_json(text, window.manifest_uri)
+    for manifest in run_manifests(value):
         first, last = manifest.lsn_range
         windows.append(RunWindow(manifest.capture_instance, min(first, last), last, manifest.label))
     return windows
@@ -63,6 +80,11 @@ class WaitForAppliedWindowsOperator(BaseOperator):
     the run is in its table, pushing ``applied_lsn_ranges`` for WatermarkCommitOperator; it fails at
     once when a table holding one of them is stopped (with the application's error), and after
     ``timeout_seconds`` saying whether the application is down or behind and what to do.
+
+    Like the batch merge it emits an asset event per target table in its ``outlets`` (the factory
+    declares the same ones), with the same extra (docs/assets.md), from what the application
+    published: the snapshot that applied the run's windows (``published_state.run_result``), and
+    the ``sqlserver_cdc.*`` row and merge-time metrics for windows applied from this run's extraction.
 
     :param windows: the extract (and snapshot) XComs of the run. (templated)
     :param staging_path: the staging path the application applies. (templated)
@@ -117,6 +139,7 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             context["ti"].xcom_push(
                 key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(self.windows)]
             )
+            self.asset_extras = self._record_outputs(context)
             return
         if status == "timeout":
             raise AirflowException(
@@ -124,6 +147,33 @@ class WaitForAppliedWindowsOperator(BaseOperator):
                 f"(staging path {self.staging_path}):\n{event.get('message')}"
             )
         raise AirflowException(f"{self.task_id}: {event.get('message')}")
+
+    def _record_outputs(self, context: Context) -> dict[str, dict[str, Any]]:
+        """Asset events and metrics of the applied windows, as the batch merge emits them (merge_outputs.py)."""
+        try:
+            text = read_text(state_uri(self.staging_path))
+            state = ApplyState.from_json(text) if text else ApplyState()
+            windows = [(m.capture_instance, m.label, m.created_at) for m in run_manifests(self.windows)]
+        except Exception:  # the windows are applied: a missing event must not fail the run
+            self.log.exception("the windows are applied, but what the application published cannot be read")
+            return {}
+        return record_merge_outputs(
+            context,
+            window_value=self.windows,
+            result=run_result(state, windows),
+            outlets=self.outlets,
+            namespace=None,
+            table_name_template="",
+            targets=state.capture_instances,  # capture instance -> table, as the application merged it
+            seconds=None,
+            log=self.log,
+        )
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the applied windows, as the batch merge's (lineage.py; OpenLineage provider only)."""
+        from airflow_provider_sqlserver_cdc.lineage import merge_lineage
+
+        return merge_lineage(getattr(self, "asset_extras", {}))
 
 
 class ContinuousApplyOperator(SparkSubmitOperator):

@@ -356,6 +356,7 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         retries=0,  # a timeout is an answer (the application is down or behind), not a glitch to retry
         # As the batch merge: once every window task is done, on the windows that exist.
         trigger_rule=TriggerRule.ALL_DONE,
+        outlets=merge_outlets(settings),  # the batch merge's assets and events (docs/assets.md)
     )
 
 

@@ -189,3 +189,18 @@ def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.Mo
     # No asset events to schedule on (docs/assets.md): the downstream example defines no DAG.
     assert "sqlserver_cdc_orders_delta" not in bag.dag_ids
     assert "sqlserver_cdc_to_iceberg" in bag.dag_ids
+
+
+def test_continuous_mode_declares_the_batch_merges_outlets_on_wait_for_apply(
+    dag_bag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same assets in both modes: a downstream DAG does not change when the merge mode does."""
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    batch = dag_bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    monkeypatch.setenv("SQLSERVER_CDC_MERGE_MODE", "continuous")
+    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
+    assert bag.import_errors == {}
+    tasks = bag.dags["sqlserver_cdc_to_iceberg"].task_dict
+    assert "merge" not in tasks
+    assert tasks["wait_for_apply"].outlets == batch and batch
