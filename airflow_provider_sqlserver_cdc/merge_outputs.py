@@ -22,6 +22,8 @@ def record_merge_outputs(
     targets: Mapping[str, str],
     seconds: float | None,
     log: logging.Logger,
+    target_kind: str = "iceberg",
+    jdbc_url: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """
     Emit the asset events of the committed tables and the merge metrics; return table -> event extra.
@@ -36,6 +38,9 @@ def record_merge_outputs(
     :param seconds: how long the merge (spark-submit) took; None: each table's ``seconds`` in ``result``
         (continuous mode: the micro-batches that applied the run's windows, None when none did now).
     :param log: the task's logger.
+    :param target_kind: ``iceberg`` or ``jdbc`` (PostgreSQL: the ``version`` the job reports is the
+        transaction id that committed the table, carried as ``transaction.xid``, not ``snapshot_id``).
+    :param jdbc_url: a PostgreSQL target's URL as resolved at run time (its outlet may be an alias).
 
     The merge has committed when this runs: a failure here is logged as an error (the events and
     metrics of this run are missing) and does not fail the task, whose retry would merge nothing.
@@ -58,9 +63,14 @@ def record_merge_outputs(
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
         for extra in extras.values():
             extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
+            if target_kind == "jdbc":
+                extra["transaction"] = {"xid": extra.pop("snapshot_id")}
+                extra["snapshot_id"] = None
         outlet_events = context.get("outlet_events")
         if outlet_events is not None:
-            emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
+            emitted = emit_asset_events(
+                outlet_events, outlets, extras, partition=partition, log=log, jdbc_url=jdbc_url
+            )
             log.info("asset events (partition %s) for: %s", partition, ", ".join(emitted) or "none")
         for table, extra in extras.items():
             stream = extra["capture_instances"][-1]

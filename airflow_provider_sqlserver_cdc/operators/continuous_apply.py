@@ -11,6 +11,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import jdbc_target_from_connection
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
@@ -90,6 +91,8 @@ class WaitForAppliedWindowsOperator(BaseOperator):
     :param staging_path: the staging path the application applies. (templated)
     :param timeout_seconds: how long to wait for the windows.
     :param poll_interval: seconds between reads of the published state.
+    :param target_conn_id: a PostgreSQL target's connection (its asset events' ``postgres://`` host).
+    :param jdbc_url: a PostgreSQL target's JDBC URL, instead of ``target_conn_id``.
     """
 
     template_fields: Sequence[str] = ("windows", "staging_path")
@@ -102,11 +105,15 @@ class WaitForAppliedWindowsOperator(BaseOperator):
         staging_path: str,
         timeout_seconds: float = DEFAULT_APPLY_TIMEOUT_SECONDS,
         poll_interval: float = DEFAULT_APPLY_POLL_SECONDS,
+        target_conn_id: str | None = None,
+        jdbc_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if timeout_seconds <= 0 or poll_interval <= 0:
             raise ValueError(f"{self.task_id}: timeout_seconds and poll_interval must be positive")
+        self.target_conn_id = target_conn_id
+        self.jdbc_url = jdbc_url
         self.windows = windows
         self.staging_path = staging_path
         self.timeout_seconds = timeout_seconds
@@ -154,6 +161,12 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             text = read_text(state_uri(self.staging_path))
             state = ApplyState.from_json(text) if text else ApplyState()
             windows = [(m.capture_instance, m.label, m.created_at) for m in run_manifests(self.windows)]
+            url = self.jdbc_url
+            if url is None and self.target_conn_id:
+                from airflow.sdk import BaseHook
+
+                connection = BaseHook.get_connection(self.target_conn_id)
+                url = jdbc_target_from_connection(self.target_conn_id, connection).url
         except Exception:  # the windows are applied: a missing event must not fail the run
             self.log.exception("the windows are applied, but what the application published cannot be read")
             return {}
@@ -167,6 +180,8 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             targets=state.capture_instances,  # capture instance -> table, as the application merged it
             seconds=None,
             log=self.log,
+            target_kind="jdbc" if url else "iceberg",
+            jdbc_url=url,
         )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:

@@ -86,7 +86,7 @@ from airflow.sdk import (
     task,
 )
 
-from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, postgres_target_outlet, target_asset
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
@@ -357,13 +357,18 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         # As the batch merge: once every window task is done, on the windows that exist.
         trigger_rule=TriggerRule.ALL_DONE,
         outlets=merge_outlets(settings),  # the batch merge's assets and events (docs/assets.md)
+        target_conn_id=settings.merge.target.conn_id if settings.merge.target.kind == "jdbc" else None,
+        jdbc_url=settings.merge.target.url if settings.merge.target.kind == "jdbc" else None,
     )
 
 
 def merge_outlets(settings: ReplicationSettings) -> list[Any]:
-    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
-    if settings.merge.target.kind != "iceberg":
-        return []
+    """The merge task's outlets: one per target table of ``settings.tables`` (docs/assets.md).
+
+    Iceberg: its ``iceberg://`` asset. PostgreSQL: its ``postgres://`` asset when ``merge.target.url``
+    names the server, else an alias the run resolves through the target's connection (no connection
+    is read when the DAG is parsed).
+    """
     tables = declared_target_tables(
         settings.tables,
         namespace=settings.merge.namespace,
@@ -371,7 +376,9 @@ def merge_outlets(settings: ReplicationSettings) -> list[Any]:
         targets=dict(settings.merge.tables),
         database=settings.source.database,
     )
-    return [target_asset(table) for table in tables]
+    if settings.merge.target.kind == "iceberg":
+        return [target_asset(table) for table in tables]
+    return [postgres_target_outlet(table, settings.merge.target.url) for table in tables]
 
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------

@@ -186,9 +186,15 @@ def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.Mo
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_CONN_ID", "pg_example")
     bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
     assert bag.import_errors == {}
-    # No asset events to schedule on (docs/assets.md): the downstream example defines no DAG.
+    # The downstream example reads an Iceberg delta: it defines no DAG for a PostgreSQL target.
     assert "sqlserver_cdc_orders_delta" not in bag.dag_ids
     assert "sqlserver_cdc_to_iceberg" in bag.dag_ids
+    # The target's host is in its connection, read at run time only: the outlets are aliases (docs/assets.md).
+    from airflow.sdk import AssetAlias
+
+    outlets = bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    assert outlets and all(isinstance(o, AssetAlias) for o in outlets)
+    assert "sqlserver_cdc.cdc.dbo_orders" in {o.name for o in outlets}
 
 
 def test_continuous_mode_declares_the_batch_merges_outlets_on_wait_for_apply(
