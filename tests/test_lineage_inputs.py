@@ -10,8 +10,7 @@ from airflow.sdk.lineage import HookLineageCollector
 from airflow_provider_sqlserver_cdc.lineage_inputs import report_source_inputs
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
-
-LSN1, LSN2 = "0x{:020X}".format(1), "0x{:020X}".format(2)
+LSN1, LSN2 = f"0x{1:020X}", f"0x{2:020X}"
 
 
 def window(table: str, server: str = "db.example:14330") -> ChangeWindow:

@@ -11,13 +11,13 @@ from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import resolve_streams
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
-from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
-from airflow_provider_sqlserver_cdc.window.planning import MODES
+from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -91,8 +91,8 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
         return ready
 
     def execute(self, context: Context) -> Any:
-        if self.window_mode not in MODES:
-            raise ValueError(f"window_mode must be one of {MODES}, got {self.window_mode!r}")
+        if self.window_mode not in WINDOW_MODES:
+            raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {self.window_mode!r}")
         for name in capture_instance_names(self.capture_instance):
             if "." not in name:
                 tsql.validate_capture_instance(name)

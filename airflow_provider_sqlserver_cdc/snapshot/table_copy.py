@@ -20,6 +20,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import (
+    ExtractResult,
+    finish_window,
+)
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import load_switches
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
+    SNAPSHOT_ISOLATION,
+    ConsistentSnapshot,
+    SnapshotPoint,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
@@ -27,11 +37,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
     resolve_filesystem,
-)
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import (
-    SNAPSHOT_ISOLATION,
-    ConsistentSnapshot,
-    SnapshotPoint,
 )
 from airflow_provider_sqlserver_cdc.snapshot.progress import (
     ChunkRecord,
@@ -42,14 +47,11 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
     write_progress,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
-from airflow_provider_sqlserver_cdc.window.extraction import (
-    ExtractResult,
-    finish_window,
-)
-from airflow_provider_sqlserver_cdc.window.instance_switch import load_switches
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
+    SNAPSHOT,
     WindowManifest,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -263,24 +265,16 @@ def snapshot_manifest(
     run_id: str | None = None,
 ) -> WindowManifest:
     """The manifest of a completed snapshot: kind and mode ``snapshot``, ``0x0…0`` .. snapshot LSN, all inserts."""
-    counts = zero_operation_counts()
-    counts["insert"] = progress.rows
-    return WindowManifest(
-        kind="snapshot",
+    return build_manifest(
+        SNAPSHOT,
         capture_instance=progress.capture_instance,
-        source=dict(progress.source),
-        from_lsn=Lsn.zero().hex,
-        to_lsn=progress.snapshot_lsn,
-        from_time=None,
+        source=progress.source,
+        to_lsn=Lsn.from_hex(progress.snapshot_lsn),
         to_time=progress.snapshot_time,
-        mode="snapshot",
-        row_filter_option="all",
-        key_columns=list(key_columns),
+        key_columns=key_columns,
         columns=progress.columns,
         files=progress.files,
-        row_count=progress.rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
+        operation_counts={**zero_operation_counts(), "insert": progress.rows},
         dag_id=dag_id,
         run_id=run_id,
     )

@@ -19,7 +19,7 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -99,7 +99,7 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
 
     # interval 2: changes after the switch (read from v2, with the new column), then widening ALTERs captured by
     # the same instance inside one window: the change table follows the type, so every row of the window is
-    # read with the wider type, which holds each earlier value exactly (no cut needed, window.ddl_split)
+    # read with the wider type, which holds each earlier value exactly (no cut needed, extraction.ddl_split)
     harness.set_server_time(harness.interval_start(2) + dt.timedelta(seconds=1))
     execute(
         conn,
