@@ -11,8 +11,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import jdbc_target_from_connection
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import jdbc_target_from_connection
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
     MERGED_WINDOWS_XCOM_KEY,
