@@ -32,8 +32,9 @@ APPLIED = "applied"
 FAILED = "failed"
 WAITING = "waiting"
 #: Per target table, how many applied windows ``state.json`` remembers (``applied_windows``): the waiting
-#: task reads a run's record within its timeout; older ones fall back to the table's last snapshot.
-APPLIED_WINDOWS_REMEMBERED = 100
+#: task reads a run's record within its timeout (10 minutely windows by default); older ones fall back to
+#: the table's last snapshot. About 200 bytes each, in a file rewritten every poll (20 tables: ~120 kB).
+APPLIED_WINDOWS_REMEMBERED = 30
 
 
 def lock_uri(staging: str) -> str:
