@@ -332,3 +332,28 @@ def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_p
     extra, recorded = complete()
     assert extra["snapshot_id"] == "111" and not extra["lsn_ranges"][0]["applied_now"]
     assert recorded == []
+
+
+def test_the_application_remembers_a_bounded_number_of_applied_windows_newest_last() -> None:
+    from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+        APPLIED_WINDOWS_REMEMBERED,
+        remember_applied_windows,
+        run_result,
+    )
+
+    entry: dict[str, Any] = {}
+    for k in range(APPLIED_WINDOWS_REMEMBERED + 5):
+        entry.update(applied=[f"dbo_orders w{k}"], version=str(1000 + k), seconds=1.0)
+        remember_applied_windows(entry, {f"dbo_orders w{k}": f"c{k}"}, applied_at=f"2026-11-28T15:{k:02d}:00")
+    records = entry["applied_windows"]
+    assert len(records) == APPLIED_WINDOWS_REMEMBERED and "dbo_orders w0" not in records
+    assert list(records)[-1] == f"dbo_orders w{APPLIED_WINDOWS_REMEMBERED + 4}"
+    state = ApplyState(tables={"t": entry}, capture_instances={"dbo_orders": "t"})
+    # A forgotten window: the table's latest snapshot (which holds it), not counted as applied now.
+    assert run_result(state, [("dbo_orders", "dbo_orders w0", "c0")])["t"] == {
+        "status": "committed",
+        "applied": [],
+        "version": str(1000 + APPLIED_WINDOWS_REMEMBERED + 4),
+        "seconds": None,
+    }
+    assert run_result(state, [("dbo_orders", "dbo_orders w20", "c20")])["t"]["version"] == "1020"
