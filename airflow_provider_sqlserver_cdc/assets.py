@@ -7,7 +7,7 @@ URI schemes (docs/assets.md):
   (a multi-level namespace is several path segments), asset name ``sqlserver_cdc.<catalog.namespace.table>``.
   No Airflow provider defines an ``iceberg`` scheme yet; this follows the database schemes'
   ``scheme://authority/container/.../table`` form (``postgres://host:port/db/schema/table``).
-- target (PostgreSQL, ``merge.target.kind: jdbc``): ``postgres://<host>:<port>/<database>/<schema>/<table>``,
+- target (PostgreSQL, ``merge.target.kind: postgres``): ``postgres://<host>:<port>/<database>/<schema>/<table>``,
   the scheme of the ``apache-airflow-providers-postgres`` provider, asset name ``sqlserver_cdc.<schema.table>``.
   With ``merge.target.url`` the host is known when the DAG is parsed: the outlet is that asset. With
   ``merge.target.conn_id`` it is known only at run time (the factory reads no connection at parse
@@ -113,7 +113,7 @@ def target_table(
     targets: Mapping[str, str],
 ) -> str | None:
     """
-    The target table of a capture instance, as the merge job names it (``MergeSettings.target_for``); None if unknown.
+    The target table of a capture instance, as the merge job names it (``MergeJobSettings.target_for``); None if unknown.
 
     :param capture_instance: the capture instance.
     :param source: its ``schema``, ``table``, ``database`` (what is known of them).

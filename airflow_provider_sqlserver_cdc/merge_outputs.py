@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_provider_sqlserver_cdc.assets import emit_asset_events, event_extras, partition_key
 from airflow_provider_sqlserver_cdc.metrics import MERGE_SECONDS, emit_rows_applied, timing
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import ICEBERG_TARGET, POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
 
 
@@ -22,7 +23,7 @@ def record_merge_outputs(
     targets: Mapping[str, str],
     seconds: float | None,
     log: logging.Logger,
-    target_kind: str = "iceberg",
+    target_kind: str = ICEBERG_TARGET,
     jdbc_url: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """
@@ -38,7 +39,7 @@ def record_merge_outputs(
     :param seconds: how long the merge (spark-submit) took; None: each table's ``seconds`` in ``result``
         (continuous mode: the micro-batches that applied the run's windows, None when none did now).
     :param log: the task's logger.
-    :param target_kind: ``iceberg`` or ``jdbc`` (PostgreSQL: the ``version`` the job reports is the
+    :param target_kind: ``iceberg`` or ``postgres`` (PostgreSQL: the ``version`` the job reports is the
         transaction id that committed the table, carried as ``transaction.xid``, not ``snapshot_id``).
     :param jdbc_url: a PostgreSQL target's URL as resolved at run time (its outlet may be an alias).
 
@@ -63,7 +64,7 @@ def record_merge_outputs(
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
         for extra in extras.values():
             extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
-            if target_kind == "jdbc":
+            if target_kind == POSTGRES_TARGET:
                 extra["transaction"] = {"xid": extra.pop("snapshot_id")}
                 extra["snapshot_id"] = None
         outlet_events = context.get("outlet_events")

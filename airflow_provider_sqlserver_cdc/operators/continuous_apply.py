@@ -18,7 +18,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     MERGED_WINDOWS_XCOM_KEY,
     window_descriptions,
 )
-from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     ApplyState,
@@ -27,6 +27,7 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     state_uri,
     utc_now,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import ICEBERG_TARGET, POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.staging_files import read_text
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_APPLY_POLL_SECONDS,
@@ -180,7 +181,7 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             targets=state.capture_instances,  # capture instance -> table, as the application merged it
             seconds=None,
             log=self.log,
-            target_kind="jdbc" if url else "iceberg",
+            target_kind=POSTGRES_TARGET if url else ICEBERG_TARGET,
             jdbc_url=url,
         )
 
@@ -234,7 +235,5 @@ class ContinuousApplyOperator(SparkSubmitOperator):
             f"{self.poll_seconds:g}",
             *self.merge_arguments,
         ]
-        job_modules = merge_job_py_files()
-        files = [f for f in (self.py_files or "").split(",") if f]
-        self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+        self.py_files = with_job_modules(self.py_files)
         super().execute(context)

@@ -104,6 +104,8 @@ from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import POSTGRES_TARGET
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
@@ -111,7 +113,7 @@ def cdc_replication_dag(
     settings: ReplicationSettings,
     *,
     dag_id: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     **dag_kwargs: Any,
 ) -> DAG:
     """
@@ -156,7 +158,7 @@ def cdc_replication_dag(
 def cdc_replication_task_group(
     settings: ReplicationSettings,
     *,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     group_id: str = "cdc_replication",
 ) -> TaskGroup:
     """
@@ -207,6 +209,7 @@ def add_replication_tasks(
         return list(names)
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    masking = settings.masking.operator_arguments()
     zone = settings.source.server_time_zone
     run_table_list = tables()
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
@@ -219,6 +222,7 @@ def add_replication_tasks(
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
@@ -246,6 +250,7 @@ def add_replication_tasks(
         disable_old_capture_instance=settings.extract.disable_old_capture_instance,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_extract)
     wait >> extract
     # Change Tracking tables (docs/change-tracking.md): their own plan/snapshot/wait/extract, same merge and commit
@@ -293,7 +298,7 @@ def add_replication_tasks(
     }
     if settings.retention_headroom.enabled:
         tasks["retention_headroom"] = add_headroom_check(settings, run_table_list, after=commit)
-    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
+    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind postgres) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
     check_shared_paths(
@@ -357,8 +362,10 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         # As the batch merge: once every window task is done, on the windows that exist.
         trigger_rule=TriggerRule.ALL_DONE,
         outlets=merge_outlets(settings),  # the batch merge's assets and events (docs/assets.md)
-        target_conn_id=settings.merge.target.conn_id if settings.merge.target.kind == "jdbc" else None,
-        jdbc_url=settings.merge.target.url if settings.merge.target.kind == "jdbc" else None,
+        target_conn_id=settings.merge.target.conn_id
+        if settings.merge.target.kind == POSTGRES_TARGET
+        else None,
+        jdbc_url=settings.merge.target.url if settings.merge.target.kind == POSTGRES_TARGET else None,
     )
 
 
