@@ -430,6 +430,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             targets=self.targets,
             seconds=time.monotonic() - started,
             log=self.log,
+            target_kind=self.target_kind,
+            jdbc_url=url if self.target_kind == POSTGRES_TARGET else None,
         )
         # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
         context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in windows])

@@ -86,7 +86,7 @@ from airflow.sdk import (
     task,
 )
 
-from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, postgres_target_outlet, target_asset
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
@@ -105,6 +105,7 @@ from airflow_provider_sqlserver_cdc.pipeline.source_groups import add_source_gro
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
@@ -377,13 +378,21 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         retries=0,  # a timeout is an answer (the application is down or behind), not a glitch to retry
         # As the batch merge: once every window task is done, on the windows that exist.
         trigger_rule=TriggerRule.ALL_DONE,
+        outlets=merge_outlets(settings),  # the batch merge's assets and events (docs/assets.md)
+        target_conn_id=settings.merge.target.conn_id
+        if settings.merge.target.kind == POSTGRES_TARGET
+        else None,
+        jdbc_url=settings.merge.target.url if settings.merge.target.kind == POSTGRES_TARGET else None,
     )
 
 
 def merge_outlets(settings: ReplicationSettings) -> list[Any]:
-    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
-    if settings.merge.target.kind != "iceberg":
-        return []
+    """The merge task's outlets: one per target table of ``settings.tables`` (docs/assets.md).
+
+    Iceberg: its ``iceberg://`` asset. PostgreSQL: its ``postgres://`` asset when ``merge.target.url``
+    names the server, else an alias the run resolves through the target's connection (no connection
+    is read when the DAG is parsed).
+    """
     tables = declared_target_tables(
         settings.tables,
         namespace=settings.merge.namespace,
@@ -391,7 +400,9 @@ def merge_outlets(settings: ReplicationSettings) -> list[Any]:
         targets=dict(settings.merge.tables),
         database=settings.source.database,
     )
-    return [target_asset(table) for table in tables]
+    if settings.merge.target.kind == "iceberg":
+        return [target_asset(table) for table in tables]
+    return [postgres_target_outlet(table, settings.merge.target.url) for table in tables]
 
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------

@@ -183,7 +183,7 @@ def test_the_downstream_example_is_scheduled_on_an_outlet_of_the_merge(dag_bag) 
 
 
 def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The YAML's environment switches the examples to a jdbc target (as tests/e2e/test_postgres_target.py does)."""
+    """The YAML's environment switches the examples to a PostgreSQL target (as tests/e2e/test_postgres_target.py does)."""
     from airflow.dag_processing.dagbag import BundleDagBag
 
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_KIND", "postgres")
@@ -191,9 +191,30 @@ def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.Mo
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_CONN_ID", "pg_example")
     bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
     assert bag.import_errors == {}
-    # No asset events to schedule on (docs/assets.md): the downstream example defines no DAG.
+    # The downstream example reads an Iceberg delta: it defines no DAG for a PostgreSQL target.
     assert "sqlserver_cdc_orders_delta" not in bag.dag_ids
     assert "sqlserver_cdc_to_iceberg" in bag.dag_ids
+    # The target's host is in its connection, read at run time only: the outlets are aliases (docs/assets.md).
+    from airflow.sdk import AssetAlias
+
+    outlets = bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    assert outlets and all(isinstance(o, AssetAlias) for o in outlets)
+    assert "sqlserver_cdc.cdc.dbo_orders" in {o.name for o in outlets}
+
+
+def test_continuous_mode_declares_the_batch_merges_outlets_on_wait_for_apply(
+    dag_bag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same assets in both modes: a downstream DAG does not change when the merge mode does."""
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    batch = dag_bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    monkeypatch.setenv("SQLSERVER_CDC_MERGE_MODE", "continuous")
+    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
+    assert bag.import_errors == {}
+    tasks = bag.dags["sqlserver_cdc_to_iceberg"].task_dict
+    assert "merge" not in tasks
+    assert tasks["wait_for_apply"].outlets == batch and batch
 
 
 def test_the_several_sources_example_has_a_group_per_source(dag_bag) -> None:
