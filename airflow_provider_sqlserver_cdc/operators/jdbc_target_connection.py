@@ -1,21 +1,23 @@
 """An Airflow connection to a relational target database: the JDBC URL for the merge job and its login.
 
-The URL names host, port and database only; the login goes to the job through the environment of
-the spark-submit process (``JDBC_LOGIN_ENV``), never through its arguments, logs or XCom.
+The URL names host, port and database only; the login goes to the job in a private file
+(:func:`write_login_file`: mode 600 in a directory only this user may enter, removed afterwards) whose
+path the job gets with ``--jdbc-credentials-file``: never in spark-submit's arguments or
+environment, logs or XCom.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import (
-    PASSWORD_ENV,
-    USER_ENV,
-    check_jdbc_url,
-)
+from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
 
 POSTGRES_CONN_TYPES = ("postgres", "postgresql")
 #: Connection extras passed on as parameters of the PostgreSQL JDBC URL (none of them secret).
@@ -30,9 +32,43 @@ class JdbcTarget:
     user: str
     password: str = field(repr=False)
 
-    def environment(self) -> dict[str, str]:
-        """The environment variables that give the job its login."""
-        return {USER_ENV: self.user, PASSWORD_ENV: self.password}
+    def file_text(self) -> str:
+        """The content of the job's credentials file: ``user=`` and ``password=`` lines."""
+        if any(value.splitlines() != ([value] if value else []) for value in (self.user, self.password)):
+            raise ValueError(
+                "the target database's login has a line break, which a credentials file cannot hold"
+            )
+        return f"user={self.user}\npassword={self.password}\n"
+
+
+#: Prefix of the private directories that hold a login file while the merge job runs.
+LOGIN_DIRECTORY_PREFIX = "sqlserver-cdc-jdbc-login-"
+
+
+def write_login_file(target: JdbcTarget) -> Path:
+    """Write the target's login to a new file (mode 600) in a new directory (mode 700); return the file.
+
+    Remove it with :func:`remove_login_file`. The directory is under the temporary directory of this
+    machine: the Spark driver reads it in client deploy mode only.
+
+    :param target: the JDBC target whose login the file holds.
+    """
+    directory = Path(tempfile.mkdtemp(prefix=LOGIN_DIRECTORY_PREFIX))  # mode 700
+    path = directory / "login"
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(target.file_text())
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return path
+
+
+def remove_login_file(path: Path | str | None) -> None:
+    """Remove a file :func:`write_login_file` wrote, and its directory; nothing when it is gone already."""
+    if path is not None:
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
 
 
 def jdbc_target_from_connection(conn_id: str, connection: Any) -> JdbcTarget:
