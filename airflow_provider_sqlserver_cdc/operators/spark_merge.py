@@ -14,6 +14,10 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.committed_windows import (
+    committed_windows,
+    uncommitted_instances,
+)
 from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
@@ -221,7 +225,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
     Each target table commits on its own: when some fail, the others commit and the task fails
-    naming the failed tables; a retry merges only what is not applied yet. The job writes what it did
+    naming the failed tables, after pushing ``applied_lsn_ranges`` and ``merged_windows`` of the
+    committed tables only (the watermark commit, ``all_done``, advances those in the same run); a
+    retry merges only what is not applied yet and pushes them again. The job writes what it did
     as a result file on the staging storage (``{result_path}/_merge_results/…json``, read and then
     removed by the task; any deploy mode), kept as ``merge_result`` (``MergeResult``: per target
     table its applied windows and LSN ranges, rows by operation, snapshot id and seconds). Besides
@@ -443,6 +449,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             message = failed_tables_message(self.task_id, self.merge_result) if self.merge_result else None
             if message is None:
                 raise
+            # One table's trouble stays its own: the committed tables' watermarks advance in this run.
+            self._push_committed_windows(context, windows, self.merge_result)
             raise AirflowException(message) from err
         self.merge_result = self._take_result(result_uri, failed=False)
         ranges = self.merge_result.applied_lsn_ranges() if self.merge_result is not None else None
@@ -462,6 +470,20 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
         context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in windows])
         return manifests
+
+    def _push_committed_windows(
+        self, context: Context, windows: Sequence[ChangeWindow], result: MergeResult
+    ) -> None:
+        """Push the XComs of a partly failed merge: the committed tables' ranges and windows only."""
+        committed = committed_windows(windows, result)
+        left = uncommitted_instances(windows, committed)
+        context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=result.applied_lsn_ranges())
+        context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in committed])
+        self.log.info(
+            "Watermarks to commit for the committed tables' capture instances: %s; not for %s",
+            ", ".join(dict.fromkeys(w.capture_instance for w in committed)) or "none",
+            ", ".join(left) or "none",
+        )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""
