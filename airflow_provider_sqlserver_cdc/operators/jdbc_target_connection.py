@@ -9,7 +9,9 @@ environment, logs or XCom.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import socket
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,7 +43,8 @@ class JdbcTarget:
         return f"user={self.user}\npassword={self.password}\n"
 
 
-#: Prefix of the private directories that hold a login file while the merge job runs.
+#: Prefix of the private directories that hold a login file while the merge job runs:
+#: ``{prefix}{host}-{pid}-{random}``, the host and process of the task that wrote it.
 LOGIN_DIRECTORY_PREFIX = "sqlserver-cdc-jdbc-login-"
 
 
@@ -53,7 +56,8 @@ def write_login_file(target: JdbcTarget) -> Path:
 
     :param target: the JDBC target whose login the file holds.
     """
-    directory = Path(tempfile.mkdtemp(prefix=LOGIN_DIRECTORY_PREFIX))  # mode 700
+    remove_stale_login_files()
+    directory = Path(tempfile.mkdtemp(prefix=f"{_login_directory_stem()}{os.getpid()}-"))  # mode 700
     path = directory / "login"
     try:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -63,6 +67,38 @@ def write_login_file(target: JdbcTarget) -> Path:
         shutil.rmtree(directory, ignore_errors=True)
         raise
     return path
+
+
+def _login_directory_stem() -> str:
+    return LOGIN_DIRECTORY_PREFIX + re.sub(r"[^A-Za-z0-9.]+", "_", socket.gethostname()) + "-"
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_login_files() -> list[Path]:
+    """Remove the login directories that tasks of this host left when killed outright (SIGKILL); return them.
+
+    A directory counts as stale when its process (in its name) is gone: a task removes its own
+    when spark-submit ends, fails or is killed with SIGTERM (``on_kill``).
+    """
+    stem = _login_directory_stem()
+    removed = []
+    for directory in Path(tempfile.gettempdir()).glob(f"{stem}*"):  # the stem holds no pattern characters
+        pid = directory.name[len(stem) :].split("-", 1)[0]
+        if not pid.isdigit() or _process_exists(int(pid)):
+            continue
+        if directory.is_dir() and directory.stat().st_uid == os.getuid():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed
 
 
 def remove_login_file(path: Path | str | None) -> None:

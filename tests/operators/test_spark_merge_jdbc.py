@@ -6,6 +6,9 @@ import io
 import json
 import logging
 import os
+import re
+import socket
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +172,27 @@ def test_the_login_file_is_removed_when_spark_submit_fails_and_when_the_task_is_
     operator.execute({"ti": _TaskInstance()})
     assert present == [True, False]
     assert Path(spark_submit.files[-1][0]).parent.name.startswith(LOGIN_DIRECTORY_PREFIX)
+
+
+def test_login_directories_left_by_killed_tasks_of_this_host_are_removed_by_the_next(
+    spark_submit: type[_Popen], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = next(
+        pid for pid in range(4_000_000, 0, -1) if not Path(f"/proc/{pid}").exists()
+    )  # no such process
+    stem = f"{LOGIN_DIRECTORY_PREFIX}{re.sub(r'[^A-Za-z0-9.]+', '_', socket.gethostname())}-"
+    stale = tmp_path / f"{stem}{gone}-abc"  # its task was killed with SIGKILL
+    running = tmp_path / f"{stem}{os.getpid()}-def"  # a task still running (this process)
+    other_host = tmp_path / f"{LOGIN_DIRECTORY_PREFIX}elsewhere-{gone}-ghi"
+    for directory in (stale, running, other_host):
+        directory.mkdir(mode=0o700)
+        (directory / "login").write_text("user=u\npassword=p\n")
+    _jdbc_merge().execute({"ti": _TaskInstance()})
+    assert spark_submit.files[0][0].startswith(f"{tmp_path}/{stem}{os.getpid()}-")
+    assert not stale.exists() and running.exists() and other_host.exists()
+    logins = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(LOGIN_DIRECTORY_PREFIX))
+    assert logins == sorted([running.name, other_host.name])  # its own removed too
 
 
 @pytest.mark.parametrize("where", ["connection", "operator"])
