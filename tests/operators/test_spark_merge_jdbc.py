@@ -90,7 +90,7 @@ def spark_submit(monkeypatch: pytest.MonkeyPatch) -> type[_Popen]:
 
 def _jdbc_merge(**kwargs: Any) -> CdcSparkMergeOperator:
     return CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target",
+        task_id="merge", windows="/w/a", namespace="reporting", target_kind="postgres", target_conn_id="pg_target",
         jars="/usr/share/java/postgresql.jar", **kwargs,
     )  # fmt: skip
 
@@ -120,7 +120,7 @@ def test_the_login_goes_to_a_private_file_not_the_arguments_environment_logs_or_
     assert USER_ENV not in (env or {}) and PASSWORD_ENV not in (env or {})
     arguments = command[command.index(operator.application) + 1 :]
     settings = parse_args(arguments)
-    assert settings.target_kind == "jdbc" and settings.jdbc_connections == 2
+    assert settings.target_kind == "postgres" and settings.jdbc_connections == 2
     assert settings.jdbc_url == "jdbc:postgresql://pg.internal:5433/reporting?sslmode=require"
     # The job read a file only this user may read, in a directory only this user may enter ...
     [(path, mode, directory_mode, text)] = spark_submit.files
@@ -201,14 +201,14 @@ def test_cluster_deploy_mode_needs_a_credentials_file(
 ) -> None:
     _spark_connection(monkeypatch, "yarn", "cluster" if where == "connection" else "client")
     operator = CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target",
+        task_id="merge", windows="/w/a", namespace="reporting", target_kind="postgres", target_conn_id="pg_target",
         **({"deploy_mode": "cluster"} if where == "operator" else {}),
     )  # fmt: skip
     with pytest.raises(AirflowException, match="jdbc_credentials_file"):
         operator.execute({"ti": _TaskInstance()})
     assert spark_submit.calls == [] and spark_submit.files == []
     with_file = CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc",
+        task_id="merge", windows="/w/a", namespace="reporting", target_kind="postgres",
         jdbc_url="jdbc:postgresql://pg.internal:5433/reporting", jdbc_credentials_file="/etc/cdc/pg.login",
     )  # fmt: skip
     with_file.execute({"ti": _TaskInstance()})
@@ -226,7 +226,7 @@ def test_jdbc_settings_are_checked_when_the_dag_is_built() -> None:
     with pytest.raises(ValueError, match="target_kind must be one of"):
         CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="oracle")
     with pytest.raises(ValueError, match="needs target_conn_id"):
-        CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="jdbc")
+        CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="postgres")
     with pytest.raises(ValueError, match="carries credentials"):
         merge_job_arguments(["/w/a"], jdbc_url="jdbc:postgresql://h/db?user=u&password=p")
     with pytest.raises(ValueError, match="supports jdbc:postgresql"):

@@ -24,7 +24,12 @@ from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
     session_conf,
     source_key_range,
 )
-from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import choose_strategy, target_files
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import (
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_WRITE_MODE,
+    choose_strategy,
+    target_files,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpoint_partitions,
     checkpointed_net_effect,
@@ -36,6 +41,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.partition_layout import (
     creation_partitioning,
     staging_layout,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import DEFAULT_PARTITION_BUCKETS
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
 from airflow_provider_sqlserver_cdc.spark.merge.staged_merge import SPJ_CONF, staged_net_effect
 from airflow_provider_sqlserver_cdc.spark.merge.statements import (
@@ -288,10 +294,10 @@ class IcebergTarget(MergeTarget):
     def __init__(
         self,
         spark: SparkSession,
-        write_mode: str = "merge-on-read",
+        write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
-        partition_buckets: int | None = 0,
-        merge_strategy: str = "auto",
+        partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS,
+        merge_strategy: str = DEFAULT_MERGE_STRATEGY,
     ) -> None:
         self.spark = spark
         self.write_mode = write_mode
