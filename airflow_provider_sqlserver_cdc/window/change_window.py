@@ -241,9 +241,10 @@ class ChangeWindow:
         if not isinstance(data, Mapping):
             raise ChangeWindowError(f"Expected a window object, got a {type(data).__name__}: {_short(data)}")
         p = data.get("position_kind")
-        if p not in POSITION_KINDS:
+        if "position_kind" in data and p not in POSITION_KINDS:
             raise ChangeWindowError(f"position_kind must be one of {POSITION_KINDS}, got {p!r}")
-        missing = [k for k in (*_REQUIRED, f"from_{p}", f"to_{p}") if k not in data]
+        bounds = (f"from_{p}", f"to_{p}") if p in POSITION_KINDS else ("position_kind",)
+        missing = [k for k in (*_REQUIRED, *bounds) if k not in data]
         if missing:
             raise ChangeWindowError(
                 f"Not a change window (lacks {', '.join(missing)}): {_short(data)}. Pass the XCom of "

@@ -144,8 +144,11 @@ def test_a_window_without_position_kind_is_refused() -> None:
     """Every writer states the position kind; a dict without it is not read as an LSN window."""
     value = window().to_xcom()
     del value["position_kind"]
+    with pytest.raises(ChangeWindowError, match=r"Not a change window \(lacks position_kind\)"):
+        ChangeWindow.from_xcom(value)
+    value["position_kind"] = "offset"
     with pytest.raises(
-        ChangeWindowError, match=r"position_kind must be one of \('lsn', 'version'\), got None"
+        ChangeWindowError, match=r"position_kind must be one of \('lsn', 'version'\), got 'offset'"
     ):
         ChangeWindow.from_xcom(value)
 
