@@ -19,8 +19,9 @@ One capture instance's failure stays its own. ``merge`` runs once every window t
 (``all_done``), on the windows that exist, and skips when there are none: a failed
 ``extract[i]`` (a retention gap, a schema change, a lost connection) leaves no window, and the
 other instances' windows are merged; ``commit_watermarks`` takes the windows the merge took
-(its XCom ``merged_windows``), so it depends on the merge alone. Airflow derives a run's state
-from its leaf tasks, so the leaf ``run_outcome`` (``all_done``, no retries) reads the states of
+(its XCom ``merged_windows``), so it depends on the merge alone; it runs ``all_done``: when one
+target table fails in the merge, the tables that committed get their watermarks in the same run.
+Airflow derives a run's state from its leaf tasks, so the leaf ``run_outcome`` (``all_done``, no retries) reads the states of
 the run's tasks and fails the run with one line per failed capture instance: the task, the
 error (a failed snapshot or extract records it in its XCom ``failure``) and what to do; the
 run's other capture instances are named as merged and committed (pipeline/run_outcome.py).
@@ -68,7 +69,7 @@ Why the defaults (settings.py) are safe:
   ``fail`` fails the run naming the ``airflow backfill create`` command instead). Past intervals
   can always be re-run with ``airflow backfill create``.
 - **Watermarks** mirror the LSN ranges the target tables hold, read from the tables after the
-  merge succeeded (``commit_watermarks``); they only move forward, and a backfill never moves them back.
+  merge committed them (``commit_watermarks``); they only move forward, and a backfill never moves them back.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ from airflow.sdk import (
     CronDataIntervalTimetable,
     TaskGroup,
     TriggerRule,
-    XComArg,
     get_current_context,
     task,
 )
@@ -92,11 +92,7 @@ from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
-from airflow_provider_sqlserver_cdc.operators.spark_merge import (
-    APPLIED_RANGES_XCOM_KEY,
-    MERGED_WINDOWS_XCOM_KEY,
-    CdcSparkMergeOperator,
-)
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
 from airflow_provider_sqlserver_cdc.pipeline.change_tracking_tasks import add_change_tracking_tasks
 from airflow_provider_sqlserver_cdc.pipeline.run_outcome import check_run
@@ -281,11 +277,7 @@ def add_replication_tasks(
         )
     else:
         merge = batch_merge_task(settings, [snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)])
-    commit = WatermarkCommitOperator(
-        task_id="commit_watermarks",
-        windows=XComArg(merge, key=MERGED_WINDOWS_XCOM_KEY),
-        applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
-    )
+    commit = watermark_commit_task(merge)
     [snapshot, extract, *tracked] >> merge >> commit
     named = [plan, snapshot, wait, extract, *tracked]
     named_ids = {t.task_id for t in named} | {merge.task_id}
@@ -358,6 +350,21 @@ def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str])
         trigger_rule=TriggerRule.ALL_DONE,
         skip_without_windows=True,
         outlets=merge_outlets(settings),
+    )
+
+
+def watermark_commit_task(merge: Any) -> WatermarkCommitOperator:
+    """Return ``commit_watermarks``: it commits what the merge (or the wait for the apply) pushed.
+
+    It runs whatever the merge's state (``all_done``): a merge that failed for some target tables
+    pushed the committed tables' windows, whose watermarks advance in the same run; a merge that
+    pushed none (skipped, or failed before its job wrote a result) skips it. ``run_outcome`` still
+    fails the run.
+
+    :param merge: the merge task (``batch_merge_task``, ``continuous_apply_task``).
+    """
+    return WatermarkCommitOperator(
+        task_id="commit_watermarks", merge_task_id=merge.task_id, trigger_rule=TriggerRule.ALL_DONE
     )
 
 

@@ -239,7 +239,7 @@ class TargetSettings(_Section):
 
     :param kind: ``iceberg`` or ``postgres``.
     :param conn_id: Airflow connection (type ``postgres``) of the target database: the job gets its
-        URL, and the login in the spark-submit process's environment (client deploy mode).
+        URL, and the login in a private file on the worker, removed afterwards (client deploy mode).
     :param url: the JDBC URL instead of a connection, with ``credentials_file``.
     :param credentials_file: a mode-600 file (``user=``/``password=``) where the Spark driver runs.
     :param connections: JDBC connections that load each batch at once (rows hashed by key).

@@ -4,7 +4,7 @@ through the real example DAG (``merge.target.kind: postgres`` through the YAML's
 variables, hard deletes), leaves every PostgreSQL table equal to its SQL Server source: values and
 types (``testing.postgres_comparison``). Real pieces only: the simulator over TDS, ``dag.test()``
 in its own process per run, spark-submit of the merge job, a real PostgreSQL over JDBC. The
-target's login reaches the job only through spark-submit's environment.
+target's login reaches the job only as a private file on the worker (never in argv or the environment).
 
 The workload: inserts (multi-row), updates, deletes, primary-key updates and multi-statement
 transactions (``sqlserver_cdc_simulator.workload``), plus, in ``dbo.customers`` (a unique index on ``email``, made on
