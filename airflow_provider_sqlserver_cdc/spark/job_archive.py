@@ -28,6 +28,7 @@ JOB_MODULES = (
     "spark/merge",
     "spark/maintenance",
     "spark/continuous",
+    "spark/reconcile",
 )
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 

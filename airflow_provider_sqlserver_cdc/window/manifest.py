@@ -19,7 +19,10 @@ if TYPE_CHECKING:
 
 MANIFEST_NAME = "_manifest.json"
 FORMAT_VERSION = 1
-KINDS = ("changes", "snapshot")
+KINDS = ("changes", "snapshot", "repair")
+#: A reconcile repair (docs/reconcile.md): rows read at one consistent LSN, merged under the LSN guard like
+#: changes, never skipped as applied and never recorded as an applied range.
+REPAIR = "repair"
 MODES = ("interval", "watermark", "snapshot")
 #: The prefix of the columns the merge adds to a target table; no captured column may use it.
 RESERVED_COLUMN_PREFIX = "_cdc_"
@@ -206,7 +209,7 @@ def validate_manifest(data: Any, uri: str = MANIFEST_NAME, *, key_required: bool
     )
     missing = [name for name in REQUIRED_FIELDS if name not in data]
     _require(not missing, uri, f"it lacks fields: {', '.join(missing)}")
-    _require(data["kind"] in KINDS, uri, f"kind is {data['kind']!r}, expected 'changes' or 'snapshot'")
+    _require(data["kind"] in KINDS, uri, f"kind is {data['kind']!r}, expected one of {KINDS}")
     _require(data["mode"] in MODES, uri, f"mode is {data['mode']!r}, expected one of {MODES}")
     ci = data["capture_instance"]
     _require(isinstance(ci, str) and bool(ci), uri, "capture_instance is missing")
