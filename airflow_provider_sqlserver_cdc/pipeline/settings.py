@@ -50,6 +50,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     concurrent_tables_value,
     partition_buckets_value,
 )
+from airflow_provider_sqlserver_cdc.spark.reconcile import DEFAULT_LEAF_ROWS, DEFAULT_MAX_REPORTED_KEYS
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
     DEFAULT_APPLY_POLL_SECONDS,
@@ -501,6 +502,45 @@ class TableMaintenanceSettings(_Section):
         )
 
 
+# --- reconcile (docs/reconcile.md) ----------------------------------------------------------------
+@dataclass(frozen=True)
+class ReconcileSettings(_Section):
+    """
+    CdcReconcileOperator: compare each table with its source per key range, in the runs ``schedule`` picks.
+
+    :param schedule: cron or preset (e.g. ``@daily``): the runs whose data interval holds one of its
+        times compare every table (one mapped task per table, after the watermark commit); None
+        (default): no reconcile task.
+    :param repair: re-copy the differing key ranges (only the rows that differ are written); False
+        (default): compare and report only.
+    :param leaf_rows: source rows per leaf: the finest range compared, and what a repair reads per leaf.
+    :param max_reported_keys: differing keys in the log and the XCom at most.
+    :param fail_on_difference: fail the table's task when differences remain.
+    :param execution_timeout_minutes: stop a hung comparison (it writes nothing until the repair's merge).
+    """
+
+    key: ClassVar[str] = "reconcile"
+    schedule: str | None = None
+    repair: bool = False
+    leaf_rows: int = DEFAULT_LEAF_ROWS
+    max_reported_keys: int = DEFAULT_MAX_REPORTED_KEYS
+    fail_on_difference: bool = False
+    execution_timeout_minutes: float = 120.0
+
+    def check(self) -> None:
+        """Refuse a bad schedule and non-positive sizes."""
+        from croniter import croniter
+
+        self._require(
+            "schedule",
+            self.schedule is None or croniter.is_valid(self.schedule),
+            f"is not a cron expression: {self.schedule!r}",
+        )
+        self._require("leaf_rows", self.leaf_rows > 0, "must be positive")
+        self._require("max_reported_keys", self.max_reported_keys >= 0, "must not be negative")
+        self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
+
+
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
 @dataclass(frozen=True)
 class RetentionHeadroomSettings(_Section):
@@ -555,6 +595,7 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param reconcile: the scheduled comparison (and repair) of the targets with the source (off by default).
     """
 
     tables: tuple[str, ...]
@@ -569,6 +610,7 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

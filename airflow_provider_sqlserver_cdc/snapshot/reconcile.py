@@ -24,6 +24,11 @@ from airflow_provider_sqlserver_cdc.hooks.reconcile_source import (
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.spark.reconcile import (
+    DEFAULT_DETAIL_LEAVES,
+    DEFAULT_LEAF_ROWS,
+    DEFAULT_MAX_REPORTED_KEYS,
+)
 from airflow_provider_sqlserver_cdc.spark.reconcile.digest import (
     Key,
     decode_key,
@@ -37,9 +42,6 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
-DEFAULT_LEAF_ROWS = 10_000
-DEFAULT_DETAIL_LEAVES = 200
-DEFAULT_MAX_REPORTED_KEYS = 100
 MISSING = "missing_in_target"
 UNEXPECTED = "unexpected_in_target"
 CHANGED = "changed"

@@ -1,3 +1,13 @@
-"""The target side of the reconcile comparison (docs/reconcile.md): per-range row counts and digests of an Iceberg table."""
+"""
+The reconcile comparison's shared pieces (docs/reconcile.md): row digests and key ranges both sides use
+(``digest``), and the target side's Spark job (``job``). Standard library only at import.
+"""
 
 from __future__ import annotations
+
+#: Source rows per leaf: the finest key range compared, and what a repair reads per differing leaf.
+DEFAULT_LEAF_ROWS = 10_000
+#: Differing leaves compared key by key (and repaired) per run at most; the rest is counted.
+DEFAULT_DETAIL_LEAVES = 200
+#: Differing keys listed in the log and the XCom at most.
+DEFAULT_MAX_REPORTED_KEYS = 100

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, START_LSN
 from airflow_provider_sqlserver_cdc.spark.merge.published_files import read_text, write_text
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
+from airflow_provider_sqlserver_cdc.spark.reconcile import DEFAULT_DETAIL_LEAVES
 from airflow_provider_sqlserver_cdc.spark.reconcile.digest import (
     MASK64,
     combine,
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 LOG = logging.getLogger("sqlserver_cdc.reconcile")
-#: Differing leaves whose target rows the result carries at most (each leaf holds ``leaf_rows`` rows).
-DEFAULT_DETAIL_LEAVES = 200
 
 
 def _summaries(
