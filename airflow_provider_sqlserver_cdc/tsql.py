@@ -351,15 +351,7 @@ def keyset_predicate(key_columns: Sequence[CapturedColumn]) -> str:
     """
     if not key_columns:
         raise ValueError("keyset pagination needs at least one key column")
-    predicate = ""
-    for column in reversed(key_columns):
-        name = f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(column.name)}"
-        value = f"CAST(? AS {column.describe()})"
-        if not predicate:
-            predicate = f"{name} > {value}"
-        else:
-            predicate = f"{name} > {value} OR ({name} = {value} AND ({predicate}))"
-    return predicate
+    return _key_bound_predicate(key_columns, ">", ">")
 
 
 def keyset_parameters(last_key: Sequence[object]) -> list[object]:
@@ -610,7 +602,7 @@ CT_FIRST_COMMIT_AFTER = "SELECT MIN(commit_time) FROM sys.dm_tran_commit_table W
 
 
 def _key_bound_predicate(key_columns: Sequence[CapturedColumn], strict: str, last: str) -> str:
-    """``(k1, k2, ...) <op> (?, ?, ...)`` nested as in :func:`keyset_predicate`, ``last`` on the last column."""
+    """``(k1, k2, ...) <op> (?, ...)`` nested as :func:`keyset_predicate` does, ``last`` on the last column."""
     predicate = ""
     for column in reversed(key_columns):
         name = f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(column.name)}"
@@ -619,7 +611,7 @@ def _key_bound_predicate(key_columns: Sequence[CapturedColumn], strict: str, las
             predicate = f"{name} {last} {value}"
         else:
             predicate = f"{name} {strict} {value} OR ({name} = {value} AND ({predicate}))"
-    return f"({predicate})"
+    return predicate
 
 
 def key_range_query(
@@ -635,14 +627,7 @@ def key_range_query(
     The rows of a key range in key order: ``lower <= key < upper`` (either bound may be left out).
 
     Parameters: :func:`keyset_parameters` of the lower bound, then of the upper bound, each cast to
-    its key column's type as in :func:`keyset_predicate`. Without bounds: the whole table in key order.
-
-    :param schema: source schema.
-    :param table: source table.
-    :param columns: the captured columns (read as in change windows).
-    :param key_columns: the key columns in index order.
-    :param lower: the range has a lower bound (inclusive).
-    :param upper: the range has an upper bound (exclusive).
+    its key column's type as in :func:`keyset_predicate`. ``columns`` are read as in change windows.
     """
     if not key_columns:
         raise ValueError("a key range needs key columns")
@@ -650,9 +635,9 @@ def key_range_query(
     source = f"{_source_table(schema, table)} AS {quote_name(SNAPSHOT_ROW_ALIAS)}"
     bounds = []
     if lower:
-        bounds.append(_key_bound_predicate(key_columns, ">", ">="))
+        bounds.append(f"({_key_bound_predicate(key_columns, '>', '>=')})")
     if upper:
-        bounds.append(_key_bound_predicate(key_columns, "<", "<"))
+        bounds.append(f"({_key_bound_predicate(key_columns, '<', '<')})")
     where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
     order = ", ".join(f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(c.name)}" for c in key_columns)
     return f"SELECT {select} FROM {source}{where} ORDER BY {order}"

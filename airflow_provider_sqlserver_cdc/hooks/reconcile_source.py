@@ -1,10 +1,10 @@
 """
 The source side of the reconcile comparison: a table's rows in key order, summarised per key range.
 
-Rows are read inside a consistent read transaction (``snapshot.consistent_point``) with the
+Rows are read inside a consistent read transaction (``hooks.consistent_point``) with the
 snapshot's select list and typed by the snapshot's converters, so each value is what the merge
 wrote to the target; ``datetime2(7)`` is compared at microseconds, as the target stores it. The
-digests and leaf bounds come from ``spark.reconcile.digest``, which the target side uses too.
+digests and leaf bounds come from ``reconcile.digest``, which the target side uses too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pyarrow as pa
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.errors import SqlServerCdcError
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
-from airflow_provider_sqlserver_cdc.spark.reconcile.digest import MASK64, Key, Summary, row_digest
+from airflow_provider_sqlserver_cdc.reconcile.digest import MASK64, Key, Summary, row_digest
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import METHODS, SNAPSHOT_ISOLATION
-from airflow_provider_sqlserver_cdc.spark.reconcile import (
+from airflow_provider_sqlserver_cdc.reconcile import (
     DEFAULT_DETAIL_LEAVES,
     DEFAULT_LEAF_ROWS,
     DEFAULT_MAX_REPORTED_KEYS,

@@ -40,6 +40,7 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_target_name,
 )
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.reconcile import DEFAULT_LEAF_ROWS, DEFAULT_MAX_REPORTED_KEYS
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
@@ -50,7 +51,6 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     concurrent_tables_value,
     partition_buckets_value,
 )
-from airflow_provider_sqlserver_cdc.spark.reconcile import DEFAULT_LEAF_ROWS, DEFAULT_MAX_REPORTED_KEYS
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
     DEFAULT_APPLY_POLL_SECONDS,
@@ -508,11 +508,9 @@ class ReconcileSettings(_Section):
     """
     CdcReconcileOperator: compare each table with its source per key range, in the runs ``schedule`` picks.
 
-    :param schedule: cron or preset (e.g. ``@daily``): the runs whose data interval holds one of its
-        times compare every table (one mapped task per table, after the watermark commit); None
-        (default): no reconcile task.
-    :param repair: re-copy the differing key ranges (only the rows that differ are written); False
-        (default): compare and report only.
+    :param schedule: cron or preset (``@daily``): the runs whose data interval holds one of its times compare
+        every table (a mapped task per table, after the watermark commit); None (default): no reconcile task.
+    :param repair: re-copy the differing key ranges (only differing rows are written); False: report only.
     :param leaf_rows: source rows per leaf: the finest range compared, and what a repair reads per leaf.
     :param max_reported_keys: differing keys in the log and the XCom at most.
     :param fail_on_difference: fail the table's task when differences remain.
@@ -531,11 +529,8 @@ class ReconcileSettings(_Section):
         """Refuse a bad schedule and non-positive sizes."""
         from croniter import croniter
 
-        self._require(
-            "schedule",
-            self.schedule is None or croniter.is_valid(self.schedule),
-            f"is not a cron expression: {self.schedule!r}",
-        )
+        valid = self.schedule is None or croniter.is_valid(self.schedule)
+        self._require("schedule", valid, f"is not a cron expression: {self.schedule!r}")
         self._require("leaf_rows", self.leaf_rows > 0, "must be positive")
         self._require("max_reported_keys", self.max_reported_keys >= 0, "must not be negative")
         self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")

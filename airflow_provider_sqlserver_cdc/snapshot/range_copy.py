@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import RowTyper, read_key_range
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import ParquetWindowWriter, resolve_filesystem
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.reconcile.digest import Key, leaf_runs, row_digest
 from airflow_provider_sqlserver_cdc.snapshot.reconcile import Comparison, leaf_bounds
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import update_mask_all
-from airflow_provider_sqlserver_cdc.spark.reconcile.digest import Key, leaf_runs, row_digest
-from airflow_provider_sqlserver_cdc.window.extraction import finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
     REPAIR,
     WindowManifest,

@@ -17,19 +17,19 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import (
     read_key_range,
     summarise_source,
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
-from airflow_provider_sqlserver_cdc.spark.reconcile import (
+from airflow_provider_sqlserver_cdc.reconcile import (
     DEFAULT_DETAIL_LEAVES,
     DEFAULT_LEAF_ROWS,
     DEFAULT_MAX_REPORTED_KEYS,
 )
-from airflow_provider_sqlserver_cdc.spark.reconcile.digest import (
+from airflow_provider_sqlserver_cdc.reconcile.digest import (
     Key,
     decode_key,
     encode_key,

@@ -1,13 +1,3 @@
-"""
-The reconcile comparison's shared pieces (docs/reconcile.md): row digests and key ranges both sides use
-(``digest``), and the target side's Spark job (``job``). Standard library only at import.
-"""
+"""The target side of the reconcile comparison (docs/reconcile.md): the Spark job ``job``."""
 
 from __future__ import annotations
-
-#: Source rows per leaf: the finest key range compared, and what a repair reads per differing leaf.
-DEFAULT_LEAF_ROWS = 10_000
-#: Differing leaves compared key by key (and repaired) per run at most; the rest is counted.
-DEFAULT_DETAIL_LEAVES = 200
-#: Differing keys listed in the log and the XCom at most.
-DEFAULT_MAX_REPORTED_KEYS = 100

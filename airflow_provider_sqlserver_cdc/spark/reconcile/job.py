@@ -18,11 +18,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, START_LSN
-from airflow_provider_sqlserver_cdc.spark.merge.published_files import read_text, write_text
-from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
-from airflow_provider_sqlserver_cdc.spark.reconcile import DEFAULT_DETAIL_LEAVES
-from airflow_provider_sqlserver_cdc.spark.reconcile.digest import (
+from airflow_provider_sqlserver_cdc.reconcile import DEFAULT_DETAIL_LEAVES
+from airflow_provider_sqlserver_cdc.reconcile.digest import (
     MASK64,
     combine,
     decode_key,
@@ -31,6 +28,9 @@ from airflow_provider_sqlserver_cdc.spark.reconcile.digest import (
     leaf_of,
     row_digest,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED, START_LSN
+from airflow_provider_sqlserver_cdc.spark.merge.published_files import read_text, write_text
+from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
