@@ -136,7 +136,6 @@ def write_repair_window(
     typer = RowTyper(instance)
     schema = hook.changes_schema(instance)
     mask = update_mask_all(instance.columns)
-    key_positions = set(typer.key_index)
     upserts: list[tuple[Any, ...]] = []
     deletes: list[tuple[Any, ...]] = []
     rows_read = 0
@@ -164,13 +163,10 @@ def write_repair_window(
                     upserts.append(values)
             for key, row in targets.items():
                 if key not in seen and not row.deleted:
-                    key_values = iter(key)
-                    deletes.append(
-                        tuple(
-                            next(key_values) if i in key_positions else None
-                            for i in range(len(instance.columns))
-                        )
-                    )
+                    values = [None] * len(instance.columns)
+                    for position, value in zip(typer.key_index, key, strict=True):
+                        values[position] = value
+                    deletes.append(tuple(values))
     if on_read is not None:
         on_read(point.lsn)
     if log is not None:

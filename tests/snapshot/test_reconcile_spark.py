@@ -10,6 +10,7 @@ equal to the source, does not overwrite the newer change, and rewrites no data f
 from __future__ import annotations
 
 import json
+import textwrap
 
 import pytest
 from snapshot_source import seed, windows_after
@@ -26,7 +27,9 @@ from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 from airflow_provider_sqlserver_cdc.spark.reconcile.job import compare_target
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
+    iceberg_runtime_jar,
     iceberg_spark_conf,
     local_spark_session,
     release_local_spark_session,
@@ -41,8 +44,13 @@ LEAF_ROWS = 16
 
 
 @pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    conf = iceberg_spark_conf(tmp_path_factory.mktemp("reconcile-warehouse"), catalog=CATALOG)
+def warehouse(tmp_path_factory):
+    return tmp_path_factory.mktemp("reconcile-warehouse")
+
+
+@pytest.fixture(scope="module")
+def spark(warehouse):
+    conf = iceberg_spark_conf(warehouse, catalog=CATALOG)
     session = local_spark_session(conf, app_name="sqlserver-cdc-reconcile-tests")
     yield session
     release_local_spark_session(session)
@@ -167,3 +175,83 @@ def test_compare_finds_the_corrupted_keys_and_repair_recopies_one_range(source, 
     again = compare_at_consistent_point(hook, orders, table=table, target_side=side, leaf_rows=LEAF_ROWS)
     assert again.matches, again.summary()
     conn.close()
+
+
+DAG_FILE = """
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_sqlserver_cdc.operators.reconcile import CdcReconcileOperator
+
+with DAG("sqlserver_cdc_reconcile_test", schedule=None, start_date=dt.datetime(2026, 1, 1), catchup=False) as dag:
+    reconcile = CdcReconcileOperator(
+        task_id="reconcile",
+        capture_instance="dbo_orders",
+        namespace={namespace!r},
+        staging_path={staging!r},
+        repair=True,
+        leaf_rows={leaf_rows},
+        sqlserver_cdc_conn_id={conn_id!r},
+        spark_conn_id="spark_default",
+        jars={jar!r},
+        spark_conf={conf!r},
+    )
+
+    @task
+    def report(summary):
+        print("RECONCILE_SUMMARY " + json.dumps(summary))
+
+    report(reconcile.output)
+"""
+
+
+@pytest.mark.slow
+def test_operator_compares_and_repairs_through_spark_submit_in_dag_test(
+    source, spark, warehouse, airflow_db, tmp_path
+):
+    seed(source, rows=60)
+    hook = source.hook()
+    orders = hook.get_capture_instance("dbo_orders")
+    staging = tmp_path / "staging"
+    copy = snapshot_capture_instance(hook, orders, base_uri=str(staging), database=source.name)
+    merge(spark, [copy.extract.manifest_uri])
+    table = target_table_name(orders, NAMESPACE)
+    conn = source.connect()
+    keys = [
+        r[0] for r in conn.cursor().execute("SELECT order_id FROM dbo.orders ORDER BY order_id").fetchall()
+    ]
+    spark.sql(f"UPDATE {table} SET status = 'corrupt' WHERE order_id = {keys[5]}")
+    spark.sql(f"DELETE FROM {table} WHERE order_id = {keys[50]}")
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "reconcile_dag.py").write_text(
+        textwrap.dedent(DAG_FILE).format(
+            namespace=NAMESPACE,
+            staging=str(staging),
+            leaf_rows=LEAF_ROWS,
+            conn_id=source.conn_id,
+            jar=iceberg_runtime_jar(),
+            conf=iceberg_spark_conf(warehouse, catalog=CATALOG),
+        )
+    )
+    run = run_dag_test("sqlserver_cdc_reconcile_test", dags_folder=dags)
+    assert run.state == "success", run.output[-5000:]
+    line = next(x for x in run.output.splitlines() if "RECONCILE_SUMMARY " in x)
+    summary = json.loads(line.split("RECONCILE_SUMMARY ", 1)[1])
+    assert summary["differing_keys"] == 2 and summary["differences_by_kind"] == {
+        MISSING: 1,
+        UNEXPECTED: 0,
+        CHANGED: 1,
+    }
+    assert {k["key"][0] for k in summary["reported_keys"]} == {str(keys[5]), str(keys[50])}
+    assert summary["repair"]["ranges"] == [[0, 0], [3, 3]] and summary["repair"]["upserts"] == 2
+    assert "changed (leaf 0)" in run.output  # the differing keys are in the task's log
+    assert list((staging / "_reconcile" / "_requests").iterdir()) == []  # request and result removed
+    spark.sql(f"REFRESH TABLE {table}")
+    result = compare_table(spark, conn, orders, table)
+    conn.close()
+    assert result.matches, result.describe()
