@@ -127,6 +127,7 @@ def test_compare_finds_the_corrupted_keys_and_repair_recopies_one_range(source, 
         (gone, UNEXPECTED),
     }
     assert comparison.ranges_compared > 1  # bisected: 8 leaves, halves compared down to leaf 2
+    assert comparison.changes_not_merged == 0  # the target merged every captured change: all three are damage
     report = comparison.summary(max_keys=2)
     assert (
         report["differing_keys"] == 3 and len(report["reported_keys"]) == 2 and report["keys_left_out"] == 1
