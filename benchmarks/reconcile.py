@@ -51,7 +51,16 @@ def load(host: str, port: int, rows: int) -> None:
         "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', @role_name = NULL"
     )
     started = time.monotonic()
-    insert_rows(cur, "bench", 0, rows)
+    # a part with parameters, then doubled inside the server (ids shifted): far faster than parameters alone
+    part, doublings = rows, 0
+    while part > 20_000 and part % 2 == 0:
+        part, doublings = part // 2, doublings + 1
+    insert_rows(cur, "bench", 0, part)
+    columns = "c_bigint, c_decimal, c_nvarchar, c_varchar, c_datetime2, c_date, c_float, c_bit, c_guid"
+    for step in range(doublings):
+        cur.execute(
+            f"INSERT INTO dbo.bench (id, {columns}) SELECT id + {part << step}, {columns} FROM dbo.bench"
+        )
     print(f"loaded dbo.bench: {rows} rows ({time.monotonic() - started:.0f} s)", flush=True)
     conn.close()
 
