@@ -88,10 +88,8 @@ def main() -> None:
     parser.add_argument("--leaf-rows", type=int, default=10_000)
     args = parser.parse_args()
 
-    from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
-        connection_variable,
-        mssql_connection_json,
-    )
+    from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
+    from sqlserver_cdc_simulator.connections import mssql_connection_json
 
     work = Path(tempfile.mkdtemp(prefix="reconcile-bench-"))
     os.environ.setdefault("AIRFLOW_HOME", str(work / "airflow"))

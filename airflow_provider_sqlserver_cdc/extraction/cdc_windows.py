@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -28,7 +28,7 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -46,13 +46,16 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
     guard_window,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
+    CHANGES,
     MANIFEST_NAME,
     OPERATION_NAMES,
+    WINDOW_MODES,
     WindowManifest,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
-from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
+from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone, plan_windows
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE, DdlEvent
 
 if TYPE_CHECKING:
@@ -62,12 +65,13 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
 #: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes")
+ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
 
 
 @dataclass
@@ -143,6 +147,7 @@ def extract_window(
     healed_gap: UnappliedChanges | None = None,
     ddl_events: Sequence[DdlEvent] = (),
     stream: str | None = None,
+    masking: ColumnMasking | None = None,
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -167,16 +172,20 @@ def extract_window(
     :param ddl_events: the DDL run on the source table inside the window (``cdc.ddl_history``).
     :param stream: the name the window is filed and merged under when ``instance`` is a later capture
         instance of the stream's table (``extraction.instance_switch``); default ``instance.name``.
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     name = stream or instance.name
     window_dir = f"{base_path}/{name}/{window.directory_name}"
     schema = hook.changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     counts = zero_operation_counts()
     rows = 0
     last_report = started
-    writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+    writer = ParquetWindowWriter(
+        filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
+    )
     with writer:
         for batch in hook.stream_changes(
             instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, reader=reader
@@ -192,28 +201,27 @@ def extract_window(
                     "%s: %d rows so far, %.0f rows/s", instance.name, rows, rows / max(now - started, 1e-9)
                 )
                 last_report = now
-    manifest = WindowManifest(
-        kind="changes",
+    manifest = build_manifest(
+        CHANGES,
         capture_instance=name,
         source=source_description(hook.server, database, instance),
-        from_lsn=window.from_lsn.hex,
-        to_lsn=window.to_lsn.hex,
-        from_time=window.from_time.isoformat() if window.from_time else None,
-        to_time=window.to_time.isoformat() if window.to_time else None,
+        from_lsn=window.from_lsn,
+        to_lsn=window.to_lsn,
+        from_time=window.from_time,
+        to_time=window.to_time,
         mode=window.mode,
         row_filter_option=row_filter_option,
-        key_columns=list(instance.key_columns),
-        columns=column_descriptions(instance),
+        key_columns=instance.key_columns,
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
-        row_count=rows,
         operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
         dag_id=dag_id,
         run_id=run_id,
         applied_through=applied_through.hex if applied_through is not None else None,
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
         ddl_events=[e.to_manifest() for e in ddl_events] or None,
         read_instance=instance.name if name != instance.name else None,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -322,8 +330,8 @@ def extract_windows(
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
-    if window_mode not in MODES:
-        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    if window_mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
     if on_gap not in ON_GAP:
         raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
     if on_schema_change not in ON_SCHEMA_CHANGE:
@@ -455,6 +463,7 @@ def extract_windows(
                     database=database,
                     max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                     log=log,
+                    masking=extract_options.get("masking"),
                 )
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))

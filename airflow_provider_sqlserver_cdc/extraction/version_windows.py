@@ -58,6 +58,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     retention_error,
     version_lsn,
 )
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -67,7 +68,9 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
-    WindowManifest,
+    CHANGES,
+    WINDOW_MODES,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -78,9 +81,9 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
-VERSION_MODES = ("interval", "watermark")
 #: SYS_CHANGE_OPERATION -> the window format's __$operation
 OPERATIONS = {"I": INSERT, "U": UPDATE_AFTER, "D": DELETE}
 #: the manifest's row_filter_option of a Change Tracking window: net changes, no before-images
@@ -131,8 +134,8 @@ def plan_version_window(
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param log: where the plan is explained.
     """
-    if mode not in VERSION_MODES:
-        raise ValueError(f"window_mode must be one of {VERSION_MODES}, got {mode!r}")
+    if mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {mode!r}")
     if mode == "interval":
         if data_interval_start is None or data_interval_end is None:
             raise ValueError("interval mode needs data_interval_start and data_interval_end")
@@ -206,6 +209,7 @@ def extract_version_window(
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> tuple[ExtractResult, bool]:
     """
     Extract one version window into ``{base_uri}/{name}/{from}_{to}/`` and write its manifest last.
@@ -214,11 +218,13 @@ def extract_version_window(
     When columns were added to the table since its previous window, the window also re-reads, in
     the same SNAPSHOT transaction, every row that holds a value in one of them (see the module).
 
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     :raises ChangeTrackingRetentionError: the last version is below the table's min valid version.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     schema = changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     counts = zero_operation_counts()
     last = window.last_version
@@ -248,7 +254,11 @@ def extract_version_window(
         empty = stop == last
         directory = f"{version_lsn(last + 1).hex}_{version_lsn(stop).hex}"
         writer = ParquetWindowWriter(
-            filesystem, f"{table_dir}/{directory}", schema, max_file_bytes=max_file_bytes
+            filesystem,
+            f"{table_dir}/{directory}",
+            schema,
+            max_file_bytes=max_file_bytes,
+            masking=table_masking,
         )
         with writer:
             if not empty:
@@ -278,30 +288,28 @@ def extract_version_window(
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
         _log_column_changes(instance, before, added, reread, empty, log)
-    first = version_lsn(last if empty else last + 1).hex
-    manifest = WindowManifest(
-        kind="changes",
+    manifest = build_manifest(
+        CHANGES,
         capture_instance=instance.name,
         source=source_description(hook.server, database, instance),
-        from_lsn=first,
-        to_lsn=version_lsn(stop).hex,
-        from_time=window.from_time.isoformat() if window.from_time else None,
-        to_time=window.to_time.isoformat() if window.to_time else None,
+        from_lsn=version_lsn(last if empty else last + 1),
+        to_lsn=version_lsn(stop),
+        from_time=window.from_time,
+        to_time=window.to_time,
         mode=window.mode,
         row_filter_option=ROW_FILTER_OPTION,
-        key_columns=list(instance.key_columns),
-        columns=column_descriptions(instance),
+        key_columns=instance.key_columns,
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
-        row_count=rows,
         operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
         dag_id=dag_id,
         run_id=run_id,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     window_dir = f"{table_dir}/{directory}"
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
     if not empty:
-        record_columns(filesystem, table_dir, version_lsn(stop), manifest.columns, before)
+        record_columns(filesystem, table_dir, version_lsn(stop), column_descriptions(instance), before)
     return result, empty
 
 

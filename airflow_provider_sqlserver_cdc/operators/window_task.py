@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -18,6 +18,7 @@ from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 
@@ -37,6 +38,10 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param require_key_columns: fail when an instance has no key columns (the merge needs them).
     :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    :param column_masking: ``{"schema.table.column": "hash" | "mask" | "mask(text)" | "truncate(n)" |
+        "drop"}``, applied before Parquet is written (docs/column-masking.md).
+    :param masking_salt_conn_id: the Airflow connection (or secrets-backend connection) whose password
+        is the salt of ``hash``; read when the task runs, never logged or passed on.
     """
 
     def __init__(
@@ -50,6 +55,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         require_key_columns: bool = True,
         server_time_zone: str | None = None,
+        column_masking: Mapping[str, str] | None = None,
+        masking_salt_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -63,6 +70,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         self.max_file_bytes = max_file_bytes
         self.require_key_columns = require_key_columns
         self.server_time_zone = server_time_zone
+        self.column_masking = dict(column_masking or {})
+        self.masking_salt_conn_id = masking_salt_conn_id
 
     def write_windows(
         self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
@@ -78,6 +87,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
         check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
+        if self.column_masking:
+            options["masking"] = self.masking_rules()
         started = time.monotonic()
         with self.source_hook() as hook:
             windows = write(
@@ -96,6 +107,17 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
             timing(WINDOW_SECONDS, window.capture_instance, time.monotonic() - started)
         values = [w.to_xcom() for w in windows]
         return values[0] if isinstance(self.capture_instance, str) and len(values) == 1 else values
+
+    def masking_rules(self) -> ColumnMasking:
+        """The column masking rules with the salt read from ``masking_salt_conn_id`` (secrets backends included)."""
+        from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
+
+        salt = None
+        if self.masking_salt_conn_id:
+            from airflow.sdk import BaseHook
+
+            salt = BaseHook.get_connection(self.masking_salt_conn_id).password or None
+        return ColumnMasking(self.column_masking, salt=salt)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The OpenLineage of the windows written: source tables in, windows out (lineage.py).

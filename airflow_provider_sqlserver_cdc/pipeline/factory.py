@@ -105,7 +105,7 @@ from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
-from airflow_provider_sqlserver_cdc.window.planning import MODES
+from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
 def cdc_replication_dag(
@@ -208,6 +208,7 @@ def add_replication_tasks(
         return list(names)
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    masking = settings.masking.operator_arguments()
     zone = settings.source.server_time_zone
     run_table_list = tables()
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
@@ -220,6 +221,7 @@ def add_replication_tasks(
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
@@ -247,6 +249,7 @@ def add_replication_tasks(
         disable_old_capture_instance=settings.extract.disable_old_capture_instance,
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_extract)
     wait >> extract
     # Change Tracking tables (docs/change-tracking.md): their own plan/snapshot/wait/extract, same merge and commit
@@ -548,8 +551,8 @@ def add_reconcile_tasks(
 
 
 def _check_window_mode(window_mode: str) -> None:
-    if window_mode not in MODES:
-        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    if window_mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
 
 
 def _minutes(minutes: float) -> dt.timedelta:

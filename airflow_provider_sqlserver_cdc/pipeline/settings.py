@@ -34,13 +34,14 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError, parse_rules
 from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_source_names,
     check_table_name_template,
     check_target_name,
 )
-from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
-from airflow_provider_sqlserver_cdc.reconcile import DEFAULT_LEAF_ROWS, DEFAULT_MAX_REPORTED_KEYS
+from airflow_provider_sqlserver_cdc.pipeline.reconcile_settings import ReconcileSettings
+from airflow_provider_sqlserver_cdc.pipeline.settings_fields import Section, SettingsError, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
@@ -102,21 +103,7 @@ def operator_default(operator: type, parameter: str) -> Any:
     raise TypeError(f"{operator.__name__} takes no argument {parameter!r}")
 
 
-class _Section:
-    """Checks the fields of a settings section against their types when it is built."""
-
-    key: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self, self.key)
-        self.check()
-
-    def check(self) -> None:
-        """Refuse values out of range (beyond what the field types say)."""
-
-    def _require(self, name: str, condition: bool, problem: str) -> None:
-        if not condition:
-            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)
+_Section = Section
 
 
 @dataclass(frozen=True)
@@ -502,40 +489,6 @@ class TableMaintenanceSettings(_Section):
         )
 
 
-# --- reconcile (docs/reconcile.md) ----------------------------------------------------------------
-@dataclass(frozen=True)
-class ReconcileSettings(_Section):
-    """
-    CdcReconcileOperator: compare each table with its source per key range, in the runs ``schedule`` picks.
-
-    :param schedule: cron or preset (``@daily``): the runs whose data interval holds one of its times compare
-        every table (a mapped task per table, after the watermark commit); None (default): no reconcile task.
-    :param repair: re-copy the differing key ranges (only differing rows are written); False: report only.
-    :param leaf_rows: source rows per leaf: the finest range compared, and what a repair reads per leaf.
-    :param max_reported_keys: differing keys in the log and the XCom at most.
-    :param fail_on_difference: fail the table's task when differences remain.
-    :param execution_timeout_minutes: stop a hung comparison (it writes nothing until the repair's merge).
-    """
-
-    key: ClassVar[str] = "reconcile"
-    schedule: str | None = None
-    repair: bool = False
-    leaf_rows: int = DEFAULT_LEAF_ROWS
-    max_reported_keys: int = DEFAULT_MAX_REPORTED_KEYS
-    fail_on_difference: bool = False
-    execution_timeout_minutes: float = 120.0
-
-    def check(self) -> None:
-        """Refuse a bad schedule and non-positive sizes."""
-        from croniter import croniter
-
-        valid = self.schedule is None or croniter.is_valid(self.schedule)
-        self._require("schedule", valid, f"is not a cron expression: {self.schedule!r}")
-        self._require("leaf_rows", self.leaf_rows > 0, "must be positive")
-        self._require("max_reported_keys", self.max_reported_keys >= 0, "must not be negative")
-        self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
-
-
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
 @dataclass(frozen=True)
 class RetentionHeadroomSettings(_Section):
@@ -571,6 +524,43 @@ class RetentionHeadroomSettings(_Section):
         )
 
 
+# --- column masking (docs/column-masking.md) --------------------------------------------------------
+@dataclass(frozen=True)
+class MaskingSettings(_Section):
+    """
+    Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
+
+    :param columns: ``{"schema.table.column": rule}`` with rule ``hash`` (salted SHA-256, hex; keys may be
+        hashed and still merge), ``mask`` / ``mask(text)``, ``truncate(n)`` (strings) or ``drop``.
+        Default: none, every column in clear.
+    :param salt_conn_id: the Airflow connection (a secrets backend serves it too) whose password is the
+        salt of ``hash``; required when a rule hashes. Read by the extract and snapshot tasks only.
+    """
+
+    key: ClassVar[str] = "masking"
+    columns: Mapping[str, str] = field(default_factory=dict)
+    salt_conn_id: str | None = None
+
+    def check(self) -> None:
+        """Refuse malformed rules, and ``hash`` without a salt connection."""
+        try:
+            tables = parse_rules(self.columns)
+        except ColumnMaskingError as err:
+            raise SettingsError(f"{self.key}.columns", str(err)) from None
+        hashes = any(r.method == "hash" for rules in tables.values() for r in rules)
+        self._require(
+            "salt_conn_id",
+            bool(self.salt_conn_id) or not hashes,
+            "is required when a column is hashed: the id of an Airflow connection whose password is the salt",
+        )
+
+    def operator_arguments(self) -> dict[str, Any]:
+        """The extract and snapshot operators' masking arguments (none when nothing is masked)."""
+        if not self.columns:
+            return {}
+        return {"column_masking": dict(self.columns), "masking_salt_conn_id": self.salt_conn_id}
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -591,6 +581,7 @@ class ReplicationSettings(_Section):
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
     :param reconcile: the scheduled comparison (and repair) of the targets with the source (off by default).
+    :param masking: column masking before Parquet is written (none by default).
     """
 
     tables: tuple[str, ...]
@@ -606,6 +597,7 @@ class ReplicationSettings(_Section):
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
     reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
+    masking: MaskingSettings = field(default_factory=MaskingSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

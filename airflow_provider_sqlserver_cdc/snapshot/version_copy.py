@@ -24,6 +24,7 @@ from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_bef
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -33,7 +34,8 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_batch, update_mask_all
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
-    WindowManifest,
+    SNAPSHOT,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 METHOD = "snapshot_isolation"
@@ -60,6 +63,7 @@ def snapshot_tracked_table(
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> ChangeWindow:
     """
     Copy one tracked table as of a version into ``{base_uri}/{name}/0x0…0_{version}/``; return its window.
@@ -69,10 +73,12 @@ def snapshot_tracked_table(
     :param base_uri: local path or filesystem URI of the windows' base directory.
     :param database: the source database (manifest, watermark key).
     :param conn_id: the source connection id (watermark key).
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     schema = changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     mask = update_mask_all(instance.columns)
     rows = 0
@@ -87,7 +93,9 @@ def snapshot_tracked_table(
         position = version_lsn(int(version))
         window_dir = f"{base_path}/{instance.name}/{Lsn.zero().hex}_{position.hex}"
         commit_time = read_at.astimezone(UTC) if isinstance(read_at, datetime) else datetime.now(UTC)
-        writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+        writer = ParquetWindowWriter(
+            filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
+        )
         with writer:
             cursor = conn.cursor()
             try:
@@ -105,31 +113,28 @@ def snapshot_tracked_table(
                     rows += len(chunk)
             finally:
                 cursor.close()
-    counts = zero_operation_counts()
-    counts["insert"] = rows
-    manifest = WindowManifest(
-        kind="snapshot",
+    manifest = build_manifest(
+        SNAPSHOT,
         capture_instance=instance.name,
         source=source_description(hook.server, database, instance),
-        from_lsn=Lsn.zero().hex,
-        to_lsn=position.hex,
-        from_time=None,
-        to_time=commit_time.isoformat(),
-        mode="snapshot",
-        row_filter_option="all",
-        key_columns=list(instance.key_columns),
-        columns=column_descriptions(instance),
+        to_lsn=position,
+        to_time=commit_time,
+        key_columns=instance.key_columns,
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
-        row_count=rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
+        operation_counts={**zero_operation_counts(), "insert": rows},
         dag_id=dag_id,
         run_id=run_id,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
     table_dir = f"{base_path}/{instance.name}"
     record_columns(
-        filesystem, table_dir, position, manifest.columns, columns_before(filesystem, table_dir, position)
+        filesystem,
+        table_dir,
+        position,
+        column_descriptions(instance),
+        columns_before(filesystem, table_dir, position),
     )
     if log is not None:
         log.info("%s: snapshot at change tracking version %s (%d rows)", instance.name, version, rows)

@@ -19,6 +19,7 @@ PACKAGE = PACKAGE_DIR.name
 JOB_MODULES = (
     "__init__.py",
     "lsn.py",
+    "column_masking.py",
     "window/__init__.py",
     "window/manifest.py",
     "window/lsn_ranges.py",

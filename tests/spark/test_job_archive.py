@@ -17,6 +17,7 @@ ALLOWED_IMPORTS = {
     "argparse",
     "concurrent",
     "hashlib",
+    "hmac",  # column_masking (its target comment note is the job's; the hash is the extract's)
     "json",
     "logging",
     "math",
