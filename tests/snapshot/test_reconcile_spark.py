@@ -56,8 +56,8 @@ def spark(warehouse):
     release_local_spark_session(session)
 
 
-def merge(spark, manifests: list[str]) -> None:
-    run(spark, parse_args([*[x for uri in manifests for x in ("--manifest", uri)], "--namespace", NAMESPACE]))
+def merge(spark, manifests: list[str], namespace: str = NAMESPACE) -> None:
+    run(spark, parse_args([*[x for uri in manifests for x in ("--manifest", uri)], "--namespace", namespace]))
 
 
 def to_lsn(window_dir) -> Lsn:
@@ -219,8 +219,9 @@ def test_operator_compares_and_repairs_through_spark_submit_in_dag_test(
     orders = hook.get_capture_instance("dbo_orders")
     staging = tmp_path / "staging"
     copy = snapshot_capture_instance(hook, orders, base_uri=str(staging), database=source.name)
-    merge(spark, [copy.extract.manifest_uri])
-    table = target_table_name(orders, NAMESPACE)
+    namespace = f"{CATALOG}.dagtest"  # a table of its own: the other test's dbo_orders holds other LSNs
+    merge(spark, [copy.extract.manifest_uri], namespace)
+    table = target_table_name(orders, namespace)
     conn = source.connect()
     keys = [
         r[0] for r in conn.cursor().execute("SELECT order_id FROM dbo.orders ORDER BY order_id").fetchall()
@@ -231,7 +232,7 @@ def test_operator_compares_and_repairs_through_spark_submit_in_dag_test(
     dags.mkdir()
     (dags / "reconcile_dag.py").write_text(
         textwrap.dedent(DAG_FILE).format(
-            namespace=NAMESPACE,
+            namespace=namespace,
             staging=str(staging),
             leaf_rows=LEAF_ROWS,
             conn_id=source.conn_id,
