@@ -21,6 +21,7 @@ FLOORS = {
     "shared_storage": 1,
     "tsql": 2,
     "window": 3,
+    "reconcile": 3,
     "parquet": 4,
     "state": 4,
     "spark": 4,

@@ -90,6 +90,7 @@ from airflow_provider_sqlserver_cdc.assets import declared_target_tables, postgr
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
+from airflow_provider_sqlserver_cdc.operators.reconcile import CdcReconcileOperator
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
@@ -310,6 +311,9 @@ def add_replication_tasks(
     # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind postgres) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
+    # The reconcile compares Iceberg targets (docs/reconcile.md); its schedule picks the runs that compare.
+    if settings.reconcile.schedule and settings.merge.target.kind == "iceberg":
+        tasks |= add_reconcile_tasks(settings, run_table_list, after=commit)
     check_shared_paths(
         {"staging_path": settings.staging_path}
         | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},
@@ -546,6 +550,50 @@ def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[
     )
     after >> due >> maintain
     return {"maintenance_window": due, "maintain": maintain}
+
+
+def add_reconcile_tasks(
+    settings: ReplicationSettings, capture_instances: Any, *, after: Any
+) -> dict[str, Any]:
+    """
+    Add the reconcile (a due check, then CdcReconcileOperator mapped over the run's tables) after ``after``.
+
+    It runs after the run's merge and watermark commit, so with one active run its repair never merges
+    beside the run's merge; one table's difference or failure is its own mapped task's.
+
+    :param settings: the pipeline's settings (``settings.reconcile``).
+    :param capture_instances: the run's capture instances (the ``tables`` task's output).
+    :param after: the task it follows.
+    """
+    reconcile = settings.reconcile
+    schedule = str(reconcile.schedule)
+
+    @task.short_circuit(ignore_downstream_trigger_rules=False)
+    def reconcile_window(data_interval_start: Any = None, data_interval_end: Any = None) -> bool:
+        """Whether this run's data interval holds a time of ``reconcile.schedule``."""
+        return maintenance_due(schedule, data_interval_start, data_interval_end)
+
+    due = reconcile_window()
+    compare = CdcReconcileOperator.partial(
+        task_id="reconcile",
+        staging_path=settings.staging_path,
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        targets=dict(settings.merge.tables),
+        repair=reconcile.repair,
+        leaf_rows=reconcile.leaf_rows,
+        max_reported_keys=reconcile.max_reported_keys,
+        fail_on_difference=reconcile.fail_on_difference,
+        allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
+        sqlserver_cdc_conn_id=settings.source.conn_id,
+        database=settings.source.database,
+        spark_conn_id=settings.spark.conn_id,
+        jars=settings.spark.jars,
+        spark_conf=dict(settings.spark.conf),
+        execution_timeout=_minutes(reconcile.execution_timeout_minutes),
+    ).expand(capture_instance=capture_instances)
+    after >> due >> compare
+    return {"reconcile_window": due, "reconcile": compare}
 
 
 def _check_window_mode(window_mode: str) -> None:

@@ -40,7 +40,12 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_table_name_template,
     check_target_name,
 )
-from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.pipeline.reconcile_settings import ReconcileSettings
+from airflow_provider_sqlserver_cdc.pipeline.settings_fields import (
+    Section,
+    SettingsError,
+    read_section,
+)
 from airflow_provider_sqlserver_cdc.pipeline.source_settings import SourceGroupSettings, check_sources
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
@@ -107,25 +112,8 @@ def operator_default(operator: type, parameter: str) -> Any:
     raise TypeError(f"{operator.__name__} takes no argument {parameter!r}")
 
 
-class _Section:
-    """Checks the fields of a settings section against their types when it is built."""
-
-    key: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self, self.key)
-        self.check()
-
-    def check(self) -> None:
-        """Refuse values out of range (beyond what the field types say)."""
-
-    def _require(self, name: str, condition: bool, problem: str) -> None:
-        if not condition:
-            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)
-
-
 @dataclass(frozen=True)
-class SourceSettings(_Section):
+class SourceSettings(Section):
     """
     The SQL Server to read.
 
@@ -141,7 +129,7 @@ class SourceSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SensorSettings(_Section):
+class SensorSettings(Section):
     """
     How LsnSensor waits for the capture job (never retried: its timeout is an answer, not a glitch).
 
@@ -165,7 +153,7 @@ class SensorSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ExtractSettings(_Section):
+class ExtractSettings(Section):
     """
     CdcExtractOperator, one mapped task per capture instance.
 
@@ -208,7 +196,7 @@ class ExtractSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SnapshotSettings(_Section):
+class SnapshotSettings(Section):
     """
     CdcSnapshotOperator: the consistent initial copy of a capture instance without a watermark.
 
@@ -230,7 +218,7 @@ class SnapshotSettings(_Section):
 
 
 @dataclass(frozen=True)
-class TargetSettings(_Section):
+class TargetSettings(Section):
     """
     Where the merge writes: Iceberg (default) or a PostgreSQL database over JDBC (docs/targets-postgres.md).
 
@@ -269,7 +257,7 @@ class TargetSettings(_Section):
 
 
 @dataclass(frozen=True)
-class MergeSettings(_Section):
+class MergeSettings(Section):
     """
     CdcSparkMergeOperator: one Spark application merges every window of a run.
 
@@ -365,7 +353,7 @@ class MergeSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SparkSettings(_Section):
+class SparkSettings(Section):
     """
     spark-submit of the merge job.
 
@@ -382,7 +370,7 @@ class SparkSettings(_Section):
 
 
 @dataclass(frozen=True)
-class DagSettings(_Section):
+class DagSettings(Section):
     """
     The DAG that cdc_replication_dag() builds (a task group takes only ``retries`` and ``retry_delay_seconds``).
 
@@ -417,7 +405,7 @@ class DagSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ChangeTrackingSettings(_Section):
+class ChangeTrackingSettings(Section):
     """
     Tables replicated through Change Tracking instead of CDC, next to the CDC ``tables`` of the same pipeline.
 
@@ -441,7 +429,7 @@ class ChangeTrackingSettings(_Section):
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------
 @dataclass(frozen=True)
-class TableMaintenanceSettings(_Section):
+class TableMaintenanceSettings(Section):
     """
     CdcTableMaintenanceOperator: Iceberg's procedures on the target tables, after the merge of a run.
 
@@ -514,7 +502,7 @@ class TableMaintenanceSettings(_Section):
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
 @dataclass(frozen=True)
-class RetentionHeadroomSettings(_Section):
+class RetentionHeadroomSettings(Section):
     """
     CdcRetentionHeadroomOperator: each run checks how long until the CDC cleanup passes the watermarks.
 
@@ -549,7 +537,7 @@ class RetentionHeadroomSettings(_Section):
 
 # --- column masking (docs/column-masking.md) --------------------------------------------------------
 @dataclass(frozen=True)
-class MaskingSettings(_Section):
+class MaskingSettings(Section):
     """
     Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
 
@@ -585,7 +573,7 @@ class MaskingSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ReplicationSettings(_Section):
+class ReplicationSettings(Section):
     """
     Everything the replication pipeline needs; only ``tables``, ``staging_path`` and ``merge.namespace`` are required.
 
@@ -603,6 +591,7 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param reconcile: the scheduled comparison (and repair) of the targets with the source (off by default).
     :param masking: column masking before Parquet is written (none by default).
     :param sources: several sources, each with its tables, a task group each (docs/several-sources.md).
     """
@@ -619,6 +608,7 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     masking: MaskingSettings = field(default_factory=MaskingSettings)
     sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 

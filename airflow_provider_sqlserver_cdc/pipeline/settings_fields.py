@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T")
 
@@ -246,3 +246,20 @@ def _item_key(key: str, index: int, entry: Any) -> str:
 
 def _describe(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
+
+
+class Section:
+    """A settings section: checks its fields against their types when it is built, then :meth:`check`."""
+
+    key: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, self.key)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values out of range (beyond what the field types say)."""
+
+    def _require(self, name: str, condition: bool, problem: str) -> None:
+        if not condition:
+            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)
