@@ -8,6 +8,7 @@ exactly as ``QUOTENAME`` does.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -196,6 +197,27 @@ METADATA_COLUMNS = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask
 COMMIT_TIME_COLUMN = "__$commit_time"
 
 
+class ReadForm(enum.Enum):
+    """How the change query reads a column so that no digit is lost."""
+
+    NATIVE = "native"
+    TEXT = "text"  # CAST(col AS varchar(40)): datetime2, datetimeoffset, time
+    GUID_TEXT = "guid_text"  # CAST(col AS char(36))
+    NTEXT = "ntext"  # CAST(col AS nvarchar(max)): xml
+
+
+def read_form(column: CapturedColumn) -> ReadForm:
+    """Return how the column is selected (see :class:`ReadForm`)."""
+    t = column.sql_type.lower()
+    if t in ("datetime2", "datetimeoffset", "time"):
+        return ReadForm.TEXT
+    if t == "uniqueidentifier":
+        return ReadForm.GUID_TEXT
+    if t == "xml":
+        return ReadForm.NTEXT
+    return ReadForm.NATIVE
+
+
 def column_read_expression(column: CapturedColumn) -> str:
     """
     The select-list expression that reads one captured column without losing precision.
@@ -204,8 +226,6 @@ def column_read_expression(column: CapturedColumn) -> str:
     the declared scale and the offset), uniqueidentifier as its 36-character form; every other
     type is read natively.
     """
-    from airflow_provider_sqlserver_cdc.parquet.type_mapping import ReadForm, read_form
-
     name = quote_name(column.name)
     form = read_form(column)
     if form is ReadForm.TEXT:

@@ -85,9 +85,9 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
     import pyodbc
 
     from airflow_provider_sqlserver_cdc import tsql
+    from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.lsn import Lsn
-    from airflow_provider_sqlserver_cdc.window.extraction import extract_window
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
     if kind == "pandas":

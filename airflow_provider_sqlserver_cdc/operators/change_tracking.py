@@ -66,7 +66,7 @@ class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperato
         self.window_mode = window_mode
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        from airflow_provider_sqlserver_cdc.window.version_windows import extract_version_windows
+        from airflow_provider_sqlserver_cdc.extraction.version_windows import extract_version_windows
 
         return self.write_windows(
             context,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
@@ -14,7 +15,6 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ON_SCHEMA_CHANGE,
     DEFAULT_ROW_FILTER_OPTION,
 )
-from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -25,7 +25,7 @@ class CdcExtractOperator(WindowTaskOperator):
     Extract the LSN window of one or several capture instances into Parquet files and a manifest.
 
     Works with dynamic task mapping: ``CdcExtractOperator.partial(...).expand(capture_instance=[...])``.
-    Plans and writes the windows with ``window.extraction.extract_windows`` and returns to XCom
+    Plans and writes the windows with ``extraction.cdc_windows.extract_windows`` and returns to XCom
     ``ChangeWindow.to_xcom()`` per capture instance (a list when several were given): capture
     instance, source, from/to LSN and times, window and manifest URIs, row and operation counts,
     and ``state_key`` (the watermark Variable that WatermarkCommitOperator advances after the merge).

@@ -9,6 +9,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.errors import RetentionHeadroomError
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import resolve_streams
 from airflow_provider_sqlserver_cdc.hooks.retention_headroom import (
     CHANGE_TRACKING_REMEDY,
     CRITICAL,
@@ -28,7 +29,6 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_SQLSERVER_CDC_CONN_ID,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
-from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

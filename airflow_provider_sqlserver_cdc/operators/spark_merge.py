@@ -11,11 +11,11 @@ from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
-from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import (
+from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
 )
-from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,

@@ -6,7 +6,6 @@ The mapping (docs/type-mapping.md) keeps every value exact and readable by Spark
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,29 +22,8 @@ _TS_NS_MIN = "1677-09-21 00:12:43.145224192"
 _TS_NS_MAX = "2262-04-11 23:47:16.854775807"
 
 
-class ReadForm(enum.Enum):
-    """How the change query reads a column so that no digit is lost."""
-
-    NATIVE = "native"
-    TEXT = "text"  # CAST(col AS varchar(40)): datetime2, datetimeoffset, time
-    GUID_TEXT = "guid_text"  # CAST(col AS char(36))
-    NTEXT = "ntext"  # CAST(col AS nvarchar(max)): xml
-
-
 def _type(column: CapturedColumn) -> str:
     return column.sql_type.lower()
-
-
-def read_form(column: CapturedColumn) -> ReadForm:
-    """Return how the column is selected (see :class:`ReadForm`)."""
-    t = _type(column)
-    if t in ("datetime2", "datetimeoffset", "time"):
-        return ReadForm.TEXT
-    if t == "uniqueidentifier":
-        return ReadForm.GUID_TEXT
-    if t == "xml":
-        return ReadForm.NTEXT
-    return ReadForm.NATIVE
 
 
 def arrow_type(column: CapturedColumn) -> pa.DataType:
@@ -119,7 +97,7 @@ def _native_array(values: Sequence[Any] | pa.Array, target: pa.DataType) -> pa.A
 
 def column_converter(column: CapturedColumn) -> Callable[[Sequence[Any] | pa.Array], pa.Array]:
     """
-    Return a function turning one column as read with :func:`read_form` into an Arrow array of :func:`arrow_type`.
+    Return a function turning one column as read with ``tsql.read_form`` into an Arrow array of :func:`arrow_type`.
 
     The function accepts driver values (a sequence of Python objects, from pyodbc) or the Arrow
     array a columnar reader (arrow-odbc) produced.

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import resolve_streams
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.state import read_watermark
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
-from airflow_provider_sqlserver_cdc.window.instance_switch import resolve_streams
 
 if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance

@@ -20,6 +20,16 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import (
+    ExtractResult,
+    finish_window,
+)
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import load_switches
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
+    SNAPSHOT_ISOLATION,
+    ConsistentSnapshot,
+    SnapshotPoint,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
@@ -27,11 +37,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
     resolve_filesystem,
-)
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import (
-    SNAPSHOT_ISOLATION,
-    ConsistentSnapshot,
-    SnapshotPoint,
 )
 from airflow_provider_sqlserver_cdc.snapshot.progress import (
     ChunkRecord,
@@ -42,11 +47,6 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
     write_progress,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
-from airflow_provider_sqlserver_cdc.window.extraction import (
-    ExtractResult,
-    finish_window,
-)
-from airflow_provider_sqlserver_cdc.window.instance_switch import load_switches
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
     WindowManifest,

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
+from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_before, record_columns
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -30,8 +32,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_batch, update_mask_all
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
-from airflow_provider_sqlserver_cdc.window.column_changes import columns_before, record_columns
-from airflow_provider_sqlserver_cdc.window.extraction import finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
     WindowManifest,
     source_description,

@@ -103,7 +103,7 @@ class WindowManifest:
     applied_through: str | None = None
     healed_gap: dict[str, Any] | None = None
     ddl_events: list[dict[str, Any]] | None = None
-    # Schema changes (window.instance_switch, window.blind_spot): the capture instance the rows were read
+    # Schema changes (extraction.instance_switch, extraction.blind_spot): the capture instance the rows were read
     # from when it is not ``capture_instance`` (the stream's name), and a back-fill's consistent read.
     read_instance: str | None = None
     backfill: dict[str, Any] | None = None

@@ -99,7 +99,7 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
 
     # interval 2: changes after the switch (read from v2, with the new column), then widening ALTERs captured by
     # the same instance inside one window: the change table follows the type, so every row of the window is
-    # read with the wider type, which holds each earlier value exactly (no cut needed, window.ddl_split)
+    # read with the wider type, which holds each earlier value exactly (no cut needed, extraction.ddl_split)
     harness.set_server_time(harness.interval_start(2) + dt.timedelta(seconds=1))
     execute(
         conn,

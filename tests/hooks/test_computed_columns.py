@@ -86,8 +86,8 @@ def test_a_computed_key_is_refused_with_the_remedy(hook):
 def test_snapshot_and_extract_refuse_a_computed_key(hook, monkeypatch, tmp_path):
     """Both paths that load instances (streams through instance_switch, and load_capture_instances) refuse it."""
     from airflow_provider_sqlserver_cdc import state
+    from airflow_provider_sqlserver_cdc.extraction.cdc_windows import load_capture_instances
     from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_windows
-    from airflow_provider_sqlserver_cdc.window.extraction import load_capture_instances
 
     class Variables:  # no Airflow metadata DB here: no lineage Variable is stored
         get = staticmethod(lambda key, default=None: default)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from airflow.exceptions import AirflowException
 
-from airflow_provider_sqlserver_cdc.hooks.jdbc_target_connection import jdbc_target_from_connection
+from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import jdbc_target_from_connection
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator, merge_job_arguments
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import PASSWORD_ENV, USER_ENV

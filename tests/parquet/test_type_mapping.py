@@ -8,12 +8,11 @@ import pytest
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import (
-    ReadForm,
     UnsupportedTypeError,
     arrow_type,
     column_converter,
-    read_form,
 )
+from airflow_provider_sqlserver_cdc.tsql import ReadForm, read_form
 
 
 def col(sql_type, *, max_length=0, precision=0, scale=0, name="c"):

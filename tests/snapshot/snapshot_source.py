@@ -13,12 +13,12 @@ from pathlib import Path
 import pyodbc
 from snapshot_replay import ReplayTarget, read_window
 
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.workload import SampleDatabase, Workload
-from airflow_provider_sqlserver_cdc.window.extraction import extract_window
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
 
 _names = itertools.count(1)

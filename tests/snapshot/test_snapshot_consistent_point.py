@@ -4,15 +4,15 @@ import pyodbc
 import pytest
 
 from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import ConsistentSnapshot, lsn_from_numeric
-from airflow_provider_sqlserver_cdc.snapshot.errors import (
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot, lsn_from_numeric
+from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotError,
     SnapshotIsolationNotAllowedError,
     SnapshotLockTimeoutError,
     SnapshotPermissionError,
 )
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 
 def test_numeric_lsn_converts_to_the_binary_form():

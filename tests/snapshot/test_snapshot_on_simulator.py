@@ -26,11 +26,11 @@ from snapshot_source import (
     windows_after,
 )
 
-from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.snapshot.errors import (
+from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotIsolationNotAllowedError,
     SnapshotLockTimeoutError,
 )
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME, read_progress
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 
@@ -248,8 +248,8 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
 def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_grant(
     source, monkeypatch, tmp_path
 ):
+    from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import SnapshotPermissionError
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.snapshot.errors import SnapshotPermissionError
 
     seed(source, rows=5)
     instance = source.hook().get_capture_instance("dbo_orders")
@@ -320,7 +320,7 @@ def test_keyset_chunks_over_text_datetime2_and_guid_keys_read_every_row_once(sou
 
 
 def test_a_captured_column_dropped_from_the_table_gives_an_actionable_error(source, tmp_path):
-    from airflow_provider_sqlserver_cdc.snapshot.errors import SnapshotError
+    from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import SnapshotError
 
     seed(source, rows=5)
     source.execute(f"USE [{source.name}]")

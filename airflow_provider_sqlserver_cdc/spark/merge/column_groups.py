@@ -2,7 +2,7 @@
 
 Around a schema change the windows of one run carry different columns: the old capture instance's
 part lacks a column added on the source (and, after a ``DROP COLUMN``, the part after the DDL
-lacks the dropped column: ``window.ddl_split``), the new instance's part, the blind-spot back-fill
+lacks the dropped column: ``extraction.ddl_split``), the new instance's part, the blind-spot back-fill
 and the re-read of added columns carry the new list. One MERGE of their union would give every
 row of a window without a column a NULL in it (``unionByName(allowMissingColumns=True)``): the
 target would lose the value a dropped column held, or the back-filled value of an added one.

@@ -21,10 +21,10 @@ import pytest
 from merge_runs import contents, merge_fails, run, snapshot_count
 
 from airflow_provider_sqlserver_cdc import state
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
-from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
 pytestmark = pytest.mark.spark
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window, load_capture_instances
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run as run_job
@@ -25,7 +26,6 @@ from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServe
 from airflow_provider_sqlserver_cdc.testing.table_comparison import all_match, describe_all
 from airflow_provider_sqlserver_cdc.testing.workload import SAMPLE_TABLES, SampleDatabase, Workload
 from airflow_provider_sqlserver_cdc.testing.workload.change_generator import WorkloadStats
-from airflow_provider_sqlserver_cdc.window.extraction import extract_window, load_capture_instances
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone
 

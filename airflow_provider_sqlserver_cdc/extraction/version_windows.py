@@ -43,6 +43,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import ExtractResult, finish_window
+from airflow_provider_sqlserver_cdc.extraction.column_changes import (
+    added_columns,
+    column_hash,
+    columns_before,
+    describe_column_changes,
+    record_columns,
+)
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     ChangeTrackingNotEnabledError,
@@ -58,14 +66,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, watermark_key
-from airflow_provider_sqlserver_cdc.window.column_changes import (
-    added_columns,
-    column_hash,
-    columns_before,
-    describe_column_changes,
-    record_columns,
-)
-from airflow_provider_sqlserver_cdc.window.extraction import ExtractResult, finish_window
 from airflow_provider_sqlserver_cdc.window.manifest import (
     WindowManifest,
     source_description,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from airflow_provider_sqlserver_cdc.window.column_changes import column_hash, describe_column_changes
+from airflow_provider_sqlserver_cdc.extraction.column_changes import column_hash, describe_column_changes
 
 
 def _column(name: str, sql_type: str = "int", max_length: int = 4, nullable: bool = True) -> dict:
@@ -35,12 +35,12 @@ def test_the_hash_ignores_what_is_not_the_tables_shape_and_sees_what_is():
 def test_the_column_history_gives_the_list_as_of_a_version_and_grows_only_on_a_change(tmp_path):
     import pyarrow.fs as pafs
 
-    from airflow_provider_sqlserver_cdc.lsn import Lsn
-    from airflow_provider_sqlserver_cdc.window.column_changes import (
+    from airflow_provider_sqlserver_cdc.extraction.column_changes import (
         HISTORY_NAME,
         columns_before,
         record_columns,
     )
+    from airflow_provider_sqlserver_cdc.lsn import Lsn
 
     fs, table_dir = pafs.LocalFileSystem(), str(tmp_path)
     before = [_column("id", nullable=False)]

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
@@ -32,7 +33,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     join_uri,
     resolve_filesystem,
 )
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,
     WindowManifest,
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 

@@ -8,7 +8,7 @@ give is the new column's value in rows that did not change since the DDL (``ADD 
 WITH VALUES``, ``ADD c ... NOT NULL DEFAULT x``): :func:`columns_before` finds the column list
 the table had up to the window's last synchronized version, :func:`added_columns` the columns
 added since, and the extract re-reads the rows that hold a value in one of them
-(``window.version_windows``). :func:`describe_column_changes` says what changed, for the log.
+(``extraction.version_windows``). :func:`describe_column_changes` says what changed, for the log.
 
 The column lists live in ``{base}/{table}/_column_history.json`` next to the table's windows: one
 entry per column list, with the version of the first window that had it, appended by

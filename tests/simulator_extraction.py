@@ -7,8 +7,8 @@ from pathlib import Path
 
 from server_clock import utc
 
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.window.extraction import extract_windows
 
 
 def extract(tmp_path: Path, start: dt.datetime | None = None, end: dt.datetime | None = None, **options):

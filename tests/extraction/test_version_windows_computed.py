@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_sqlserver_cdc.extraction.version_windows import VersionWindow, extract_version_window
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
@@ -20,7 +21,6 @@ from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
     mssql_connection_json,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
-from airflow_provider_sqlserver_cdc.window.version_windows import VersionWindow, extract_version_window
 
 CONN = "ct_computed"
 

@@ -18,6 +18,14 @@ import pyarrow.compute as pc
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import require_key_columns
+from airflow_provider_sqlserver_cdc.extraction.added_column_values import reread_added_columns
+from airflow_provider_sqlserver_cdc.extraction.blind_spot import backfill_blind_spot, blind_spot
+from airflow_provider_sqlserver_cdc.extraction.ddl_split import window_pieces
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+    disable_completed_old,
+    follow_schema,
+    load_switches,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
@@ -28,8 +36,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.state import read_watermarks
-from airflow_provider_sqlserver_cdc.window.added_column_values import reread_added_columns
-from airflow_provider_sqlserver_cdc.window.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.contiguity import (
     ON_GAP,
@@ -38,12 +44,6 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
     backfill_command,
     gap_interval_start,
     guard_window,
-)
-from airflow_provider_sqlserver_cdc.window.ddl_split import window_pieces
-from airflow_provider_sqlserver_cdc.window.instance_switch import (
-    disable_completed_old,
-    follow_schema,
-    load_switches,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
@@ -166,7 +166,7 @@ def extract_window(
     :param healed_gap: the missed changes the window was extended back to take in.
     :param ddl_events: the DDL run on the source table inside the window (``cdc.ddl_history``).
     :param stream: the name the window is filed and merged under when ``instance`` is a later capture
-        instance of the stream's table (``window.instance_switch``); default ``instance.name``.
+        instance of the stream's table (``extraction.instance_switch``); default ``instance.name``.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
@@ -312,8 +312,8 @@ def extract_windows(
         (``window.schema_drift``): ``fail`` raises SchemaChangeError before writing anything,
         ``ignore`` records it in the manifest and goes on. A newer capture instance of the table (made
         by a DBA, or here with ``create_capture_instance``) is switched to at its start LSN, and the
-        rows changed in between are back-filled by primary key (``window.instance_switch``,
-        ``window.blind_spot``).
+        rows changed in between are back-filled by primary key (``extraction.instance_switch``,
+        ``extraction.blind_spot``).
     :param create_capture_instance: create the table's next capture instance when a DDL needs one
         (``sys.sp_cdc_enable_table``; the login needs db_owner).
     :param disable_old_capture_instance: disable the old capture instance once the target holds every

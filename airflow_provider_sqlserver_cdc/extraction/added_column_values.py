@@ -5,7 +5,7 @@ The values of columns added to a CDC table, re-read once from the source for the
 a value without a change event, and a row changed before the new capture instance started holds
 its value of ``c`` only in the source. Neither instance has those values: the old one never
 captures ``c``, the new one only changes after its ``start_lsn``, and the blind-spot back-fill
-(``window.blind_spot``) only the keys changed in between. So when a stream's windows first carry
+(``extraction.blind_spot``) only the keys changed in between. So when a stream's windows first carry
 columns its previous windows did not (the run that reads the new instance, or back-fills with its
 columns), the extract reads every row that holds a non-NULL value in one of them
 (``tsql.ct_rows_with_values_query``, the query Change Tracking uses for the same case), in one
@@ -15,7 +15,7 @@ of ``batch_size`` rows into files of at most ``max_file_bytes``: memory stays bo
 table's size.
 
 It happens once: the stream's column lists are kept in ``{base}/{stream}/_column_history.json``
-(``window.column_changes``, as for Change Tracking), and the window's list is recorded after it. A
+(``extraction.column_changes``, as for Change Tracking), and the window's list is recorded after it. A
 run that is extracted but never merged leaves the list before it, as the next window starts at the
 target's applied LSN: that run re-reads again. The window covers the run window's last LSN only
 (directory ``{last}_{last}_added``), so a replay of the interval is recognised as applied and skipped.
@@ -29,6 +29,15 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.extraction.blind_spot import upsert_batch, upsert_manifest
+from airflow_provider_sqlserver_cdc.extraction.column_changes import (
+    HISTORY_NAME,
+    added_columns,
+    columns_before,
+    newest_window_columns,
+    record_columns,
+)
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
@@ -38,15 +47,6 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     ParquetWindowWriter,
     join_uri,
     resolve_filesystem,
-)
-from airflow_provider_sqlserver_cdc.snapshot.consistent_point import ConsistentSnapshot
-from airflow_provider_sqlserver_cdc.window.blind_spot import upsert_batch, upsert_manifest
-from airflow_provider_sqlserver_cdc.window.column_changes import (
-    HISTORY_NAME,
-    added_columns,
-    columns_before,
-    newest_window_columns,
-    record_columns,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,

@@ -18,10 +18,13 @@ from simulator_extraction import extract
 
 from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+    CaptureInstanceLimitError,
+    successor_name,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
-from airflow_provider_sqlserver_cdc.window.instance_switch import CaptureInstanceLimitError, successor_name
 
 
 @pytest.fixture
@@ -163,7 +166,7 @@ def test_successor_names_skip_taken_ones():
 
 def test_parts_read_each_lsn_from_the_instance_that_holds_it():
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch
+    from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
     old = CaptureInstance("dbo_t", "dbo", "t", Lsn.from_int(10))
@@ -189,7 +192,10 @@ def test_the_old_instance_is_disabled_only_once_the_target_and_the_runs_window_a
     The hook only records the statement it would send (the decision is under test; the e2e sends it).
     """
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch, disable_completed_old
+    from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+        InstanceSwitch,
+        disable_completed_old,
+    )
 
     class RecordingHook:
         statements: list[str] = []

@@ -13,7 +13,7 @@ A type change needs no cut: SQL Server changes the change table's column with th
 represents each earlier value exactly (a narrowing is refused before anything is written,
 ``spark.merge.source_type_changes``). An added column needs none either: the instance never
 carries it, and its values come from the next instance, the blind-spot back-fill and the re-read
-of added columns (``window.added_column_values``).
+of added columns (``extraction.added_column_values``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.window.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
     from airflow_provider_sqlserver_cdc.window.schema_drift import DdlEvent
 

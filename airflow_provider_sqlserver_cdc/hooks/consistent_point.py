@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.errors import SqlServerCdcError
 from airflow_provider_sqlserver_cdc.hooks.driver_errors import driver_message, native_error_number
-from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.snapshot.errors import (
+from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotError,
     SnapshotIsolationNotAllowedError,
     SnapshotLockTimeoutError,
     SnapshotPermissionError,
 )
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 if TYPE_CHECKING:
     import pyodbc
