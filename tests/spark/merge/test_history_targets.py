@@ -28,8 +28,9 @@ HISTORY = {"table_modes": {"dbo_orders": "history"}}
 
 def commit_time(row: Row) -> str:
     """The commit time the window builder gives a row, as Spark prints a UTC timestamp."""
-    value = row.commit_time or EPOCH + dt.timedelta(seconds=row.start_lsn % 3600)
-    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    value = (row.commit_time or EPOCH + dt.timedelta(seconds=row.start_lsn % 3600)).astimezone(dt.UTC)
+    fraction = f".{value.microsecond:06d}".rstrip("0") if value.microsecond else ""
+    return value.strftime("%Y-%m-%d %H:%M:%S") + fraction
 
 
 def expected_history(rows: list[Row]) -> dict[tuple, tuple]:
