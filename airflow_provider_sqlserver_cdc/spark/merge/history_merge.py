@@ -31,7 +31,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     SEQVAL,
     START_LSN,
 )
-from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
+from airflow_provider_sqlserver_cdc.spark.merge.statements import KeyCondition, quote, quote_table
 from airflow_provider_sqlserver_cdc.spark.merge.table_modes import (
     HISTORY,
     IS_CURRENT,
@@ -162,14 +162,22 @@ def history_source(versions: DataFrame, table_rows: DataFrame, key_columns: Sequ
 
 
 def history_merge_sql(
-    table: str, source_view: str, columns: Sequence[str], key_columns: Sequence[str]
+    table: str,
+    source_view: str,
+    columns: Sequence[str],
+    key_columns: Sequence[str],
+    key_range: KeyCondition | None = None,
 ) -> str:
     """Return the MERGE that inserts new versions and corrects the validity of the table's rows.
 
     :param columns: the captured columns the batch writes (key columns included).
+    :param key_range: the range of the batch's first key column (``key_filter.KeyRange``): the target
+        rows outside it cannot match, and saying so lets Iceberg skip data files by their key bounds.
     """
     identity = [*key_columns, *POSITION_COLUMNS]
     on = " AND ".join(f"t.{quote(c)} = s.{quote(c)}" for c in identity)
+    if key_range is not None:
+        on += " AND " + key_range.condition("t.")
     keys = {k.lower() for k in key_columns}
     insert_columns = [
         *key_columns,
@@ -194,11 +202,13 @@ def history_merge_frame(
     changes: DataFrame,
     key_columns: Sequence[str],
     snapshot: tuple[str, str | None] | None = None,
+    key_range: KeyCondition | None = None,
 ) -> DataFrame:
     """Return the MERGE source of a batch into a history table (``history_source``).
 
     :param changes: the batch's change rows (``window_reader.read_window``, windows unioned).
     :param snapshot: a snapshot's LSN and time: keys it lacks are closed by a tombstone at its LSN.
+    :param key_range: the range of the changes' first key column: the table rows read are those in it.
     """
     from pyspark.sql import functions as F
 
@@ -209,5 +219,7 @@ def history_merge_frame(
         versions = versions.unionByName(retired)
     else:
         touched = versions.select(*[F.col(quote(k)) for k in key_columns]).distinct()
+        if key_range is not None:
+            table_rows = table_rows.where(key_range.condition())
         table_rows = table_rows.join(touched, on=list(key_columns), how="left_semi")
     return history_source(versions, table_rows, key_columns)

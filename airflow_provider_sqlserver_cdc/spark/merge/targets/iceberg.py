@@ -499,9 +499,11 @@ class IcebergTarget(MergeTarget):
         """Insert the batch's versions into a history table and close the versions they follow (``history_merge``)."""
         plan, snapshot = batch.plan, batch.snapshot
         at = None if snapshot is None else (snapshot.manifest.to_lsn, snapshot.manifest.to_time)
-        source = history_merge_frame(self.spark, plan.table, batch.changes, plan.key_columns, at)
+        # The key range bounds the table rows read and joined; a snapshot retires keys outside it too.
+        bounds = None if snapshot is not None else source_key_range(batch.changes, plan, batch.key_bounds)
+        source = history_merge_frame(self.spark, plan.table, batch.changes, plan.key_columns, at, bounds)
         with temporary_view(source, HISTORY_SOURCE_VIEW) as source_view:
-            statement = history_merge_sql(plan.table, source_view, batch.columns, plan.key_columns)
+            statement = history_merge_sql(plan.table, source_view, batch.columns, plan.key_columns, bounds)
             frame = self._run_merge(statement, properties)
         log_merge(LOG, plan.table, "history", frame, "history table (docs/history-targets.md)")
 
