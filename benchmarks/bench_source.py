@@ -24,11 +24,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
-from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
-    connection_variable,
-    mssql_connection_json,
-)
-from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
+from sqlserver_cdc_simulator.connections import mssql_connection_json
+from sqlserver_cdc_simulator.process import SimulatorProcess, SimulatorStartError
 
 PASSWORD = "Bench-Pa55word!"
 COLUMNS = (

@@ -4,7 +4,7 @@ The target (issue 4) is at least 100,000 rows/s for a 1,000,000-change window on
 For comparison, the same run streams a plain ``SELECT`` of the same number of rows from the
 source table, so the ratio shows what the CDC function costs over a table scan.
 
-By default the script starts the simulator (``python -m airflow_provider_sqlserver_cdc.testing.simulator
+By default the script starts the simulator (``python -m sqlserver_cdc_simulator
 --port 0``) and reports the server process's CPU seconds during each stream; with ``--odbc`` it
 runs against any SQL Server (the window is then captured with ``sys.sp_cdc_scan``).
 

@@ -53,7 +53,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPOR
 from airflow_provider_sqlserver_cdc.spark.merge.job import configure_session, run
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget, iceberg_table
-from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import load_window, read_window
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
 from airflow_provider_sqlserver_cdc.window.net_effect import OPERATION_NAMES
 
@@ -304,7 +304,7 @@ def load_baseline(
     from pyspark.sql import functions as F
 
     configure_session(spark)
-    window = read_manifest(spark, snapshot_manifest)
+    window = load_window(spark, snapshot_manifest)
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
     IcebergTarget(spark, mode, partition_buckets=buckets).create_table(plan)

@@ -48,7 +48,7 @@ def log(message: str) -> None:
 
 def bench_tables(count: int) -> list[Any]:
     """``count`` copies of the sample ``dbo.orders`` table: ``dbo.orders_01`` ..."""
-    from airflow_provider_sqlserver_cdc.testing.workload.sample_tables import SAMPLE_TABLES
+    from sqlserver_cdc_simulator.workload.sample_tables import SAMPLE_TABLES
 
     orders = next(t for t in SAMPLE_TABLES if t.name == "orders")
     return [dataclasses.replace(orders, name=f"orders_{k:02d}") for k in range(1, count + 1)]
@@ -96,9 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_sqlserver_cdc.testing import replication_latency as latency
     from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
     from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
-    from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess
-    from airflow_provider_sqlserver_cdc.testing.workload.change_generator import Workload
-    from airflow_provider_sqlserver_cdc.testing.workload.sample_database import SampleDatabase
+    from sqlserver_cdc_simulator.connections import mssql_connection_json
+    from sqlserver_cdc_simulator.process import SimulatorProcess
+    from sqlserver_cdc_simulator.workload.change_generator import Workload
+    from sqlserver_cdc_simulator.workload.sample_database import SampleDatabase
 
     shutil.rmtree(WORK, ignore_errors=True)
     (WORK / "logs").mkdir(parents=True)
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             **os.environ,
             **dag_runs.airflow_home_environment(WORK / "airflow", dags_folder=DAGS_FOLDER),
             "AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA": "True",
-            airflow_connections.connection_variable(CONN_ID): airflow_connections.mssql_connection_json(
+            airflow_connections.connection_variable(CONN_ID): mssql_connection_json(
                 simulator.host, simulator.port, "sa", password, DATABASE
             ),
             airflow_connections.connection_variable(

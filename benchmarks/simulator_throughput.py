@@ -1,6 +1,6 @@
 """Stream a large 8-column result from the SQL Server simulator to pyodbc + FreeTDS.
 
-Starts the simulator as a separate process (``python -m airflow_provider_sqlserver_cdc.testing.simulator``),
+Starts the simulator as a separate process (``python -m sqlserver_cdc_simulator``),
 loads N rows with T-SQL (INSERT ... SELECT doubling), then times ``SELECT * FROM bench.dbo.wide``
 fetched with ``cursor.fetchmany``. Prints rows/s, the server's CPU seconds for the read (from
 /proc/<pid>/stat), the client's CPU seconds, and the load time.

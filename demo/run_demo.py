@@ -1,7 +1,7 @@
 """
 ``make demo``: the whole pipeline on this machine, against the SQL Server CDC simulator.
 
-1. starts the simulator (``python -m airflow_provider_sqlserver_cdc.testing.simulator --port 0``),
+1. starts the simulator (``python -m sqlserver_cdc_simulator --port 0``),
    creates the sample database with CDC enabled and starts the seeded workload generator;
 2. starts the continuous apply application (``spark/continuous_apply_job.py`` through spark-submit,
    docs/continuous-apply.md; ``--apply batch``: none, each run spark-submits the merge job);
@@ -41,7 +41,8 @@ from typing import Any
 from airflow_provider_sqlserver_cdc.hooks import odbc_connection
 from airflow_provider_sqlserver_cdc.testing import airflow_connections, dag_runs
 from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
-from airflow_provider_sqlserver_cdc.testing.simulator_process import SimulatorProcess, SimulatorStartError
+from sqlserver_cdc_simulator.connections import mssql_connection_json
+from sqlserver_cdc_simulator.process import SimulatorProcess, SimulatorStartError
 
 REPO = Path(__file__).resolve().parent.parent
 DAGS_FOLDER = REPO / "dags"
@@ -75,7 +76,7 @@ def demo_environment(host: str, port: int, password: str) -> dict[str, str]:
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         # The simulator connection names its driver (FreeTDS: the simulator speaks no TLS) in the extra.
         "AIRFLOW__SQLSERVER_CDC__ALLOW_DRIVER_IN_EXTRA": "True",
-        airflow_connections.connection_variable(CONN_ID): airflow_connections.mssql_connection_json(
+        airflow_connections.connection_variable(CONN_ID): mssql_connection_json(
             host, port, "sa", password, DATABASE
         ),
         airflow_connections.connection_variable("spark_default"): airflow_connections.LOCAL_SPARK_CONNECTION,
@@ -125,9 +126,9 @@ def start_simulator(processes: Processes, password: str) -> tuple[str, int]:
 
 
 def run_workload_command(env: dict[str, str], *args: str, log_name: str, wait: bool = True) -> Any:
-    """Run ``python -m airflow_provider_sqlserver_cdc.testing.workload ARGS`` (output in .demo/logs)."""
+    """Run ``python -m sqlserver_cdc_simulator.workload ARGS`` (output in .demo/logs)."""
     output = open(DEMO_DIR / "logs" / log_name, "w")  # noqa: SIM115 - closed with the process
-    command = [sys.executable, "-m", "airflow_provider_sqlserver_cdc.testing.workload", *args]
+    command = [sys.executable, "-m", "sqlserver_cdc_simulator.workload", *args]
     process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
     if not wait:
         return process

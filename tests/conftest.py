@@ -1,4 +1,9 @@
-"""Test-suite set-up: an isolated Airflow home with a migrated metadata database."""
+"""Test-suite set-up: an isolated Airflow home with a migrated metadata database, and the fixture plugins.
+
+The simulator's fixtures come from its distribution's plugin (registered by its ``pytest11`` entry
+point when installed; listed here too, which loads it once either way), the provider's harness
+fixtures from :mod:`airflow_provider_sqlserver_cdc.testing.fixtures`, which nothing registers.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,9 @@ from airflow_provider_sqlserver_cdc.testing.dag_runs import (
     interpreter_environment,
     migrate_metadata_db,
 )
-from airflow_provider_sqlserver_cdc.testing.odbc_drivers import register_test_drivers
+from sqlserver_cdc_simulator.odbc_drivers import register_test_drivers
+
+pytest_plugins = ["sqlserver_cdc_simulator.pytest_plugin", "airflow_provider_sqlserver_cdc.testing.fixtures"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The Airflow home the caller chose (make test-lowest does), or the suite's own.

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ import pytest
 
 from airflow_provider_sqlserver_cdc.metrics import metric_name
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 # The DAG a worker would run, plus the one thing a worker does that dag.test() does not: the task
 # runner's main() initialises Airflow's Stats from [metrics]. Here Stats gets a backend that writes

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -34,8 +34,10 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
+    CHANGES,
     OPERATION_NAMES,
     WindowManifest,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -214,22 +216,18 @@ def upsert_manifest(
     :param like: a window of the same run (its mode, row filter option, DAG and run ids).
     :param backfill: the read's record (``consistent_lsn``, ``method``, ...).
     """
-    return WindowManifest(
-        kind="changes",
+    return build_manifest(
+        CHANGES,
         capture_instance=stream,
         source=source_description(hook.server, database, instance),
-        from_lsn=first.hex,
-        to_lsn=last.hex,
-        from_time=None,
-        to_time=None,
+        from_lsn=first,
+        to_lsn=last,
         mode=like.mode,
         row_filter_option=like.row_filter_option,
-        key_columns=list(key_columns),
+        key_columns=key_columns,
         columns=column_descriptions(instance),
         files=files,
-        row_count=sum(counts.values()),
         operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
         dag_id=like.dag_id,
         run_id=like.run_id,
         read_instance=instance.name if instance.name != stream else None,

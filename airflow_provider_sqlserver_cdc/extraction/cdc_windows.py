@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -46,13 +46,16 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
     guard_window,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
+    CHANGES,
     MANIFEST_NAME,
     OPERATION_NAMES,
+    WINDOW_MODES,
     WindowManifest,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
-from airflow_provider_sqlserver_cdc.window.planning import MODES, LsnWindow, ServerTimeZone, plan_windows
+from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone, plan_windows
 from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE, DdlEvent
 
 if TYPE_CHECKING:
@@ -192,22 +195,20 @@ def extract_window(
                     "%s: %d rows so far, %.0f rows/s", instance.name, rows, rows / max(now - started, 1e-9)
                 )
                 last_report = now
-    manifest = WindowManifest(
-        kind="changes",
+    manifest = build_manifest(
+        CHANGES,
         capture_instance=name,
         source=source_description(hook.server, database, instance),
-        from_lsn=window.from_lsn.hex,
-        to_lsn=window.to_lsn.hex,
-        from_time=window.from_time.isoformat() if window.from_time else None,
-        to_time=window.to_time.isoformat() if window.to_time else None,
+        from_lsn=window.from_lsn,
+        to_lsn=window.to_lsn,
+        from_time=window.from_time,
+        to_time=window.to_time,
         mode=window.mode,
         row_filter_option=row_filter_option,
-        key_columns=list(instance.key_columns),
+        key_columns=instance.key_columns,
         columns=column_descriptions(instance),
         files=writer.files,
-        row_count=rows,
         operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
         dag_id=dag_id,
         run_id=run_id,
         applied_through=applied_through.hex if applied_through is not None else None,
@@ -322,8 +323,8 @@ def extract_windows(
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
-    if window_mode not in MODES:
-        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    if window_mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
     if on_gap not in ON_GAP:
         raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
     if on_schema_change not in ON_SCHEMA_CHANGE:

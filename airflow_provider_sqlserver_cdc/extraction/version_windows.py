@@ -67,7 +67,9 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
-    WindowManifest,
+    CHANGES,
+    WINDOW_MODES,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -80,7 +82,6 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
-VERSION_MODES = ("interval", "watermark")
 #: SYS_CHANGE_OPERATION -> the window format's __$operation
 OPERATIONS = {"I": INSERT, "U": UPDATE_AFTER, "D": DELETE}
 #: the manifest's row_filter_option of a Change Tracking window: net changes, no before-images
@@ -131,8 +132,8 @@ def plan_version_window(
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param log: where the plan is explained.
     """
-    if mode not in VERSION_MODES:
-        raise ValueError(f"window_mode must be one of {VERSION_MODES}, got {mode!r}")
+    if mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {mode!r}")
     if mode == "interval":
         if data_interval_start is None or data_interval_end is None:
             raise ValueError("interval mode needs data_interval_start and data_interval_end")
@@ -278,23 +279,20 @@ def extract_version_window(
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
         _log_column_changes(instance, before, added, reread, empty, log)
-    first = version_lsn(last if empty else last + 1).hex
-    manifest = WindowManifest(
-        kind="changes",
+    manifest = build_manifest(
+        CHANGES,
         capture_instance=instance.name,
         source=source_description(hook.server, database, instance),
-        from_lsn=first,
-        to_lsn=version_lsn(stop).hex,
-        from_time=window.from_time.isoformat() if window.from_time else None,
-        to_time=window.to_time.isoformat() if window.to_time else None,
+        from_lsn=version_lsn(last if empty else last + 1),
+        to_lsn=version_lsn(stop),
+        from_time=window.from_time,
+        to_time=window.to_time,
         mode=window.mode,
         row_filter_option=ROW_FILTER_OPTION,
-        key_columns=list(instance.key_columns),
+        key_columns=instance.key_columns,
         columns=column_descriptions(instance),
         files=writer.files,
-        row_count=rows,
         operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
         dag_id=dag_id,
         run_id=run_id,
     )

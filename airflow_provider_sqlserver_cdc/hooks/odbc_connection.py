@@ -12,8 +12,8 @@ The ODBC driver is a shared library the worker loads, so who may name it matters
 (``[sqlserver_cdc] default_driver``) may; a connection's ``driver`` extra only when
 ``[sqlserver_cdc] allow_driver_in_extra`` is true.
 
-Airflow is imported only inside the functions that read its configuration: the simulator's pytest
-plugin imports this module before a test suite's conftest has configured Airflow.
+Airflow is imported only inside the functions that read its configuration, so that building a
+connection string (tests, the opt-in harness) does not configure Airflow before a conftest has.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_TARGET_KIND,
     DEFAULT_WRITE_MODE,
 )
-from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindowError, xcom_items
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, xcom_items
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
 if TYPE_CHECKING:
@@ -151,29 +151,38 @@ def merge_job_arguments(
     ]
 
 
-def window_manifest_uris(value: Any) -> list[str]:
+def merge_inputs(value: Any) -> tuple[list[str], list[ChangeWindow]]:
     """
-    Return the manifest URIs of the windows to merge, each once, in order.
+    Return the manifest URIs to merge, each once and in order, and the windows among the input.
 
-    :param value: the extract or snapshot XCom in any shape ``ChangeWindow.from_xcom`` reads (the merge
-        needs only each window's ``manifest_uri``), or manifest URIs / window directories.
+    Window objects are read with ``ChangeWindow.from_dict``, as the watermark operator reads them
+    (``ChangeWindow.from_xcom``); plain text is a manifest URI or a window directory.
+
+    :param value: the extract or snapshot XCom in any shape ``ChangeWindow.from_xcom`` reads, or
+        manifest URIs / window directories (the ``windows`` argument).
     """
     uris: list[str] = []
+    windows: list[ChangeWindow] = []
     for item in xcom_items(value):
-        uri = item if isinstance(item, str) else item.get("manifest_uri", item.get("manifest"))
-        if not isinstance(uri, str):
-            raise ChangeWindowError(
-                f"window description has no 'manifest_uri': keys are {sorted(item)}; "
-                "pass the extract task's XCom"
-            )
+        if isinstance(item, str):
+            uri = item
+        else:
+            window = ChangeWindow.from_dict(item)
+            windows.append(window)
+            uri = window.manifest_uri
         if manifest_uri(uri) not in uris:
             uris.append(manifest_uri(uri))
-    return uris
+    return uris, windows
+
+
+def window_manifest_uris(value: Any) -> list[str]:
+    """Return the manifest URIs of the windows to merge, each once, in order (:func:`merge_inputs`)."""
+    return merge_inputs(value)[0]
 
 
 def window_descriptions(value: Any) -> list[dict[str, Any]]:
-    """Return the window descriptions (dicts) in an extract XCom, leaving out bare manifest URIs."""
-    return [item for item in xcom_items(value) if isinstance(item, dict)]
+    """Return the windows of an extract XCom as their XCom dicts, leaving out bare manifest URIs."""
+    return [window.to_xcom() for window in merge_inputs(value)[1]]
 
 
 def table_property_arguments(properties: Mapping[str, str] | None) -> list[str]:
@@ -373,7 +382,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     def execute(self, context: Context) -> list[str]:
         """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
         value = self._window_value(context)
-        manifests = window_manifest_uris(value)
+        manifests, windows = merge_inputs(value)
         if not manifests and self.skip_without_windows:
             raise AirflowSkipException(f"{self.task_id}: the extract tasks left no window to merge")
         if not manifests:
@@ -439,9 +448,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             log=self.log,
         )
         # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
-        context["ti"].xcom_push(
-            key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(value)]
-        )
+        context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in windows])
         return manifests
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:

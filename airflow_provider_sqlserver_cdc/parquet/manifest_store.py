@@ -44,7 +44,7 @@ def write_atomically(filesystem: pafs.FileSystem, directory: str, name: str, pay
 
 
 def read_manifest(filesystem: pafs.FileSystem, window_dir: str) -> WindowManifest:
-    """Read and validate the manifest of a window directory.
+    """Read and validate the manifest of a window directory (the job reads with ``window_reader.load_window``).
 
     :param filesystem: the filesystem of the window directory.
     :param window_dir: the window directory.

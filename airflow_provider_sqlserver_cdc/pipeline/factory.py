@@ -104,7 +104,7 @@ from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
-from airflow_provider_sqlserver_cdc.window.planning import MODES
+from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
 def cdc_replication_dag(
@@ -503,8 +503,8 @@ def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[
 
 
 def _check_window_mode(window_mode: str) -> None:
-    if window_mode not in MODES:
-        raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    if window_mode not in WINDOW_MODES:
+        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
 
 
 def _minutes(minutes: float) -> dt.timedelta:

@@ -17,7 +17,7 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
-from airflow_provider_sqlserver_cdc.window.planning import MODES
+from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -91,8 +91,8 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
         return ready
 
     def execute(self, context: Context) -> Any:
-        if self.window_mode not in MODES:
-            raise ValueError(f"window_mode must be one of {MODES}, got {self.window_mode!r}")
+        if self.window_mode not in WINDOW_MODES:
+            raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {self.window_mode!r}")
         for name in capture_instance_names(self.capture_instance):
             if "." not in name:
                 tsql.validate_capture_instance(name)

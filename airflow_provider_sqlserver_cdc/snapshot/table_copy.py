@@ -49,7 +49,9 @@ from airflow_provider_sqlserver_cdc.snapshot.progress import (
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
     MANIFEST_NAME,
+    SNAPSHOT,
     WindowManifest,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -263,24 +265,16 @@ def snapshot_manifest(
     run_id: str | None = None,
 ) -> WindowManifest:
     """The manifest of a completed snapshot: kind and mode ``snapshot``, ``0x0…0`` .. snapshot LSN, all inserts."""
-    counts = zero_operation_counts()
-    counts["insert"] = progress.rows
-    return WindowManifest(
-        kind="snapshot",
+    return build_manifest(
+        SNAPSHOT,
         capture_instance=progress.capture_instance,
-        source=dict(progress.source),
-        from_lsn=Lsn.zero().hex,
-        to_lsn=progress.snapshot_lsn,
-        from_time=None,
+        source=progress.source,
+        to_lsn=Lsn.from_hex(progress.snapshot_lsn),
         to_time=progress.snapshot_time,
-        mode="snapshot",
-        row_filter_option="all",
-        key_columns=list(key_columns),
+        key_columns=key_columns,
         columns=progress.columns,
         files=progress.files,
-        row_count=progress.rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
+        operation_counts={**zero_operation_counts(), "insert": progress.rows},
         dag_id=dag_id,
         run_id=run_id,
     )

@@ -33,7 +33,8 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_batch, update_mask_all
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
-    WindowManifest,
+    SNAPSHOT,
+    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -105,24 +106,16 @@ def snapshot_tracked_table(
                     rows += len(chunk)
             finally:
                 cursor.close()
-    counts = zero_operation_counts()
-    counts["insert"] = rows
-    manifest = WindowManifest(
-        kind="snapshot",
+    manifest = build_manifest(
+        SNAPSHOT,
         capture_instance=instance.name,
         source=source_description(hook.server, database, instance),
-        from_lsn=Lsn.zero().hex,
-        to_lsn=position.hex,
-        from_time=None,
-        to_time=commit_time.isoformat(),
-        mode="snapshot",
-        row_filter_option="all",
-        key_columns=list(instance.key_columns),
+        to_lsn=position,
+        to_time=commit_time,
+        key_columns=instance.key_columns,
         columns=column_descriptions(instance),
         files=writer.files,
-        row_count=rows,
-        operation_counts=counts,
-        created_at=datetime.now(UTC).isoformat(),
+        operation_counts={**zero_operation_counts(), "insert": rows},
         dag_id=dag_id,
         run_id=run_id,
     )

@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.window.manifest import KINDS, MODES
 
 KEY_PREFIX = "sqlserver_cdc"
-KINDS = ("changes", "snapshot")
-MODES = ("interval", "watermark", "snapshot")
 LSN = "lsn"
 VERSION = "version"
 POSITION_KINDS = (LSN, VERSION)

@@ -9,18 +9,29 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.window.net_effect import OPERATION_NAMES
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
 
 MANIFEST_NAME = "_manifest.json"
 FORMAT_VERSION = 1
-KINDS = ("changes", "snapshot")
-MODES = ("interval", "watermark", "snapshot")
+#: A window's kind: the changes of a range, or a consistent copy of the table (all inserts).
+CHANGES, SNAPSHOT = "changes", "snapshot"
+KINDS = (CHANGES, SNAPSHOT)
+#: How a run chooses its window: the run's data interval, or the range after the stored watermark.
+INTERVAL, WATERMARK = "interval", "watermark"
+WINDOW_MODES = (INTERVAL, WATERMARK)
+#: The mode a window records: a planned window's, or ``snapshot`` for a consistent copy.
+MODES = (*WINDOW_MODES, SNAPSHOT)
+#: The row filter option a snapshot window records: every row once, as an insert.
+SNAPSHOT_ROW_FILTER_OPTION = "all"
 #: The prefix of the columns the merge adds to a target table; no captured column may use it.
 RESERVED_COLUMN_PREFIX = "_cdc_"
 REQUIRED_FIELDS = (
@@ -103,8 +114,9 @@ class WindowManifest:
     applied_through: str | None = None
     healed_gap: dict[str, Any] | None = None
     ddl_events: list[dict[str, Any]] | None = None
-    # Schema changes (extraction.instance_switch, extraction.blind_spot): the capture instance the rows were read
-    # from when it is not ``capture_instance`` (the stream's name), and a back-fill's consistent read.
+    # Schema changes (extraction.instance_switch, extraction.blind_spot): the capture instance the rows
+    # were read from when it is not ``capture_instance`` (the stream's name), and a back-fill's
+    # consistent read.
     read_instance: str | None = None
     backfill: dict[str, Any] | None = None
     format_version: int = FORMAT_VERSION
@@ -171,6 +183,94 @@ class WindowManifest:
                 f"window manifest {uri} is not valid JSON ({err}); re-run the extract task"
             ) from None
         return cls.from_dict(data, uri, key_required=key_required)
+
+
+def build_manifest(
+    kind: str,
+    *,
+    capture_instance: str,
+    source: Mapping[str, str],
+    to_lsn: Lsn,
+    key_columns: Sequence[str],
+    columns: Sequence[Mapping[str, Any]],
+    files: Sequence[ManifestFile],
+    from_lsn: Lsn | None = None,
+    mode: str | None = None,
+    row_filter_option: str | None = None,
+    operation_counts: Mapping[str, int] | None = None,
+    from_time: datetime | str | None = None,
+    to_time: datetime | str | None = None,
+    dag_id: str | None = None,
+    run_id: str | None = None,
+    **details: Any,
+) -> WindowManifest:
+    """
+    Return the manifest of a window whose files are written: the one place every producer builds it.
+
+    A ``snapshot`` window covers ``0x0…0`` .. ``to_lsn`` in mode ``snapshot`` with row filter ``all``,
+    every row an insert; a ``changes`` window names its range, mode, row filter and counts. The row
+    count is the sum of the operation counts; ``created_at`` is now.
+
+    :param kind: ``changes`` or ``snapshot``.
+    :param capture_instance: the stream the window is filed and merged under.
+    :param source: where the table lives (:func:`source_description`).
+    :param to_lsn: the last LSN the window covers.
+    :param key_columns: the key column names.
+    :param columns: the column descriptions (``parquet.type_mapping.column_descriptions``).
+    :param files: the window's Parquet files, closed.
+    :param from_lsn: the first LSN (``changes`` only).
+    :param mode: ``interval`` or ``watermark`` (``changes`` only).
+    :param row_filter_option: the row filter the rows were read with (``changes`` only).
+    :param operation_counts: rows per operation name (``changes``; a snapshot counts its files' rows).
+    :param from_time: UTC start of the range, when known.
+    :param to_time: UTC end of the range (a snapshot: its commit time), when known.
+    :param dag_id: recorded for readers.
+    :param run_id: recorded for readers.
+    :param details: the optional fields of the format: ``applied_through``, ``healed_gap``,
+        ``ddl_events``, ``read_instance``, ``backfill`` (None leaves one out).
+    """
+    unknown = sorted(set(details) - _DETAIL_FIELDS)
+    if unknown:
+        raise TypeError(f"build_manifest() got unknown manifest fields: {', '.join(unknown)}")
+    if kind == SNAPSHOT:
+        if from_lsn is not None or mode is not None or row_filter_option is not None:
+            raise ValueError(
+                "a snapshot window covers 0x0..to_lsn in mode 'snapshot': give no range, mode or filter"
+            )
+        from_lsn, mode, row_filter_option = Lsn.zero(), SNAPSHOT, SNAPSHOT_ROW_FILTER_OPTION
+        if operation_counts is None:
+            operation_counts = {**zero_operation_counts(), "insert": sum(f.rows for f in files)}
+    elif kind != CHANGES:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if from_lsn is None or mode is None or row_filter_option is None or operation_counts is None:
+        raise ValueError("a changes window needs from_lsn, mode, row_filter_option and operation_counts")
+    return WindowManifest(
+        kind=kind,
+        capture_instance=capture_instance,
+        source=dict(source),
+        from_lsn=from_lsn.hex,
+        to_lsn=to_lsn.hex,
+        from_time=_iso(from_time),
+        to_time=_iso(to_time),
+        mode=mode,
+        row_filter_option=row_filter_option,
+        key_columns=list(key_columns),
+        columns=[dict(c) for c in columns],
+        files=list(files),
+        row_count=sum(operation_counts.values()),
+        operation_counts=dict(operation_counts),
+        created_at=datetime.now(UTC).isoformat(),
+        dag_id=dag_id,
+        run_id=run_id,
+        **details,
+    )
+
+
+_DETAIL_FIELDS = frozenset({"applied_through", "healed_gap", "ddl_events", "read_instance", "backfill"})
+
+
+def _iso(time: datetime | str | None) -> str | None:
+    return time.isoformat() if isinstance(time, datetime) else time
 
 
 def _require(condition: bool, uri: str, problem: str) -> None:

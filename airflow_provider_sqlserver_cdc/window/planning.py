@@ -34,8 +34,7 @@ from airflow_provider_sqlserver_cdc.errors import (
     WindowNotReadyError,
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-
-MODES = ("interval", "watermark")
+from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
 @dataclass(frozen=True)
@@ -328,8 +327,8 @@ def plan_windows(
     :param applied_through: what the target holds per capture instance (interval mode; the
         watermark Variable's LSN): the part of a window at or below it is applied, not a retention gap.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    if mode not in WINDOW_MODES:
+        raise ValueError(f"mode must be one of {WINDOW_MODES}, got {mode!r}")
     if mode == "interval":
         if data_interval_start is None or data_interval_end is None:
             raise ValueError(
@@ -390,4 +389,4 @@ def window_ready(
             f"max LSN {max_lsn.hex}"
             + (f" is not above the watermark of {detail}" if behind else " is above every watermark")
         )
-    raise ValueError(f"window_mode must be one of {MODES}, got {window_mode!r}")
+    raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")

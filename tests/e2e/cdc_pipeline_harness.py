@@ -225,7 +225,7 @@ def create_sample_source(harness: PipelineHarness, workload: Any, initial_rows: 
     """
     import pyodbc
 
-    from airflow_provider_sqlserver_cdc.testing.workload import SAMPLE_TABLES, SampleDatabase
+    from sqlserver_cdc_simulator.workload import SAMPLE_TABLES, SampleDatabase
 
     conn = pyodbc.connect(harness.simulator.odbc_connection_string(), autocommit=True)
     SampleDatabase.create(conn, harness.database)

@@ -36,8 +36,8 @@ from airflow_deployment import AirflowDeployment, db_time
 from cdc_pipeline_harness import INTERVAL_DAG, MINUTE, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.state import Watermark
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = pytest.mark.slow
 

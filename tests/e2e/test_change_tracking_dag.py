@@ -38,7 +38,7 @@ from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     describe_all,
     target_table_name,
 )
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from cdc_pipeline_harness import NAMESPACE, PipelineHarness, create_sample_sourc
 from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

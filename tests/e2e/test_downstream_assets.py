@@ -28,7 +28,7 @@ from airflow_deployment import AirflowDeployment
 from cdc_pipeline_harness import DAGS_FOLDER, INTERVAL_DAG, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.assets import partition_key
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [
     pytest.mark.spark,

@@ -13,7 +13,7 @@ import json
 import pytest
 from cdc_pipeline_harness import INTERVAL_DAG, PipelineHarness, create_sample_source
 
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ in its own process per run, spark-submit of the merge job, a real PostgreSQL ove
 target's login reaches the job only through spark-submit's environment.
 
 The workload: inserts (multi-row), updates, deletes, primary-key updates and multi-statement
-transactions (``testing.workload``), plus, in ``dbo.customers`` (a unique index on ``email``, made on
+transactions (``sqlserver_cdc_simulator.workload``), plus, in ``dbo.customers`` (a unique index on ``email``, made on
 the target too, as a user would), emails swapped between rows, released by one row and taken by
 another, and taken from a deleted row, each in one transaction.
 
@@ -55,8 +55,8 @@ from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime
 from airflow_provider_sqlserver_cdc.testing.postgres_comparison import compare_postgres_tables
 from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServer, postgres_jdbc_jar
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import SAMPLE_TABLES, Workload
-from airflow_provider_sqlserver_cdc.testing.workload.change_generator import WorkloadMix
+from sqlserver_cdc_simulator.workload import SAMPLE_TABLES, Workload
+from sqlserver_cdc_simulator.workload.change_generator import WorkloadMix
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -34,9 +34,9 @@ from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, creat
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
-from airflow_provider_sqlserver_cdc.testing.workload.sample_tables import SAMPLE_TABLES
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from sqlserver_cdc_simulator.workload import Workload
+from sqlserver_cdc_simulator.workload.sample_tables import SAMPLE_TABLES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -19,7 +19,7 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pytest
 from cdc_pipeline_harness import CAPTURE_INSTANCES, WATERMARK_DAG, PipelineHarness, create_sample_source
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import Workload
+from sqlserver_cdc_simulator.workload import Workload
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.usefixtures("odbc_driver")]
 

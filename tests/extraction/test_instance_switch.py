@@ -24,7 +24,7 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 @pytest.fixture

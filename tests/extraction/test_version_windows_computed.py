@@ -16,11 +16,9 @@ import pytest
 from airflow_provider_sqlserver_cdc.extraction.version_windows import VersionWindow, extract_version_window
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
-from airflow_provider_sqlserver_cdc.testing.airflow_connections import (
-    connection_variable,
-    mssql_connection_json,
-)
+from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
+from sqlserver_cdc_simulator.connections import mssql_connection_json
 
 CONN = "ct_computed"
 

@@ -16,8 +16,8 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest
 from airflow_provider_sqlserver_cdc.parquet.window_writer import resolve_filesystem
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.window.planning import plan_interval_window
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 # Every test runs with FreeTDS and with Microsoft's ODBC Driver 18 (the driver production users run).
 pytestmark = pytest.mark.usefixtures("odbc_driver")

@@ -11,8 +11,8 @@ from airflow_provider_sqlserver_cdc.errors import RetentionHeadroomError
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import version_lsn
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 ZONE = "Asia/Kolkata"  # UTC+05:30: commit times are server-local, the headroom is computed in UTC
 

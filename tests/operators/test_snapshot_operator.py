@@ -99,7 +99,7 @@ def test_first_run_snapshots_next_run_extracts_and_one_table_can_be_resnapshotte
     base = tmp_path / "staging"
     names = [t.capture_instance for t in db.sample.tables if t.name != "type_zoo"]
     try:
-        from airflow_provider_sqlserver_cdc.testing.workload import Workload
+        from sqlserver_cdc_simulator.workload import Workload
 
         workload = Workload(seed=5, tables=db.sample.tables)
         conn = db.connect()

@@ -21,6 +21,7 @@ from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_fi
 from airflow_provider_sqlserver_cdc.spark.merge.result_file import MergeResult
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
 
 SPARK_TESTS = Path(__file__).resolve().parents[1] / "spark"
 sys.path.insert(0, str(SPARK_TESTS))
@@ -84,21 +85,32 @@ def test_operator_settings_are_checked_without_io() -> None:
     )
 
 
-def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
-    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
-
+def _window(capture_instance: str, window_uri: str) -> ChangeWindow:
     lsn = "0x" + "0" * 19
-    source = {"server": "s", "database": "d", "schema": "dbo", "table": "a"}
-    window = ChangeWindow(
-        "dbo_a", source, "changes", "interval", lsn + "1", lsn + "2", "/w/a", "/w/a/_manifest.json", "k"
+    source = {"server": "s", "database": "d", "schema": "dbo", "table": capture_instance[4:]}
+    return ChangeWindow(
+        capture_instance,
+        source,
+        "changes",
+        "interval",
+        lsn + "1",
+        lsn + "2",
+        window_uri,
+        f"{window_uri}/_manifest.json",
+        f"k_{capture_instance}",
     )
+
+
+def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
+    window = _window("dbo_a", "/w/a")
     mapped = (item for item in [window.to_xcom(), None, "s3a://b/w/b/"])  # lazy, as mapped XComs are
     assert window_manifest_uris([json.dumps(window.to_xcom()), mapped]) == [
         "/w/a/_manifest.json",
         "s3a://b/w/b/_manifest.json",
     ]
-    with pytest.raises(ChangeWindowError, match="no 'manifest_uri'"):
-        window_manifest_uris({"capture_instance": "dbo_a"})
+    # A window object is read as the watermark operator reads it: a bare or partial dict is refused.
+    with pytest.raises(ChangeWindowError, match="Not a change window"):
+        window_manifest_uris({"capture_instance": "dbo_a", "manifest_uri": "/w/a/_manifest.json"})
 
 
 @pytest.mark.parametrize(
@@ -107,11 +119,7 @@ def test_manifest_uris_from_change_windows_uris_and_mapped_results() -> None:
         ("/w/dbo_t/0x1_0x2/_manifest.json", ["/w/dbo_t/0x1_0x2/_manifest.json"]),
         ("s3a://b/w/dbo_t/0x1_0x2/", ["s3a://b/w/dbo_t/0x1_0x2/_manifest.json"]),
         (
-            {"capture_instance": "dbo_t", "manifest_uri": "/w/a/_manifest.json", "rows": 3},
-            ["/w/a/_manifest.json"],
-        ),
-        (
-            '[{"manifest_uri": "/w/a"}, {"manifest_uri": "/w/b"}, "/w/a"]',
+            '["/w/a", "/w/b/_manifest.json", "/w/a"]',
             ["/w/a/_manifest.json", "/w/b/_manifest.json"],
         ),
         ([None, ["/w/c/_manifest.json"]], ["/w/c/_manifest.json"]),
@@ -144,15 +152,15 @@ def test_execute_builds_arguments_from_the_extract_xcom(monkeypatch: pytest.Monk
         "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute",
         lambda self, context: submitted.append(list(self.application_args)),
     )
-    xcom = iter(
-        [{"capture_instance": "dbo_a", "manifest_uri": "/w/a/_manifest.json"}, {"manifest_uri": "/w/b"}]
-    )
+    xcom = iter([_window("dbo_a", "/w/a").to_xcom(), "/w/b"])
     ti = _FakeTaskInstance(xcom)
     operator = CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", namespace="lake.cdc")
     assert operator.execute({"ti": ti}) == ["/w/a/_manifest.json", "/w/b/_manifest.json"]
     assert ti.asked == "extract"
     assert submitted[0][:4] == ["--manifest", "/w/a/_manifest.json", "--manifest", "/w/b/_manifest.json"]
     assert operator.py_files == merge_job_py_files()  # the job's modules, built at execute time
+    # The windows go on to the watermark as read (ChangeWindow), the bare manifest URI does not.
+    assert ti.pushed["merged_windows"] == [_window("dbo_a", "/w/a").to_xcom()]
 
     with pytest.raises(ValueError, match="no windows to merge"):
         operator.execute({"ti": _FakeTaskInstance(None)})
@@ -281,14 +289,19 @@ from airflow.sdk import DAG, task
 
 from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 SPARK = dict(jars={jar!r}, conf={conf!r}, conn_id="spark_default")
 
 with DAG("sqlserver_cdc_merge_test", schedule=None, start_date=dt.datetime(2026, 1, 1), catchup=False) as dag:
 
     @task
-    def extract_first():
-        return {{"capture_instance": "dbo_orders", "manifest_uri": {first!r}, "row_count": 3}}
+    def extract_first():  # the extract task's XCom: one window
+        source = {{"server": "s", "database": "d", "schema": "dbo", "table": "orders"}}
+        return ChangeWindow(
+            "dbo_orders", source, "changes", "interval", {first_lsn!r}, {last_lsn!r}, {first_dir!r}, {first!r}, "k",
+            row_count=3,
+        ).to_xcom()
 
     @task
     def extract_second():
@@ -358,6 +371,9 @@ def test_merge_job_through_spark_submit_in_dag_test(airflow_db: Path, tmp_path: 
             jar=iceberg_runtime_jar(),
             conf=iceberg_spark_conf(warehouse),
             first=first,
+            first_dir=str(Path(first).parent),
+            first_lsn=window_builder.lsn_hex(0x100),
+            last_lsn=window_builder.lsn_hex(0x200),
             second=second,
         )
     )

@@ -10,7 +10,7 @@ from dag_runner import run_cdc_dag
 from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 CIS = ["dbo_orders", "dbo_items"]
 TABLES = {

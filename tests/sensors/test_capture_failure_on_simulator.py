@@ -16,7 +16,7 @@ import pytest
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 DAY = dt.datetime(2026, 3, 2)  # server-local, UTC
 

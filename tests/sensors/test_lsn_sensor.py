@@ -16,9 +16,9 @@ from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.errors import WatermarkMissingError
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 @pytest.fixture

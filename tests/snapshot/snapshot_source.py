@@ -18,8 +18,8 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
-from airflow_provider_sqlserver_cdc.testing.workload import SampleDatabase, Workload
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
+from sqlserver_cdc_simulator.workload import SampleDatabase, Workload
 
 _names = itertools.count(1)
 

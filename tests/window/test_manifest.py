@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
 
+from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_manifest
 from airflow_provider_sqlserver_cdc.window.manifest import (
     ManifestError,
     ManifestFile,
     WindowManifest,
+    build_manifest,
     manifest_uri,
+    validate_manifest,
 )
 
 
@@ -139,3 +143,57 @@ def test_label_and_lsn_range() -> None:
 def test_manifest_uri_of_a_window_directory() -> None:
     assert manifest_uri("s3a://b/w/x/") == "s3a://b/w/x/_manifest.json"
     assert manifest_uri(" /w/x/_manifest.json ") == "/w/x/_manifest.json"
+
+
+def _built(kind: str, **over: Any) -> WindowManifest:
+    m = manifest()
+    values: dict[str, Any] = dict(
+        capture_instance=m.capture_instance,
+        source=m.source,
+        to_lsn=Lsn.from_hex(m.to_lsn),
+        key_columns=("order_id",),
+        columns=m.columns,
+        files=m.files,
+        dag_id="d",
+        run_id="r",
+    )
+    values.update(over)
+    return build_manifest(kind, **values)
+
+
+def test_the_builder_fills_what_every_producer_filled_by_hand():
+    changes = _built(
+        "changes",
+        from_lsn=Lsn.from_hex("0x0000002A000001F00003"),
+        from_time=datetime(2026, 1, 1, 10, tzinfo=UTC),
+        to_time=datetime(2026, 1, 1, 11, tzinfo=UTC),
+        mode="interval",
+        row_filter_option="all update old",
+        operation_counts={"delete": 1, "insert": 2, "update_before": 0, "update_after": 0},
+        applied_through="0x0000002A000001F00001",
+    )
+    assert changes.created_at is not None
+    assert changes == manifest(
+        dag_id="d", run_id="r", applied_through="0x0000002A000001F00001", created_at=changes.created_at
+    )
+    validate_manifest(changes.to_dict())
+    # A snapshot covers 0x0..its LSN in mode snapshot, every row of its files an insert.
+    snapshot = _built("snapshot", to_time="2026-01-01T11:00:00+00:00")
+    assert (snapshot.from_lsn, snapshot.mode, snapshot.row_filter_option) == (
+        Lsn.zero().hex,
+        "snapshot",
+        "all",
+    )
+    assert (snapshot.row_count, snapshot.operation_counts["insert"], snapshot.from_time) == (3, 3, None)
+    validate_manifest(snapshot.to_dict())
+
+
+def test_the_builder_refuses_what_the_format_does_not_hold():
+    with pytest.raises(ValueError, match="a snapshot window covers"):
+        _built("snapshot", mode="interval")
+    with pytest.raises(ValueError, match="needs from_lsn"):
+        _built("changes", mode="interval")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        _built("copy")
+    with pytest.raises(TypeError, match="unknown manifest fields: rows"):
+        _built("snapshot", rows=3)

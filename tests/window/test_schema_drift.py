@@ -18,8 +18,8 @@ from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
 from airflow_provider_sqlserver_cdc.window.schema_drift import DdlEvent, named_identifiers, schema_drift
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 def col(name: str, sql_type: str = "int", max_length: int = 4, precision: int = 10, scale: int = 0):

@@ -45,7 +45,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError, Tab
 from airflow_provider_sqlserver_cdc.spark.merge.published_files import read_text, write_text
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import FAILED
 from airflow_provider_sqlserver_cdc.spark.merge.targets.selection import target_from_settings
-from airflow_provider_sqlserver_cdc.spark.merge.window_reader import Window, read_manifest
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import Window, load_window
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, format_ranges, parse_ranges
 from airflow_provider_sqlserver_cdc.window.manifest import ManifestError
 
@@ -112,7 +112,7 @@ class ContinuousApply:
             if uri is None:
                 continue
             try:
-                table = self.settings.merge.target_for(read_manifest(self.spark, uri))
+                table = self.settings.merge.target_for(load_window(self.spark, uri))
             except (ManifestError, MergeJobError) as err:
                 self.state.unreadable[capture_instance] = merge_job.failure_reason(err)
                 continue
@@ -136,7 +136,7 @@ class ContinuousApply:
         unreadable: dict[str, str] = {}
         for item in found:
             try:
-                window = read_manifest(self.spark, item.uri)
+                window = load_window(self.spark, item.uri)
                 table = self.settings.merge.target_for(window)
             except (ManifestError, MergeJobError) as err:
                 unreadable[item.capture_instance] = merge_job.failure_reason(err)

@@ -37,7 +37,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     check_files,
     check_rows,
     empty_changes,
-    read_manifest,
+    load_window,
     read_window,
 )
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import covers, format_ranges
@@ -335,7 +335,7 @@ def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None
     target.check_session()
     if not settings.manifests:
         raise MergeJobError("no window manifests given: pass --manifest (the extract task's manifest URI)")
-    windows = [read_manifest(spark, uri) for uri in settings.manifests]
+    windows = [load_window(spark, uri) for uri in settings.manifests]
     hard = settings.delete_mode == "hard"
     plans: dict[str, TargetPlan] = {}
     for window in windows:

@@ -60,8 +60,13 @@ def _filesystem(spark: SparkSession, uri: str) -> tuple[Any, Any]:
     return path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), path
 
 
-def read_manifest(spark: SparkSession, uri: str) -> Window:
-    """Read and validate one manifest through Spark's Hadoop file systems (local, HDFS, S3A, ...)."""
+def load_window(spark: SparkSession, uri: str) -> Window:
+    """
+    Read and validate one window's manifest through Spark's Hadoop file systems (local, HDFS, S3A, ...).
+
+    The job's counterpart of ``parquet.manifest_store.read_manifest`` (pyarrow file systems, used by
+    the extraction); both parse and validate with ``WindowManifest.from_json``.
+    """
     fs, path = _filesystem(spark, uri)
     if not fs.exists(path):
         raise ManifestError(

@@ -57,7 +57,7 @@ def test_windows_are_cut_where_their_columns_change_and_a_consistent_read_applie
 
 
 def _backfill(base: Path, spec: WindowSpec, consistent: int) -> str:
-    """A window read at one consistent LSN (``extraction.blind_spot``): its rows and manifest say ``consistent``."""
+    """A window read at one consistent LSN (``extraction.blind_spot``): rows and manifest say ``consistent``."""
     path = write_window(base, spec)
     manifest = json.loads(Path(path).read_text())
     manifest["backfill"] = {"consistent_lsn": lsn_hex(consistent), "method": "snapshot_isolation"}

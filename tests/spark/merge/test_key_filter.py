@@ -23,7 +23,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
 )
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.statements import merge_sql
-from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import load_window, read_window
 
 
 def test_decimal_key_range_bounds_are_literals_of_the_column_type() -> None:
@@ -62,7 +62,7 @@ def test_key_range_prunes_the_target_scan_and_keeps_rows_outside_it(
     w2 = write_window(base, WindowSpec("dbo_orders", start, log.lsn, second, columns=columns))
     run(spark, namespace, w1, write_mode=write_mode)
 
-    window = read_manifest(spark, w2)
+    window = load_window(spark, w2)
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
     changes = read_window(spark, window, table)
@@ -94,7 +94,7 @@ def test_merge_on_read_filters_the_target_scan_by_the_source_keys(
         run(spark, namespace, w1, write_mode="merge-on-read", partition_buckets=0)
     assert "runtime key filter on" not in caplog.text  # the table was empty: nothing to filter
 
-    window = read_manifest(spark, w2)
+    window = load_window(spark, w2)
     plan = TargetPlan(table, windows=[window])
     plan_schema(plan, None)
     changes = read_window(spark, window, table)

@@ -24,7 +24,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import (
 )
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
 from airflow_provider_sqlserver_cdc.spark.merge.temporary_view import temporary_view
-from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_manifest, read_window
+from airflow_provider_sqlserver_cdc.spark.merge.window_reader import load_window, read_window
 
 pytestmark = pytest.mark.spark
 
@@ -162,7 +162,7 @@ def test_the_narrow_and_the_column_by_column_rewrite_give_the_same_rows(
     w1, w2 = two_windows(base)
     run(spark, namespace, w1)
     target_columns = [(f.name, f.dataType.simpleString()) for f in spark.table(table).schema.fields]
-    changes = read_window(spark, read_manifest(spark, w2), table)
+    changes = read_window(spark, load_window(spark, w2), table)
     columns = [c for c in changes.columns if not c.startswith("_cdc_")]
     with temporary_view(net_effect_frame(changes, ["id"]), "rewrite_source") as view:
         for hard in (False, True):

@@ -8,7 +8,7 @@ the ALTER in its ``ddl_events``; the merge refuses it before writing (``spark/me
 
 A rename cannot be made on the source here: the simulator refuses ``sp_rename`` (40517) because
 Microsoft's pages say nothing about it on a tracked table, see
-tests/testing/simulator/cdc/test_schema_change_docs.py.
+simulator/tests/cdc/test_schema_change_docs.py.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     Window,
     before_image_needed,
     check_rows,
-    read_manifest,
+    load_window,
     read_window,
 )
 from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
@@ -90,7 +90,7 @@ def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged
         Row(0x130, 0x13001, 4, {"id": 7, "name": "b7", "amount": None}, update_mask=key_and_name),
     ]
     manifest = write_window(base, WindowSpec("dbo_orders", 0x100, 0x130, changes))
-    window = read_manifest(spark, manifest)
+    window = load_window(spark, manifest)
     read = read_window(spark, window, f"{namespace}.dbo_orders")
     positions = sorted((r.id, r._cdc_operation) for r in read.collect())
     assert positions == [(1, 2), (1, 4), (2, 2), (2, 3), (7, 4)]  # only id 1's before-image is gone
@@ -104,7 +104,7 @@ def test_before_images_that_keep_the_key_are_dropped_and_the_result_is_unchanged
     with pytest.MonkeyPatch.context() as patch:  # footers without statistics: a Spark job reads the rows
         patch.setattr(window_reader, "footer_figures", lambda *args: None)
         assert check_rows(spark, window, f"{namespace}.dbo_orders").key_bounds == (1, 7)
-    by_name = read_manifest(
+    by_name = load_window(
         spark,
         write_window(
             base / "by_name", WindowSpec("dbo_orders", 0x100, 0x130, changes, key_columns=("name",))

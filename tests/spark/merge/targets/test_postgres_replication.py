@@ -24,10 +24,10 @@ from airflow_provider_sqlserver_cdc.testing.airflow_connections import connectio
 from airflow_provider_sqlserver_cdc.testing.postgres_comparison import compare_postgres_tables
 from airflow_provider_sqlserver_cdc.testing.postgres_server import PostgresServer
 from airflow_provider_sqlserver_cdc.testing.table_comparison import all_match, describe_all
-from airflow_provider_sqlserver_cdc.testing.workload import SAMPLE_TABLES, SampleDatabase, Workload
-from airflow_provider_sqlserver_cdc.testing.workload.change_generator import WorkloadStats
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone
+from sqlserver_cdc_simulator.workload import SAMPLE_TABLES, SampleDatabase, Workload
+from sqlserver_cdc_simulator.workload.change_generator import WorkloadStats
 
 pytestmark = pytest.mark.spark
 
