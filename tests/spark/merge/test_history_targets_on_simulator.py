@@ -21,7 +21,7 @@ from window_builder import Row
 from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.testing.clocked_database import ClockedCdcDatabase
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 pytestmark = pytest.mark.spark
 
