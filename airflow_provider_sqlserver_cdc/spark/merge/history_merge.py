@@ -52,33 +52,27 @@ if TYPE_CHECKING:
 
 #: The start of the name of the history MERGE's source view (``temporary_view``).
 HISTORY_SOURCE_VIEW = "sqlserver_cdc_history_source"
+#: The most change rows whose keys are broadcast to the scan of the table (a few MB of keys; beyond it the
+#: table's rows are shuffled to meet them).
+BROADCAST_KEYS_MAX = 1_000_000
 #: Where a row of the MERGE's source comes from: a window (a version to insert) or the table (to correct).
 ORIGIN = "_cdc_origin"
 FROM_WINDOW = "window"
 FROM_TABLE = "table"
 _OLD_VALID_TO = "_cdc_old_valid_to"
 _OLD_IS_CURRENT = "_cdc_old_is_current"
-_AFTER_IMAGE = "_cdc_after_image"
+_AFTER_IMAGE = "_cdc_key_kept"
 
 
 def version_rows(changes: DataFrame, key_columns: Sequence[str]) -> DataFrame:
     """Return a batch's change rows as versions: one per key and position, ``_cdc_deleted`` set.
 
-    A before-image is dropped when an after-image of the same key shares its position's LSN and
-    seqval (the update kept the key); the reader already drops most of them by their update mask.
+    Before-images of updates that kept the key are still among them (the reader drops most by
+    their update mask); ``history_source`` drops the rest, as it orders each key's rows anyway.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = [F.col(quote(k)) for k in key_columns]
-    same_change = Window.partitionBy(*keys, F.col(START_LSN), F.col(SEQVAL))
-    after_image = F.max(F.when(F.col(OPERATION) == UPDATE_AFTER, F.lit(1))).over(same_change)
-    rows = (
-        changes.withColumn(_AFTER_IMAGE, after_image)
-        .where((F.col(OPERATION) != UPDATE_BEFORE) | F.col(_AFTER_IMAGE).isNull())
-        .drop(_AFTER_IMAGE)
-        .dropDuplicates([*key_columns, *POSITION_COLUMNS])
-    )
+    rows = changes.dropDuplicates([*key_columns, *POSITION_COLUMNS])
     return rows.withColumn(DELETED, F.col(OPERATION).isin(*DELETING_OPERATIONS))
 
 
@@ -148,17 +142,28 @@ def history_source(versions: DataFrame, table_rows: DataFrame, key_columns: Sequ
     by_position = Window.partitionBy(*[F.col(quote(k)) for k in key_columns]).orderBy(
         *[F.col(c) for c in POSITION_COLUMNS]
     )
+    next_lsn = F.lead(START_LSN).over(by_position)
+    # A before-image right before the after-image of the same change (LSN and seqval) is the update
+    # of a key it kept: not a version. The row before it is closed at the same commit time either way.
+    kept_key = F.coalesce(  # false for a key's last row (no next row)
+        (F.col(OPERATION) == UPDATE_BEFORE)
+        & (F.lead(OPERATION).over(by_position) == UPDATE_AFTER)
+        & (next_lsn == F.col(START_LSN))
+        & (F.lead(SEQVAL).over(by_position) == F.col(SEQVAL)),
+        F.lit(False),
+    )
     both = (
         both.withColumn(VALID_FROM, F.col(COMMIT_TIME))
         .withColumn(VALID_TO, F.lead(COMMIT_TIME).over(by_position))
-        .withColumn(IS_CURRENT, F.lead(START_LSN).over(by_position).isNull() & ~F.col(DELETED))
+        .withColumn(IS_CURRENT, next_lsn.isNull() & ~F.col(DELETED))
+        .withColumn(_AFTER_IMAGE, kept_key)
     )
-    changed = (
+    changed = ~F.col(_AFTER_IMAGE) & (
         (F.col(ORIGIN) == FROM_WINDOW)
         | ~F.col(VALID_TO).eqNullSafe(F.col(_OLD_VALID_TO))
         | (F.col(IS_CURRENT) != F.col(_OLD_IS_CURRENT))
     )
-    return both.where(changed).drop(_OLD_VALID_TO, _OLD_IS_CURRENT)
+    return both.where(changed).drop(_OLD_VALID_TO, _OLD_IS_CURRENT, _AFTER_IMAGE)
 
 
 def history_merge_sql(
@@ -203,12 +208,15 @@ def history_merge_frame(
     key_columns: Sequence[str],
     snapshot: tuple[str, str | None] | None = None,
     key_range: KeyCondition | None = None,
+    change_rows: int | None = None,
 ) -> DataFrame:
     """Return the MERGE source of a batch into a history table (``history_source``).
 
     :param changes: the batch's change rows (``window_reader.read_window``, windows unioned).
     :param snapshot: a snapshot's LSN and time: keys it lacks are closed by a tombstone at its LSN.
     :param key_range: the range of the changes' first key column: the table rows read are those in it.
+    :param change_rows: the batch's change rows: up to ``BROADCAST_KEYS_MAX`` of them, their keys are
+        broadcast to the table scan instead of shuffling the table's rows to meet them.
     """
     from pyspark.sql import functions as F
 
@@ -219,6 +227,8 @@ def history_merge_frame(
         versions = versions.unionByName(retired)
     else:
         touched = versions.select(*[F.col(quote(k)) for k in key_columns]).distinct()
+        if change_rows is not None and change_rows <= BROADCAST_KEYS_MAX:
+            touched = F.broadcast(touched)
         if key_range is not None:
             table_rows = table_rows.where(key_range.condition())
         table_rows = table_rows.join(touched, on=list(key_columns), how="left_semi")

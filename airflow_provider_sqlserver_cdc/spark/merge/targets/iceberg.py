@@ -501,7 +501,9 @@ class IcebergTarget(MergeTarget):
         at = None if snapshot is None else (snapshot.manifest.to_lsn, snapshot.manifest.to_time)
         # The key range bounds the table rows read and joined; a snapshot retires keys outside it too.
         bounds = None if snapshot is not None else source_key_range(batch.changes, plan, batch.key_bounds)
-        source = history_merge_frame(self.spark, plan.table, batch.changes, plan.key_columns, at, bounds)
+        source = history_merge_frame(
+            self.spark, plan.table, batch.changes, plan.key_columns, at, bounds, batch.change_rows
+        )
         with temporary_view(source, HISTORY_SOURCE_VIEW) as source_view:
             statement = history_merge_sql(plan.table, source_view, batch.columns, plan.key_columns, bounds)
             frame = self._run_merge(statement, properties)
