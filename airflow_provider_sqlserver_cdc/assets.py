@@ -72,7 +72,7 @@ def target_table(
     targets: Mapping[str, str],
 ) -> str | None:
     """
-    The target table of a capture instance, as the merge job names it (``MergeSettings.target_for``); None if unknown.
+    The target table of a capture instance, as the merge job names it (``MergeJobSettings.target_for``); None if unknown.
 
     :param capture_instance: the capture instance.
     :param source: its ``schema``, ``table``, ``database`` (what is known of them).

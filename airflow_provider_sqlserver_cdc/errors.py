@@ -42,10 +42,6 @@ class ChangeDataPermissionError(SqlServerCdcError):
     """The login may not read the change data (gating role of the capture instance, or SELECT permission)."""
 
 
-class CaptureJobNotRunningError(SqlServerCdcError):
-    """The capture job (SQL Server Agent) is stopped or far behind, so the window is not complete."""
-
-
 class RetentionGapError(SqlServerCdcError):
     """
     The window starts below the capture instance's low-water mark: those changes were cleaned up.

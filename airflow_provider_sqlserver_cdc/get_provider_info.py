@@ -54,8 +54,9 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": PACKAGE_NAME,
         "name": "Microsoft SQL Server CDC",
         "description": (
-            "Replicate Microsoft SQL Server tables through Change Data Capture: LSN windows per "
-            "Airflow data interval, Parquet extraction and an idempotent Spark MERGE into Apache Iceberg."
+            "Replicate Microsoft SQL Server tables through Change Data Capture or Change Tracking: "
+            "windows per Airflow data interval, Parquet extraction and an idempotent Spark MERGE into "
+            "Apache Iceberg or PostgreSQL."
         ),
         "versions": [__version__],
         "integrations": [
@@ -68,25 +69,36 @@ def get_provider_info() -> dict[str, Any]:
         "hooks": [
             {
                 "integration-name": "Microsoft SQL Server CDC",
-                "python-modules": ["airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc"],
+                "python-modules": [
+                    "airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc",
+                    "airflow_provider_sqlserver_cdc.hooks.change_tracking",
+                ],
             }
         ],
         "operators": [
             {
                 "integration-name": "Microsoft SQL Server CDC",
                 "python-modules": [
+                    "airflow_provider_sqlserver_cdc.operators.window_task",
                     "airflow_provider_sqlserver_cdc.operators.extract",
-                    "airflow_provider_sqlserver_cdc.operators.watermark",
-                    "airflow_provider_sqlserver_cdc.operators.spark_merge",
                     "airflow_provider_sqlserver_cdc.operators.snapshot",
+                    "airflow_provider_sqlserver_cdc.operators.spark_merge",
+                    "airflow_provider_sqlserver_cdc.operators.watermark",
                     "airflow_provider_sqlserver_cdc.operators.continuous_apply",
+                    "airflow_provider_sqlserver_cdc.operators.maintenance",
+                    "airflow_provider_sqlserver_cdc.operators.retention_headroom",
+                    "airflow_provider_sqlserver_cdc.operators.change_tracking",
                 ],
             }
         ],
         "sensors": [
             {
                 "integration-name": "Microsoft SQL Server CDC",
-                "python-modules": ["airflow_provider_sqlserver_cdc.sensors.lsn"],
+                "python-modules": [
+                    "airflow_provider_sqlserver_cdc.sensors.source_window",
+                    "airflow_provider_sqlserver_cdc.sensors.lsn",
+                    "airflow_provider_sqlserver_cdc.sensors.change_tracking",
+                ],
             }
         ],
         "triggers": [

@@ -10,8 +10,9 @@ Variable mirrors them, written after the merge has committed (WatermarkCommitOpe
 the extraction: ``applied_ranges`` are the ranges the merge reported, joined with those already
 mirrored, and ``lsn`` is the *applied-through* LSN, the end of the first range (every change up
 to it is applied). Joining only adds ranges, so two commit tasks finishing in either order leave
-the same value, and the watermark never moves back. Without ranges from the merge (a DAG that
-does not pass them), ``lsn`` is the highest window end merged, as before.
+the same value, and the watermark never moves back. Without ranges from the merge for an instance
+(a WatermarkCommitOperator given no ``applied``, or a table the merge committed nothing to),
+``lsn`` is the highest window end merged (``advance_watermark``).
 
 ``empty_ranges`` are the LSN ranges of windows without a row of the instance that continued what
 the target holds (``operators.watermark.proven_empty``): the source had no change of the instance

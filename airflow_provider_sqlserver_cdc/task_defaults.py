@@ -17,10 +17,22 @@ from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
     DEFAULT_RETAIN_LAST,
     DEFAULT_SNAPSHOT_RETENTION_HOURS,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
+    DEFAULT_DELETE_MODE,
+    DEFAULT_JDBC_CONNECTIONS,
+    DEFAULT_TABLE_NAME_TEMPLATE,
+    DEFAULT_TARGET_KIND,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import (
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_WRITE_MODE,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_CONCURRENT_TABLES,
     DEFAULT_PARTITION_BUCKETS,
 )
+from airflow_provider_sqlserver_cdc.tsql import DEFAULT_ROW_FILTER_OPTION
+from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
 
 __all__ = [
     "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
@@ -48,6 +60,7 @@ __all__ = [
     "DEFAULT_SQLSERVER_CDC_CONN_ID",
     "DEFAULT_TABLE_NAME_TEMPLATE",
     "DEFAULT_TARGET_KIND",
+    "DEFAULT_WINDOW_MODE",
     "DEFAULT_WRITE_MODE",
     "MERGE_MODES",
 ]
@@ -55,8 +68,8 @@ __all__ = [
 # The source connection of every task that reads SQL Server.
 DEFAULT_SQLSERVER_CDC_CONN_ID: str = SqlServerCdcHook.default_conn_name
 
-# CdcExtractOperator
-DEFAULT_ROW_FILTER_OPTION = "all update old"  # keeps update before-images
+# CdcExtractOperator (DEFAULT_ROW_FILTER_OPTION, keeping update before-images, is stated in tsql.py; the
+# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/manifest.py)
 DEFAULT_ON_GAP = "heal"  # window.contiguity.ON_GAP
 DEFAULT_ON_SCHEMA_CHANGE = "fail"  # window.schema_drift.ON_SCHEMA_CHANGE
 DEFAULT_CREATE_CAPTURE_INSTANCE = False
@@ -65,13 +78,7 @@ DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE = False
 # CdcSnapshotOperator
 DEFAULT_ALLOW_TABLE_LOCK_FALLBACK = False
 
-# CdcSparkMergeOperator
-DEFAULT_TABLE_NAME_TEMPLATE = "{schema}_{table}"
-DEFAULT_DELETE_MODE = "soft"
-DEFAULT_WRITE_MODE = "merge-on-read"
-DEFAULT_TARGET_KIND = "iceberg"
-DEFAULT_JDBC_CONNECTIONS = 4
-DEFAULT_MERGE_STRATEGY = "auto"
+# CdcSparkMergeOperator: the merge job's defaults, stated in spark/merge/arguments.py (imported above).
 
 # Continuous apply (docs/continuous-apply.md): WaitForAppliedWindowsOperator and merge.mode
 MERGE_MODES = ("batch", "continuous")

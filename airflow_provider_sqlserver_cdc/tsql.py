@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 SYSNAME_MAX_CHARS = 128
 CAPTURE_INSTANCE_MAX_CHARS = 100
 ROW_FILTER_OPTIONS = ("all", "all update old")
+#: The extract's default: keeps the before-images of updates (an update is then two rows, 3 and 4).
+DEFAULT_ROW_FILTER_OPTION = "all update old"
 
 # sys.fn_cdc_map_time_to_lsn relational operators.
 SMALLEST_GREATER_THAN_OR_EQUAL = "smallest greater than or equal"
@@ -276,13 +278,6 @@ def change_count_query(capture_instance: str) -> str:
     return (
         f"SELECT COUNT_BIG(*), MIN([__$start_lsn]), MAX([__$start_lsn]) FROM [cdc].{function}(?, ?, N'all')"
     )
-
-
-def bare_changes_query(capture_instance: str) -> str:
-    """``SELECT *`` from the change function (what a naive reader would run; used by benchmarks)."""
-    validate_capture_instance(capture_instance)
-    function = quote_name("fn_cdc_get_all_changes_" + capture_instance)
-    return f"SELECT * FROM [cdc].{function}(?, ?, ?)"
 
 
 # --- snapshot (initial load; see docs/snapshot.md) -----------------------------------------------

@@ -38,7 +38,7 @@ from merge import (
     write_window,
 )
 
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_spark_conf, local_spark_session
@@ -97,7 +97,7 @@ def timed_run(spark, prepared: PreparedSet, threads: int, label: str) -> float:
     targets = {ci: f"lake.bench.{ci}_{label}" for ci in prepared.windows}
     for table in targets.values():
         load_baseline(spark, prepared.snapshot, table, "merge-on-read", 0)
-    settings = MergeSettings(
+    settings = MergeJobSettings(
         manifests=tuple(prepared.windows.values()), targets=targets, concurrent_tables=threads
     )
     started = time.perf_counter()

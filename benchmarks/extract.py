@@ -30,6 +30,8 @@ from bench_source import COLUMNS, count_rows, insert_rows, measured, odbc, run_c
 
 DATABASE = "cdc_bench"
 CAPTURE_INSTANCE = "dbo_bench"
+#: What a naive reader would run: ``SELECT *`` from the change function (from LSN, to LSN, row filter option).
+BARE_CHANGES_QUERY = f"SELECT * FROM [cdc].[fn_cdc_get_all_changes_{CAPTURE_INSTANCE}](?, ?, ?)"
 
 
 def load(host: str, port: int, rows: int) -> dict[str, str]:
@@ -84,7 +86,6 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
 
     import pyodbc
 
-    from airflow_provider_sqlserver_cdc import tsql
     from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -100,14 +101,14 @@ def child(kind: str, host: str, port: int, from_lsn: str, to_lsn: str, out_dir: 
         if kind == "bare":
             conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
             cur = conn.cursor()
-            cur.execute(tsql.bare_changes_query(CAPTURE_INSTANCE), *params)
+            cur.execute(BARE_CHANGES_QUERY, *params)
             rows = count_rows(cur, batch_size)
             conn.close()
         elif kind == "pandas":
             conn = pyodbc.connect(odbc(host, port, DATABASE), autocommit=True)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                frame = pd.read_sql(tsql.bare_changes_query(CAPTURE_INSTANCE), conn, params=params)
+                frame = pd.read_sql(BARE_CHANGES_QUERY, conn, params=params)
             frame["c_guid"] = frame["c_guid"].astype(str)
             os.makedirs(out_dir, exist_ok=True)
             frame.to_parquet(os.path.join(out_dir, "naive.parquet"), compression="zstd")

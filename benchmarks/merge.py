@@ -47,7 +47,7 @@ from bench_source import process_cpu_seconds
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge import staged_merge
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import DELETED
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import MERGE_REPORT_ATTRIBUTE, MergeReport
 from airflow_provider_sqlserver_cdc.spark.merge.job import configure_session, run
@@ -321,7 +321,7 @@ LAYOUT_EXPERIMENTS = {
 }
 
 
-def merge_in(spark, settings: MergeSettings, layout: str) -> None:
+def merge_in(spark, settings: MergeJobSettings, layout: str) -> None:
     """Run the job; for an experimental layout with its setting added to the staged MERGE's."""
     extra = LAYOUT_EXPERIMENTS.get(layout, {})
     saved = dict(staged_merge.SPJ_CONF)
@@ -468,7 +468,7 @@ def main() -> None:
                             f"CREATE OR REPLACE TABLE {table}_rewrite USING iceberg AS SELECT * FROM {table}"
                         )
                     )
-                    settings = MergeSettings(
+                    settings = MergeJobSettings(
                         manifests=(window,), targets={"dbo_orders": table}, merge_strategy=strategy
                     )
                     reports.reports.clear()

@@ -32,7 +32,7 @@ from merge import (
     write_window,
 )
 
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 
 
@@ -101,7 +101,7 @@ def main() -> None:
                 )
             )
             before = job_ids(spark)
-            settings = MergeSettings(
+            settings = MergeJobSettings(
                 manifests=(window,), targets={"dbo_orders": table}, merge_strategy=args.strategy
             )
             started = time.perf_counter()

@@ -35,7 +35,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import PASSWORD_ENV, USER_ENV
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import local_spark_session
@@ -195,8 +195,8 @@ def main() -> None:
         conn = server.connect(database)
 
         def apply(connections: int) -> float:
-            settings = MergeSettings(
-                manifests=(manifest,), namespace="bench", target_kind="jdbc",
+            settings = MergeJobSettings(
+                manifests=(manifest,), namespace="bench", target_kind="postgres",
                 jdbc_url=server.jdbc_url(database), jdbc_connections=connections,
             )  # fmt: skip
             started = time.perf_counter()

@@ -39,7 +39,7 @@ from merge import COLUMNS, change_positions, lsn_bytes, rows, snapshot_table, sp
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings
 from airflow_provider_sqlserver_cdc.spark.maintenance.job import maintain_table
 from airflow_provider_sqlserver_cdc.spark.maintenance.table_health import read_health, tombstone_count
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
 
@@ -162,7 +162,7 @@ def measure(args: argparse.Namespace, rng: np.random.Generator, work: Path) -> N
     snapshot = write_window(
         work / "windows", "snapshot", SNAPSHOT_LSN, SNAPSHOT_LSN, snapshot_table(args.rows, rng)
     )
-    run(spark, MergeSettings(manifests=(snapshot,), **options))
+    run(spark, MergeJobSettings(manifests=(snapshot,), **options))
     full_scan_seconds(spark)  # JIT warm-up: the first scan of a session is several times slower
     first = figures(spark, [])
     print(f"initial load of {args.rows:,} rows: scan {first['scan_s']:.2f} s, {first}", flush=True)
@@ -171,7 +171,7 @@ def measure(args: argparse.Namespace, rng: np.random.Generator, work: Path) -> N
     for number in range(1, args.windows + 1):
         manifest, last_lsn = change_window(work / "windows", number, last_lsn + 1, keys, args.changes, rng)
         started = time.perf_counter()
-        run(spark, MergeSettings(manifests=(manifest,), **options))
+        run(spark, MergeJobSettings(manifests=(manifest,), **options))
         merge_seconds.append(time.perf_counter() - started)
         if args.maintenance and number % args.maintenance_every == 0:
             started = time.perf_counter()

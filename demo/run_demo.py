@@ -200,7 +200,7 @@ def postgres_environment(server: Any) -> dict[str, str]:
 
     database = server.create_database("demo_target")
     return {
-        "SQLSERVER_CDC_TARGET_KIND": "jdbc",
+        "SQLSERVER_CDC_TARGET_KIND": "postgres",
         "SQLSERVER_CDC_TARGET_CONN_ID": "demo_postgres",
         "SQLSERVER_CDC_NAMESPACE": "cdc",
         "SQLSERVER_CDC_SPARK_JARS": f"{iceberg_runtime_jar()},{postgres_jdbc_jar()}",

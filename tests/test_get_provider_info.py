@@ -69,3 +69,54 @@ def test_config_section_documents_the_driver_and_shared_path_options():
     for option in options.values():
         assert option["description"] and option["type"]
     assert conf.has_option("sqlserver_cdc", "allow_driver_in_extra")
+
+
+def _defined_classes() -> dict[str, set[type]]:
+    """Section -> the hooks, operators, sensors and triggers the package defines, found by importing every module.
+
+    ``testing`` (the opt-in test harness) is not part of what the provider registers.
+    """
+    import importlib
+    import inspect
+    import pkgutil
+
+    from airflow.sdk import BaseHook, BaseOperator, BaseSensorOperator
+    from airflow.triggers.base import BaseTrigger
+
+    import airflow_provider_sqlserver_cdc as package
+
+    found: dict[str, set[type]] = {"hooks": set(), "operators": set(), "sensors": set(), "triggers": set()}
+    for module_info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+        if ".testing" in module_info.name:
+            continue
+        module = importlib.import_module(module_info.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != module.__name__:
+                continue
+            if issubclass(cls, BaseSensorOperator):
+                found["sensors"].add(cls)
+            elif issubclass(cls, BaseOperator):
+                found["operators"].add(cls)
+            elif issubclass(cls, BaseTrigger):
+                found["triggers"].add(cls)
+            elif issubclass(cls, BaseHook):
+                found["hooks"].add(cls)
+    return found
+
+
+def test_provider_info_lists_every_hook_operator_sensor_trigger_and_connection_type_the_package_defines():
+    """Walks the package: a class defined but not listed (or listed under the wrong section) fails here."""
+    info = get_provider_info()
+    defined = _defined_classes()
+    assert all(defined.values()), defined  # the walk finds something of each kind
+    for section, classes in defined.items():
+        listed = {m for entry in info[section] for m in entry["python-modules"]}
+        missing = sorted(f"{c.__module__}.{c.__name__}" for c in classes if c.__module__ not in listed)
+        assert not missing, f"get_provider_info()[{section!r}] leaves out {missing}"
+        extra = listed - {c.__module__ for c in classes}
+        assert not extra, f"get_provider_info()[{section!r}] lists modules that define none: {sorted(extra)}"
+    conn_types = {c["connection-type"]: c["hook-class-name"] for c in info["connection-types"]}
+    for hook in defined["hooks"]:
+        assert hook.conn_type in conn_types, (
+            f"connection type {hook.conn_type!r} of {hook.__name__} not listed"
+        )

@@ -41,6 +41,7 @@ from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnap
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
     import logging
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
@@ -77,6 +79,7 @@ def reread_added_columns(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> tuple[WindowManifest, str, float] | None:
     """
     Re-read the rows holding a value in a column the stream's windows did not carry before; None when none was added.
@@ -93,6 +96,7 @@ def reread_added_columns(
     :param batch_size: rows fetched at a time.
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param log: where the re-read is reported.
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     if window.is_empty:
         return None
@@ -117,6 +121,7 @@ def reread_added_columns(
             database=database,
             batch_size=batch_size,
             max_file_bytes=max_file_bytes,
+            masking=instance_masking(masking, carried),
         )
         if log is not None:
             manifest = result[0]
@@ -167,6 +172,7 @@ def _reread(
     database: str,
     batch_size: int,
     max_file_bytes: int,
+    masking: TableMasking | None = None,
 ) -> tuple[WindowManifest, str, float]:
     """Stream the rows holding a value in ``added`` into the window ``{last}_{last}_added``."""
     started = time.monotonic()
@@ -175,7 +181,9 @@ def _reread(
     name = f"{last.hex}_{last.hex}{SUFFIX}"
     sql = tsql.ct_rows_with_values_query(carried.source_schema, carried.source_table, carried.columns, added)
     rows = 0
-    writer = ParquetWindowWriter(filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes)
+    writer = ParquetWindowWriter(
+        filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes, masking=masking
+    )
     with writer, ConsistentSnapshot(hook, carried, allow_table_lock_fallback=True) as snapshot:
         point = snapshot.point
         assert point is not None and snapshot.reader is not None
@@ -209,6 +217,7 @@ def _reread(
             "added_columns": added,
             "rows": rows,
         },
+        masking=masking,
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
     return manifest, join_uri(base_uri, stream, name), time.monotonic() - started

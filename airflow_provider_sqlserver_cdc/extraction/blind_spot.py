@@ -23,10 +23,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_sqlserver_cdc import tsql
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
@@ -200,6 +203,7 @@ def upsert_manifest(
     counts: dict[str, int],
     like: WindowManifest,
     backfill: dict[str, Any],
+    masking: TableMasking | None = None,
 ) -> WindowManifest:
     """
     Return the manifest of a window of rows read from ``instance``'s table at one consistent LSN.
@@ -215,6 +219,7 @@ def upsert_manifest(
     :param counts: rows per operation name.
     :param like: a window of the same run (its mode, row filter option, DAG and run ids).
     :param backfill: the read's record (``consistent_lsn``, ``method``, ...).
+    :param masking: the table's column masking the window was written with.
     """
     return build_manifest(
         CHANGES,
@@ -225,13 +230,14 @@ def upsert_manifest(
         mode=like.mode,
         row_filter_option=like.row_filter_option,
         key_columns=key_columns,
-        columns=column_descriptions(instance),
+        columns=masked_descriptions(masking, instance),
         files=files,
         operation_counts=counts,
         dag_id=like.dag_id,
         run_id=like.run_id,
         read_instance=instance.name if instance.name != stream else None,
         backfill=backfill,
+        masking=masking.to_manifest() if masking is not None else None,
     )
 
 
@@ -245,6 +251,7 @@ def backfill_blind_spot(
     database: str,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> tuple[WindowManifest, str, float] | None:
     """
     Re-read the keys the old instance changed in the blind spot and write them as a window; None if none changed.
@@ -259,6 +266,7 @@ def backfill_blind_spot(
     :param database: the source database.
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param log: where the back-fill is reported.
+    :param masking: the column masking rules; a table whose key is masked cannot be re-read by key.
     """
     assert switch.new is not None
     started = time.monotonic()
@@ -270,6 +278,15 @@ def backfill_blind_spot(
     if not keys:
         return None
     new = switch.new
+    table_masking = instance_masking(masking, new)
+    hashed = [k for k in key_names if table_masking is not None and table_masking.rule(k) is not None]
+    if hashed:
+        raise ColumnMaskingError(
+            f"column masking of {new.source}: {len(keys)} row(s) changed between the DDL at {spot.ddl_lsn.hex} "
+            f"and the start of {new.name} must be re-read by key, but the key column(s) {', '.join(hashed)} "
+            "are hashed in the staged windows, so their values are unknown. Re-snapshot the table instead: "
+            f'trigger the DAG with conf {{"resnapshot": ["{switch.stream}"]}} (docs/column-masking.md)'
+        )
     by_name = {c.name.lower(): c for c in new.columns}
     key_columns = [by_name[k.lower()] for k in key_names]
     with ConsistentSnapshot(hook, new, allow_table_lock_fallback=True) as snapshot:
@@ -278,7 +295,9 @@ def backfill_blind_spot(
         found, missing = read_rows_by_key(snapshot, new, key_columns, keys)
     schema = hook.changes_schema(new)
     name = f"{spot.first.hex}_{spot.last.hex}_backfill"
-    writer = ParquetWindowWriter(filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes)
+    writer = ParquetWindowWriter(
+        filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes, masking=table_masking
+    )
     with writer:
         writer.write_batch(upsert_batch(new, schema, found, missing, key_names, point.lsn, point.utc_time))
     counts = zero_operation_counts()
@@ -303,6 +322,7 @@ def backfill_blind_spot(
             "keys": len(keys),
             "deleted": len(missing),
         },
+        masking=table_masking,
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
     seconds = time.monotonic() - started

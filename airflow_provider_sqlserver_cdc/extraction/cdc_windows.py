@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from airflow_provider_sqlserver_cdc import tsql
-from airflow_provider_sqlserver_cdc.capture_instance import require_key_columns
 from airflow_provider_sqlserver_cdc.extraction.added_column_values import reread_added_columns
 from airflow_provider_sqlserver_cdc.extraction.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.extraction.ddl_split import window_pieces
@@ -28,7 +27,7 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -47,6 +46,7 @@ from airflow_provider_sqlserver_cdc.window.contiguity import (
 )
 from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
+    DEFAULT_WINDOW_MODE,
     MANIFEST_NAME,
     OPERATION_NAMES,
     WINDOW_MODES,
@@ -65,12 +65,13 @@ if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
 #: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes")
+ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
 
 
 @dataclass
@@ -135,7 +136,7 @@ def extract_window(
     base_uri: str,
     tz: ServerTimeZone,
     database: str,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
@@ -146,6 +147,7 @@ def extract_window(
     healed_gap: UnappliedChanges | None = None,
     ddl_events: Sequence[DdlEvent] = (),
     stream: str | None = None,
+    masking: ColumnMasking | None = None,
 ) -> ExtractResult:
     """
     Stream one window into ``{base_uri}/{capture_instance}/{from_lsn}_{to_lsn}/`` and write its manifest last.
@@ -170,16 +172,20 @@ def extract_window(
     :param ddl_events: the DDL run on the source table inside the window (``cdc.ddl_history``).
     :param stream: the name the window is filed and merged under when ``instance`` is a later capture
         instance of the stream's table (``extraction.instance_switch``); default ``instance.name``.
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     name = stream or instance.name
     window_dir = f"{base_path}/{name}/{window.directory_name}"
     schema = hook.changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     counts = zero_operation_counts()
     rows = 0
     last_report = started
-    writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+    writer = ParquetWindowWriter(
+        filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
+    )
     with writer:
         for batch in hook.stream_changes(
             instance, window, tz=tz, row_filter_option=row_filter_option, batch_size=batch_size, reader=reader
@@ -206,7 +212,7 @@ def extract_window(
         mode=window.mode,
         row_filter_option=row_filter_option,
         key_columns=instance.key_columns,
-        columns=column_descriptions(instance),
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
         operation_counts=counts,
         dag_id=dag_id,
@@ -215,6 +221,7 @@ def extract_window(
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
         ddl_events=[e.to_manifest() for e in ddl_events] or None,
         read_instance=instance.name if name != instance.name else None,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -258,35 +265,16 @@ def finish_window(
     return ExtractResult(manifest, window_uri, seconds)
 
 
-def load_capture_instances(
-    hook: SqlServerCdcHook, names: Sequence[str], *, require_keys: bool = True
-) -> tuple[str, list[CaptureInstance]]:
-    """
-    Return the source database and the named capture instances with their columns and key columns.
-
-    :param hook: the source hook.
-    :param names: capture instance names, or ``schema.table`` for the newest instance of a table.
-    :param require_keys: raise NoKeyColumnsError for an instance without key columns.
-    """
-    if not names:
-        raise ValueError("capture_instance is empty: give at least one capture instance")
-    database = hook.source_database()
-    instances = hook.get_named_capture_instances(list(names))
-    if require_keys:
-        require_key_columns(instances)
-    return database, instances
-
-
 def extract_windows(
     hook: SqlServerCdcHook,
     names: Sequence[str],
     *,
     conn_id: str,
     base_uri: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     data_interval_start: datetime | None = None,
     data_interval_end: datetime | None = None,
-    row_filter_option: str = "all update old",
+    row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     require_keys: bool = True,
     on_gap: str = "heal",
     on_schema_change: str = "fail",
@@ -456,6 +444,7 @@ def extract_windows(
                     database=database,
                     max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
                     log=log,
+                    masking=extract_options.get("masking"),
                 )
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))

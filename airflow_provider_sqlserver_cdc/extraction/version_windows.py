@@ -58,6 +58,8 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     retention_error,
     version_lsn,
 )
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 #: SYS_CHANGE_OPERATION -> the window format's __$operation
@@ -202,11 +205,12 @@ def extract_version_window(
     *,
     base_uri: str,
     database: str,
-    batch_size: int = 50_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> tuple[ExtractResult, bool]:
     """
     Extract one version window into ``{base_uri}/{name}/{from}_{to}/`` and write its manifest last.
@@ -215,11 +219,13 @@ def extract_version_window(
     When columns were added to the table since its previous window, the window also re-reads, in
     the same SNAPSHOT transaction, every row that holds a value in one of them (see the module).
 
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     :raises ChangeTrackingRetentionError: the last version is below the table's min valid version.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     schema = changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     counts = zero_operation_counts()
     last = window.last_version
@@ -249,7 +255,11 @@ def extract_version_window(
         empty = stop == last
         directory = f"{version_lsn(last + 1).hex}_{version_lsn(stop).hex}"
         writer = ParquetWindowWriter(
-            filesystem, f"{table_dir}/{directory}", schema, max_file_bytes=max_file_bytes
+            filesystem,
+            f"{table_dir}/{directory}",
+            schema,
+            max_file_bytes=max_file_bytes,
+            masking=table_masking,
         )
         with writer:
             if not empty:
@@ -290,16 +300,17 @@ def extract_version_window(
         mode=window.mode,
         row_filter_option=ROW_FILTER_OPTION,
         key_columns=instance.key_columns,
-        columns=column_descriptions(instance),
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
         operation_counts=counts,
         dag_id=dag_id,
         run_id=run_id,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     window_dir = f"{table_dir}/{directory}"
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
     if not empty:
-        record_columns(filesystem, table_dir, version_lsn(stop), manifest.columns, before)
+        record_columns(filesystem, table_dir, version_lsn(stop), column_descriptions(instance), before)
     return result, empty
 
 

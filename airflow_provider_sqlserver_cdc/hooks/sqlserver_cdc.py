@@ -64,7 +64,7 @@ class SqlServerCdcHook(BaseHook):
     """
 
     conn_name_attr = "sqlserver_cdc_conn_id"
-    default_conn_name = "mssql_default"
+    default_conn_name = "sqlserver_cdc_default"
     conn_type = "sqlserver_cdc"
     hook_name = "Microsoft SQL Server CDC"
 
@@ -517,7 +517,7 @@ class SqlServerCdcHook(BaseHook):
         window: LsnWindow,
         *,
         tz: ServerTimeZone,
-        row_filter_option: str = "all update old",
+        row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
         batch_size: int = DEFAULT_BATCH_SIZE,
         reader: str = "auto",
     ) -> Iterator[pa.RecordBatch]:

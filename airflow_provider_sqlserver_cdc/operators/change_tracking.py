@@ -16,6 +16,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTr
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT, resnapshot_requests
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -36,9 +37,7 @@ class ChangeTrackingSnapshotOperator(ChangeTrackingSourceMixin, WindowTaskOperat
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
 
-        return self.write_windows(
-            context, snapshot_tracked_tables, batch_size=self.batch_size, max_file_bytes=self.max_file_bytes
-        )
+        return self.write_windows(context, snapshot_tracked_tables)
 
 
 class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperator):
@@ -61,7 +60,7 @@ class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperato
     )
     ui_color = "#cfe2f3"
 
-    def __init__(self, *, window_mode: str = "interval", **kwargs: Any) -> None:
+    def __init__(self, *, window_mode: str = DEFAULT_WINDOW_MODE, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.window_mode = window_mode
 
@@ -74,8 +73,6 @@ class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperato
             window_mode=self.window_mode,
             data_interval_start=context.get("data_interval_start"),
             data_interval_end=context.get("data_interval_end"),
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
         )
 
 

@@ -16,7 +16,7 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     MERGED_WINDOWS_XCOM_KEY,
     window_descriptions,
 )
-from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
 from airflow_provider_sqlserver_cdc.staging_files import read_text
@@ -169,7 +169,5 @@ class ContinuousApplyOperator(SparkSubmitOperator):
             f"{self.poll_seconds:g}",
             *self.merge_arguments,
         ]
-        job_modules = merge_job_py_files()
-        files = [f for f in (self.py_files or "").split(",") if f]
-        self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+        self.py_files = with_job_modules(self.py_files)
         super().execute(context)

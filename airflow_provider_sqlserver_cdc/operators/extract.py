@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
-from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
@@ -14,6 +13,7 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ON_GAP,
     DEFAULT_ON_SCHEMA_CHANGE,
     DEFAULT_ROW_FILTER_OPTION,
+    DEFAULT_WINDOW_MODE,
 )
 
 if TYPE_CHECKING:
@@ -61,11 +61,12 @@ class CdcExtractOperator(WindowTaskOperator):
         "on_schema_change",
     )
     ui_color = "#cfe2f3"
+    records_failures = True
 
     def __init__(
         self,
         *,
-        window_mode: str = "interval",
+        window_mode: str = DEFAULT_WINDOW_MODE,
         row_filter_option: str = DEFAULT_ROW_FILTER_OPTION,
         reader: str = "auto",
         on_gap: str = DEFAULT_ON_GAP,
@@ -84,13 +85,6 @@ class CdcExtractOperator(WindowTaskOperator):
         self.reader = reader
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        try:
-            return self._write(context)
-        except Exception as err:
-            record_failure(context, self.capture_instance, err)
-            raise
-
-    def _write(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(
             context,
             extract_windows,
@@ -98,8 +92,6 @@ class CdcExtractOperator(WindowTaskOperator):
             data_interval_start=context.get("data_interval_start"),
             data_interval_end=context.get("data_interval_end"),
             row_filter_option=self.row_filter_option,
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
             reader=self.reader,
             on_gap=self.on_gap,
             on_schema_change=self.on_schema_change,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
     DEFAULT_ORPHAN_AGE_HOURS,
     DEFAULT_RETAIN_LAST,
@@ -194,7 +194,5 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
             tombstone_margin_hours=self.tombstone_margin_hours,
         )
         if self.ship_job_modules:
-            job_modules = merge_job_py_files()
-            files = [f for f in (self.py_files or "").split(",") if f]
-            self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
+            self.py_files = with_job_modules(self.py_files)
         super().execute(context)

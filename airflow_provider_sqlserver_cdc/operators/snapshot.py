@@ -10,7 +10,6 @@ from airflow.sdk import BaseOperator
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
     EXTRACT,
@@ -51,6 +50,7 @@ class CdcSnapshotOperator(WindowTaskOperator):
 
     template_fields: Sequence[str] = ("capture_instance", "base_path", "sqlserver_cdc_conn_id", "database")
     ui_color = "#fce5cd"
+    records_failures = True
 
     def __init__(
         self,
@@ -74,19 +74,10 @@ class CdcSnapshotOperator(WindowTaskOperator):
         self.resume = resume
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        try:
-            return self._write(context)
-        except Exception as err:
-            record_failure(context, self.capture_instance, err)
-            raise
-
-    def _write(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         return self.write_windows(
             context,
             snapshot_windows,
             chunk_rows=self.chunk_rows,
-            batch_size=self.batch_size,
-            max_file_bytes=self.max_file_bytes,
             method=self.method,
             lock_timeout_s=self.lock_timeout,
             allow_table_lock_fallback=self.allow_table_lock_fallback,

@@ -16,9 +16,10 @@ from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
 )
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
+    POSTGRES_TARGET,
     TARGET_KINDS,
     WRITE_MODES,
     parse_table_properties,
@@ -104,7 +105,7 @@ def merge_job_arguments(
             check_jdbc_url(jdbc_url)
         except MergeJobError as err:
             raise ValueError(str(err)) from None
-        target_arguments = ["--target-kind", "jdbc", "--jdbc-url", jdbc_url]
+        target_arguments = ["--target-kind", POSTGRES_TARGET, "--jdbc-url", jdbc_url]
         target_arguments += ["--jdbc-connections", str(jdbc_connections)]
         if jdbc_credentials_file:
             target_arguments += ["--jdbc-credentials-file", jdbc_credentials_file]
@@ -114,7 +115,9 @@ def merge_job_arguments(
         raise ValueError(f"write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
     if merge_strategy not in MERGE_STRATEGIES:
         raise ValueError(f"merge_strategy must be one of {MERGE_STRATEGIES}, got {merge_strategy!r}")
-    strategy_arguments = ["--merge-strategy", merge_strategy] if merge_strategy != "auto" else []
+    strategy_arguments = (
+        ["--merge-strategy", merge_strategy] if merge_strategy != DEFAULT_MERGE_STRATEGY else []
+    )
     arguments: list[str] = []
     for uri in manifests:
         if urlsplit(uri).password:
@@ -258,13 +261,13 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param table_properties: further Iceberg table properties set on table creation. (templated)
     :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default); False when
         the cluster's Python has this provider installed, at the same version.
-    :param target_kind: ``iceberg`` (default) or ``jdbc``: tables ``namespace.table`` of a PostgreSQL
+    :param target_kind: ``iceberg`` (default) or ``postgres``: tables ``namespace.table`` of a PostgreSQL
         database (``namespace`` is then the schema; docs/targets-postgres.md). Spark needs the JDBC
         driver in ``jars`` (Debian: ``/usr/share/java/postgresql.jar``).
-    :param target_conn_id: for ``jdbc``, the Airflow connection (type ``postgres``) of the target
+    :param target_conn_id: for ``postgres``, the Airflow connection (type ``postgres``) of the target
         database: the job gets the URL as an argument and the login in the environment of the
         spark-submit process (client deploy mode), never on the command line. (templated)
-    :param jdbc_url: for ``jdbc`` instead of a connection: the URL, with ``jdbc_credentials_file``.
+    :param jdbc_url: for ``postgres`` instead of a connection: the URL, with ``jdbc_credentials_file``.
     :param jdbc_credentials_file: a file (mode 600, ``user=`` / ``password=`` lines) where the Spark
         driver runs, for cluster deploy mode, where the spark-submit environment does not reach it.
     :param jdbc_connections: connections that load each batch into the target at once.
@@ -349,9 +352,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             raise ValueError(
                 f"{self.task_id}: target_kind must be one of {TARGET_KINDS}, got {target_kind!r}"
             )
-        if target_kind == "jdbc" and not (target_conn_id or (jdbc_url and jdbc_credentials_file)):
+        if target_kind == POSTGRES_TARGET and not (target_conn_id or (jdbc_url and jdbc_credentials_file)):
             raise ValueError(
-                f"{self.task_id}: target_kind 'jdbc' needs target_conn_id (an Airflow connection to the target "
+                f"{self.task_id}: target_kind {POSTGRES_TARGET!r} needs target_conn_id (an Airflow connection to the target "
                 "database), or jdbc_url with jdbc_credentials_file"
             )
         if jdbc_connections < 1:
@@ -392,7 +395,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             )
         url = self.jdbc_url
         self._jdbc_target = None
-        if self.target_kind == "jdbc" and self.target_conn_id:
+        if self.target_kind == POSTGRES_TARGET and self.target_conn_id:
             from airflow.sdk import BaseHook
 
             connection = BaseHook.get_connection(self.target_conn_id)
@@ -407,7 +410,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             delete_mode=self.delete_mode,
             write_mode=self.write_mode,
             properties=self.table_properties,
-            jdbc_url=url if self.target_kind == "jdbc" else None,
+            jdbc_url=url if self.target_kind == POSTGRES_TARGET else None,
             jdbc_connections=self.jdbc_connections,
             jdbc_credentials_file=self.jdbc_credentials_file,
             partition_buckets=self.partition_buckets,
@@ -417,10 +420,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             table_modes=self.table_modes,
         )
         if self.ship_job_modules:
-            job_modules = merge_job_py_files()
-            files = [f for f in (self.py_files or "").split(",") if f]
-            self.py_files = ",".join([*files, job_modules] if job_modules not in files else files)
-            self.log.info("Shipping the merge job's modules as py_files: %s", job_modules)
+            self.py_files = with_job_modules(self.py_files)
+            self.log.info("Shipping the merge job's modules as py_files: %s", self.py_files)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         self.merge_result = None
         started = time.monotonic()

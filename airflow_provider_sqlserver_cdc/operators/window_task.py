@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
@@ -12,12 +12,14 @@ from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_nam
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 
@@ -37,6 +39,10 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param require_key_columns: fail when an instance has no key columns (the merge needs them).
     :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    :param column_masking: ``{"schema.table.column": "hash" | "mask" | "mask(text)" | "truncate(n)" |
+        "drop"}``, applied before Parquet is written (docs/column-masking.md).
+    :param masking_salt_conn_id: the Airflow connection (or secrets-backend connection) whose password
+        is the salt of ``hash``; read when the task runs, never logged or passed on.
     """
 
     def __init__(
@@ -50,6 +56,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         require_key_columns: bool = True,
         server_time_zone: str | None = None,
+        column_masking: Mapping[str, str] | None = None,
+        masking_salt_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -63,6 +71,11 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         self.max_file_bytes = max_file_bytes
         self.require_key_columns = require_key_columns
         self.server_time_zone = server_time_zone
+        self.column_masking = dict(column_masking or {})
+        self.masking_salt_conn_id = masking_salt_conn_id
+
+    #: Leave a failure record (``failure_record``) when the task fails, for the pipeline's run outcome.
+    records_failures: ClassVar[bool] = False
 
     def write_windows(
         self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
@@ -72,12 +85,25 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
 
         :param context: the task's context.
         :param write: ``extract_windows`` or ``snapshot_windows``.
-        :param options: the operator's own arguments of ``write``.
+        :param options: the operator's own arguments of ``write`` (the common ones, ``batch_size`` and
+            ``max_file_bytes`` included, are passed here).
         :return: ``ChangeWindow.to_xcom()`` of the window, or the list of them when
             ``capture_instance`` is a list.
         :raises LocalPathError: ``base_path`` is local and the task's executor is distributed.
         """
+        try:
+            return self._write_windows(context, write, **options)
+        except Exception as err:
+            if self.records_failures:
+                record_failure(context, self.capture_instance, err)
+            raise
+
+    def _write_windows(
+        self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
+    ) -> dict[str, Any] | list[dict[str, Any]]:
         check_task_paths({f"base_path of {self.task_id}": self.base_path}, getattr(self, "executor", None))
+        if self.column_masking:
+            options["masking"] = self.masking_rules()
         started = time.monotonic()
         with self.source_hook() as hook:
             windows = write(
@@ -89,6 +115,8 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 dag_id=getattr(self, "dag_id", None),
                 run_id=getattr(context.get("dag_run"), "run_id", None),
                 log=getattr(self, "log", None),
+                batch_size=self.batch_size,
+                max_file_bytes=self.max_file_bytes,
                 **options,
             )
         self.written_windows = windows
@@ -96,6 +124,17 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
             timing(WINDOW_SECONDS, window.capture_instance, time.monotonic() - started)
         values = [w.to_xcom() for w in windows]
         return values[0] if isinstance(self.capture_instance, str) and len(values) == 1 else values
+
+    def masking_rules(self) -> ColumnMasking:
+        """The column masking rules with the salt read from ``masking_salt_conn_id`` (secrets backends included)."""
+        from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
+
+        salt = None
+        if self.masking_salt_conn_id:
+            from airflow.sdk import BaseHook
+
+            salt = BaseHook.get_connection(self.masking_salt_conn_id).password or None
+        return ColumnMasking(self.column_masking, salt=salt)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The OpenLineage of the windows written: source tables in, windows out (lineage.py).

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import mask_batch, masked_schema
 from airflow_provider_sqlserver_cdc.window.manifest import MANIFEST_NAME, ManifestFile
+
+if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.column_masking import TableMasking
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,8 @@ class ParquetWindowWriter:
     :param schema: the Arrow schema of every batch.
     :param max_file_bytes: roll to a new file once a file reaches this size.
     :param compression: Parquet compression codec.
+    :param masking: the table's column masking, applied to every batch before it is written
+        (``schema`` is the batches' schema as read; ``self.schema`` the one written).
     """
 
     def __init__(
@@ -67,12 +74,14 @@ class ParquetWindowWriter:
         *,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         compression: str = "zstd",
+        masking: TableMasking | None = None,
     ) -> None:
         if max_file_bytes <= 0:
             raise ValueError("max_file_bytes must be positive")
         self.filesystem = filesystem
         self.window_dir = window_dir.rstrip("/")
-        self.schema = schema
+        self.masking = masking
+        self.schema = masked_schema(schema, masking) if masking is not None else schema
         self.max_file_bytes = max_file_bytes
         self.compression = compression
         self.files: list[ManifestFile] = []
@@ -126,6 +135,8 @@ class ParquetWindowWriter:
         """Append one batch, starting a new part file first when the current one is full."""
         if batch.num_rows == 0:
             return
+        if self.masking is not None:
+            batch = mask_batch(batch, self.masking, self.schema)
         if self._writer is None:
             self._start_file()
         assert self._writer is not None and self._sink is not None

@@ -52,7 +52,11 @@ def add_change_tracking_tasks(settings: ReplicationSettings, *, window_mode: str
         return list(names)
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
-    sizes = {"batch_size": settings.extract.batch_size, "max_file_bytes": settings.extract.max_file_bytes}
+    sizes = {
+        "batch_size": settings.extract.batch_size,
+        "max_file_bytes": settings.extract.max_file_bytes,
+        **settings.masking.operator_arguments(),  # column masking (docs/column-masking.md)
+    }
     plan = ChangeTrackingLoadPlanOperator(
         task_id="ct_plan",
         tables=list(settings.change_tracking.tables),

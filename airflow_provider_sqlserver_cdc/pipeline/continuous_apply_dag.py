@@ -23,6 +23,7 @@ from airflow.sdk import DAG
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import ContinuousApplyOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import merge_job_arguments
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import POSTGRES_TARGET
 
 #: How often a crashed application is restarted before the task fails (then someone has to look).
 DEFAULT_RESTARTS = 100
@@ -39,7 +40,7 @@ def continuous_apply_arguments(settings: ReplicationSettings) -> list[str]:
         delete_mode=merge.delete_mode,
         write_mode=merge.write_mode,
         properties=dict(merge.table_properties),
-        jdbc_url=merge.target.url if merge.target.kind == "jdbc" else None,
+        jdbc_url=merge.target.url if merge.target.kind == POSTGRES_TARGET else None,
         jdbc_connections=merge.target.connections,
         jdbc_credentials_file=merge.target.credentials_file,
         partition_buckets=merge.partition_buckets,
@@ -60,9 +61,9 @@ def cdc_continuous_apply_dag(
     :param restarts: the task's retries: how often a crashed application is restarted.
     :param dag_kwargs: further DAG arguments.
     """
-    if settings.merge.target.kind == "jdbc" and not settings.merge.target.credentials_file:
+    if settings.merge.target.kind == POSTGRES_TARGET and not settings.merge.target.credentials_file:
         raise ValueError(
-            f"{dag_id}: a JDBC target's login reaches the long-running application only through "
+            f"{dag_id}: a PostgreSQL target's login reaches the long-running application only through "
             "merge.target.credentials_file (a mode-600 file where the driver runs)"
         )
     arguments = {

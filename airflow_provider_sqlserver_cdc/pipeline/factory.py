@@ -104,6 +104,7 @@ from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
 
@@ -111,7 +112,7 @@ def cdc_replication_dag(
     settings: ReplicationSettings,
     *,
     dag_id: str,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     **dag_kwargs: Any,
 ) -> DAG:
     """
@@ -156,7 +157,7 @@ def cdc_replication_dag(
 def cdc_replication_task_group(
     settings: ReplicationSettings,
     *,
-    window_mode: str = "interval",
+    window_mode: str = DEFAULT_WINDOW_MODE,
     group_id: str = "cdc_replication",
 ) -> TaskGroup:
     """
@@ -207,6 +208,7 @@ def add_replication_tasks(
         return list(names)
 
     source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    masking = settings.masking.operator_arguments()
     zone = settings.source.server_time_zone
     run_table_list = tables()
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
@@ -220,6 +222,7 @@ def add_replication_tasks(
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
@@ -248,6 +251,7 @@ def add_replication_tasks(
         require_key_columns=settings.merge.target.require_key_columns,  # keyless: a change log
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
+        **masking,
     ).expand(capture_instance=to_extract)
     wait >> extract
     # Change Tracking tables (docs/change-tracking.md): their own plan/snapshot/wait/extract, same merge and commit
@@ -295,7 +299,7 @@ def add_replication_tasks(
     }
     if settings.retention_headroom.enabled:
         tasks["retention_headroom"] = add_headroom_check(settings, run_table_list, after=commit)
-    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind jdbc) has none to do.
+    # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind postgres) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
     check_shared_paths(

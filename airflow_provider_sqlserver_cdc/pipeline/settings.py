@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError, parse_rules
 from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_source_names,
     check_table_name_template,
@@ -41,7 +42,11 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
 )
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import TARGET_KINDS, parse_table_properties
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
+    POSTGRES_TARGET,
+    TARGET_KINDS,
+    parse_table_properties,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
 from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
@@ -231,12 +236,12 @@ class SnapshotSettings(_Section):
 @dataclass(frozen=True)
 class TargetSettings(_Section):
     """
-    Where the merge writes: Iceberg (default) or a relational database over JDBC (docs/targets-postgres.md).
+    Where the merge writes: Iceberg (default) or a PostgreSQL database over JDBC (docs/targets-postgres.md).
 
     One target database per pipeline; ``merge.namespace`` is then the schema, and ``merge.tables``
     names each capture instance's table.
 
-    :param kind: ``iceberg`` or ``jdbc`` (PostgreSQL).
+    :param kind: ``iceberg`` or ``postgres``.
     :param conn_id: Airflow connection (type ``postgres``) of the target database: the job gets its
         URL, and the login in the spark-submit process's environment (client deploy mode).
     :param url: the JDBC URL instead of a connection, with ``credentials_file``.
@@ -261,12 +266,17 @@ class TargetSettings(_Section):
     keyless: str = DEFAULT_KEYLESS
 
     def check(self) -> None:
-        """Refuse an unknown kind, a JDBC target without a login, and fewer than one connection."""
+        """Refuse an unknown kind, a PostgreSQL target without a login, and fewer than one connection."""
+        self._require(
+            "kind",
+            self.kind != "jdbc",
+            f"'jdbc' is now called {POSTGRES_TARGET!r} (the one relational target): set kind: {POSTGRES_TARGET}",
+        )
         self._require("kind", self.kind in TARGET_KINDS, f"must be one of {TARGET_KINDS}, got {self.kind!r}")
         self._require(
             "conn_id",
-            self.kind != "jdbc" or bool(self.conn_id or (self.url and self.credentials_file)),
-            "a jdbc target needs conn_id (or url with credentials_file)",
+            self.kind != POSTGRES_TARGET or bool(self.conn_id or (self.url and self.credentials_file)),
+            f"a {POSTGRES_TARGET} target needs conn_id (or url with credentials_file)",
         )
         self._require("connections", self.connections >= 1, "must be at least 1")
         self.check_table_modes()
@@ -369,7 +379,7 @@ class MergeSettings(_Section):
 
     def check_names(self) -> None:
         """Refuse target names the merge job could not create (pipeline/identifiers.py says what each allows)."""
-        jdbc = self.target.kind == "jdbc"
+        jdbc = self.target.kind == POSTGRES_TARGET
         check_target_name(
             f"{self.key}.namespace",
             self.namespace,
@@ -576,6 +586,43 @@ class RetentionHeadroomSettings(_Section):
         )
 
 
+# --- column masking (docs/column-masking.md) --------------------------------------------------------
+@dataclass(frozen=True)
+class MaskingSettings(_Section):
+    """
+    Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
+
+    :param columns: ``{"schema.table.column": rule}`` with rule ``hash`` (salted SHA-256, hex; keys may be
+        hashed and still merge), ``mask`` / ``mask(text)``, ``truncate(n)`` (strings) or ``drop``.
+        Default: none, every column in clear.
+    :param salt_conn_id: the Airflow connection (a secrets backend serves it too) whose password is the
+        salt of ``hash``; required when a rule hashes. Read by the extract and snapshot tasks only.
+    """
+
+    key: ClassVar[str] = "masking"
+    columns: Mapping[str, str] = field(default_factory=dict)
+    salt_conn_id: str | None = None
+
+    def check(self) -> None:
+        """Refuse malformed rules, and ``hash`` without a salt connection."""
+        try:
+            tables = parse_rules(self.columns)
+        except ColumnMaskingError as err:
+            raise SettingsError(f"{self.key}.columns", str(err)) from None
+        hashes = any(r.method == "hash" for rules in tables.values() for r in rules)
+        self._require(
+            "salt_conn_id",
+            bool(self.salt_conn_id) or not hashes,
+            "is required when a column is hashed: the id of an Airflow connection whose password is the salt",
+        )
+
+    def operator_arguments(self) -> dict[str, Any]:
+        """The extract and snapshot operators' masking arguments (none when nothing is masked)."""
+        if not self.columns:
+            return {}
+        return {"column_masking": dict(self.columns), "masking_salt_conn_id": self.salt_conn_id}
+
+
 @dataclass(frozen=True)
 class ReplicationSettings(_Section):
     """
@@ -595,6 +642,7 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param masking: column masking before Parquet is written (none by default).
     """
 
     tables: tuple[str, ...]
@@ -609,6 +657,7 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    masking: MaskingSettings = field(default_factory=MaskingSettings)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""

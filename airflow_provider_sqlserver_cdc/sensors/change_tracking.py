@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from airflow.sdk.bases.sensor import BaseSensorOperator
+from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTrackingSourceMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.sensors.source_window import SourceWindowSensor
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator):
+class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, SourceWindowSensor):
     """
     Succeed when ``CHANGE_TRACKING_CURRENT_VERSION()`` is readable and not below any table's watermark.
 
@@ -25,29 +22,9 @@ class ChangeTrackingVersionSensor(ChangeTrackingSourceMixin, BaseSensorOperator)
     until the server clock has passed the run's ``data_interval_end``; it fails at once when change
     tracking is off for the database.
 
-    :param capture_instance: the tracked tables (``schema.table``) whose watermarks are checked.
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
-    :param window_mode: ``interval`` or ``watermark`` (as the extract's).
+    Takes the arguments of :class:`SourceWindowSensor`; ``capture_instance`` names the tracked
+    tables (``schema.table``) whose watermarks are checked.
     """
-
-    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database", "window_mode")
-    ui_color = "#fff2cc"
-
-    def __init__(
-        self,
-        *,
-        capture_instance: str | list[str] | None = None,
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
-        window_mode: str = "interval",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        self.window_mode = window_mode
-        self.capture_instance = capture_instance
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
 
     def poke(self, context: Context) -> bool:
         from airflow_provider_sqlserver_cdc.hooks.change_tracking import (

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import resolve_streams
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.sensors.source_window import SourceWindowSensor
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.triggers.lsn import LsnTrigger, capture_ready
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
@@ -27,7 +25,7 @@ if TYPE_CHECKING:
 DEFERRAL_GRACE = timedelta(seconds=60)
 
 
-class LsnSensor(SourceHookMixin, BaseSensorOperator):
+class LsnSensor(SourceWindowSensor):
     """
     Succeed when the capture job has processed every transaction the run's windows need.
 
@@ -39,34 +37,14 @@ class LsnSensor(SourceHookMixin, BaseSensorOperator):
     unknown capture instance, an error in the trigger) still fail it. Deferred, the sensor's
     ``timeout`` becomes the deferral's ``timeout`` and the trigger's deadline.
 
-    :param capture_instance: capture instance(s); needed in watermark mode.
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
-    :param window_mode: ``interval`` or ``watermark``.
-    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
+    Takes the arguments of :class:`SourceWindowSensor` (``capture_instance`` is needed in watermark
+    mode) and:
+
     :param deferrable: wait in the triggerer instead of a worker slot.
     """
 
-    template_fields: Sequence[str] = ("capture_instance", "sqlserver_cdc_conn_id", "database", "window_mode")
-    ui_color = "#fff2cc"
-
-    def __init__(
-        self,
-        *,
-        capture_instance: str | list[str] | None = None,
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
-        window_mode: str = "interval",
-        server_time_zone: str | None = None,
-        deferrable: bool = False,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, deferrable: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.capture_instance = capture_instance
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.window_mode = window_mode
-        self.server_time_zone = server_time_zone
         self.deferrable = deferrable
 
     def _watermarks(self, hook: SqlServerCdcHook) -> dict[str, str | None]:

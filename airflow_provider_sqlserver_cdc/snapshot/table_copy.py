@@ -32,6 +32,7 @@ from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -60,9 +61,12 @@ if TYPE_CHECKING:
     import logging
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 DEFAULT_CHUNK_ROWS = 500_000
+#: ``chunk_rows`` of a table whose key is hashed: the whole table in one chunk (no key kept in clear)
+ONE_CHUNK = 2_147_483_647
 INSERT = 2
 
 
@@ -217,13 +221,16 @@ def _resume(
     point: SnapshotPoint,
     schema: pa.Schema,
     max_file_bytes: int,
+    masking: TableMasking | None = None,
 ) -> tuple[SnapshotProgress, ParquetWindowWriter]:
     """Continue an unfinished snapshot: drop what the failed chunk left, append to its part files."""
     if not progress.finished:
         progress.read_lsns.append(point.lsn.hex)
     window_dir = f"{instance_dir}/{progress.window_dir}"
     _remove_strays(filesystem, window_dir, {f.path for f in progress.files})
-    writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+    writer = ParquetWindowWriter(
+        filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=masking
+    )
     writer.files = list(progress.files)
     return progress, writer
 
@@ -297,6 +304,7 @@ def snapshot_capture_instance(
     run_id: str | None = None,
     log: logging.Logger | None = None,
     on_chunk: Callable[[SnapshotProgress], None] | None = None,
+    masking: ColumnMasking | None = None,
 ) -> SnapshotResult:
     """
     Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
@@ -319,6 +327,9 @@ def snapshot_capture_instance(
     :param run_id: recorded in the manifest.
     :param log: where progress goes.
     :param on_chunk: called after each chunk is recorded (progress reporting; tests interleave writes here).
+    :param masking: the column masking rules; the table's are applied before Parquet is written. A table
+        whose key is hashed is copied in one chunk: a chunk's last key would be kept in clear in the
+        progress file.
     """
     import pyodbc
 
@@ -330,7 +341,12 @@ def snapshot_capture_instance(
     filesystem, base_path = resolve_filesystem(base_uri)
     instance_dir = f"{base_path}/{instance.name}"
     source = source_description(hook.server, database, instance)
+    table_masking = instance_masking(masking, instance)
     columns = column_descriptions(instance)
+    if table_masking is not None:
+        columns = table_masking.manifest_columns(columns)
+        if any(table_masking.rule(k) for k in instance.key_columns):
+            chunk_rows = ONE_CHUNK
     keys = chunk_key_columns(instance)
     key_names = [k.name for k in keys]
     key_index = [next(i for i, c in enumerate(instance.columns) if c.name == k.name) for k in keys]
@@ -366,7 +382,9 @@ def snapshot_capture_instance(
         reader = snapshot.reader
         assert point is not None and reader is not None
         if previous is not None and problem is None:
-            progress, writer = _resume(filesystem, instance_dir, previous, point, schema, max_file_bytes)
+            progress, writer = _resume(
+                filesystem, instance_dir, previous, point, schema, max_file_bytes, table_masking
+            )
             resumed_chunks = len(progress.chunks)
             if log is not None:
                 log.info(
@@ -401,7 +419,9 @@ def snapshot_capture_instance(
                 started_at=datetime.now(UTC).isoformat(),
             )
             window_dir = f"{instance_dir}/{progress.window_dir}"
-            writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes).open()
+            writer = ParquetWindowWriter(
+                filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
+            ).open()
             write_progress(filesystem, instance_dir, progress)
             resumed_chunks = 0
         if log is not None:
@@ -462,6 +482,7 @@ def snapshot_capture_instance(
                 )
 
     manifest = snapshot_manifest(progress, key_columns=instance.key_columns, dag_id=dag_id, run_id=run_id)
+    manifest.masking = table_masking.to_manifest() if table_masking else None
     extract = finish_window(
         filesystem, writer.window_dir, manifest, base_uri=base_uri, started=started, log=log
     )

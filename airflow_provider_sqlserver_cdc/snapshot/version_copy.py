@@ -23,7 +23,9 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
 from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_before, record_columns
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 METHOD = "snapshot_isolation"
@@ -56,11 +59,12 @@ def snapshot_tracked_table(
     base_uri: str,
     database: str,
     conn_id: str,
-    batch_size: int = 50_000,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
+    masking: ColumnMasking | None = None,
 ) -> ChangeWindow:
     """
     Copy one tracked table as of a version into ``{base_uri}/{name}/0x0…0_{version}/``; return its window.
@@ -70,10 +74,12 @@ def snapshot_tracked_table(
     :param base_uri: local path or filesystem URI of the windows' base directory.
     :param database: the source database (manifest, watermark key).
     :param conn_id: the source connection id (watermark key).
+    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     started = time.monotonic()
     filesystem, base_path = resolve_filesystem(base_uri)
     schema = changes_schema(instance)
+    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     mask = update_mask_all(instance.columns)
     rows = 0
@@ -88,7 +94,9 @@ def snapshot_tracked_table(
         position = version_lsn(int(version))
         window_dir = f"{base_path}/{instance.name}/{Lsn.zero().hex}_{position.hex}"
         commit_time = read_at.astimezone(UTC) if isinstance(read_at, datetime) else datetime.now(UTC)
-        writer = ParquetWindowWriter(filesystem, window_dir, schema, max_file_bytes=max_file_bytes)
+        writer = ParquetWindowWriter(
+            filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
+        )
         with writer:
             cursor = conn.cursor()
             try:
@@ -113,16 +121,21 @@ def snapshot_tracked_table(
         to_lsn=position,
         to_time=commit_time,
         key_columns=instance.key_columns,
-        columns=column_descriptions(instance),
+        columns=masked_descriptions(table_masking, instance),
         files=writer.files,
         operation_counts={**zero_operation_counts(), "insert": rows},
         dag_id=dag_id,
         run_id=run_id,
+        masking=table_masking.to_manifest() if table_masking else None,
     )
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
     table_dir = f"{base_path}/{instance.name}"
     record_columns(
-        filesystem, table_dir, position, manifest.columns, columns_before(filesystem, table_dir, position)
+        filesystem,
+        table_dir,
+        position,
+        column_descriptions(instance),
+        columns_before(filesystem, table_dir, position),
     )
     if log is not None:
         log.info("%s: snapshot at change tracking version %s (%d rows)", instance.name, version, rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_provider_sqlserver_cdc.spark.job_archive import merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark.job_archive import merge_job_py_files, with_job_modules
 
 #: Absolute path of the PySpark application (``merge_job.py``) inside the installed package.
 MERGE_JOB_PATH: str = str(Path(__file__).resolve().parent / "merge_job.py")
@@ -19,4 +19,10 @@ MAINTENANCE_JOB_PATH: str = str(Path(__file__).resolve().parent / "maintenance_j
 #: Absolute path of the continuous apply application (``continuous_apply_job.py``); the same zip carries it.
 CONTINUOUS_APPLY_JOB_PATH: str = str(Path(__file__).resolve().parent / "continuous_apply_job.py")
 
-__all__ = ["CONTINUOUS_APPLY_JOB_PATH", "MAINTENANCE_JOB_PATH", "MERGE_JOB_PATH", "merge_job_py_files"]
+__all__ = [
+    "CONTINUOUS_APPLY_JOB_PATH",
+    "MAINTENANCE_JOB_PATH",
+    "MERGE_JOB_PATH",
+    "merge_job_py_files",
+    "with_job_modules",
+]

@@ -19,6 +19,7 @@ PACKAGE = PACKAGE_DIR.name
 JOB_MODULES = (
     "__init__.py",
     "lsn.py",
+    "column_masking.py",
     "window/__init__.py",
     "window/manifest.py",
     "window/lsn_ranges.py",
@@ -87,3 +88,13 @@ def _holds(target: Path, contents: list[tuple[str, bytes]]) -> bool:
             return [(i.filename, archive.read(i)) for i in archive.infolist()] == contents
     except (OSError, zipfile.BadZipFile):
         return False
+
+
+def with_job_modules(py_files: str | None) -> str:
+    """Return ``py_files`` (spark-submit's comma-separated list) with the job's zip added once.
+
+    :param py_files: what the operator was given, or None.
+    """
+    job_modules = merge_job_py_files()
+    files = [f for f in (py_files or "").split(",") if f]
+    return ",".join(files if job_modules in files else [*files, job_modules])

@@ -12,6 +12,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.planning import window_ready
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class LsnTrigger(SourceHookMixin, BaseTrigger):
         sqlserver_cdc_conn_id: str,
         database: str | None = None,
         server_time_zone: str | None = None,
-        window_mode: str = "interval",
+        window_mode: str = DEFAULT_WINDOW_MODE,
         data_interval_end: str | None = None,
         watermarks: dict[str, str | None] | None = None,
         poll_interval: float = 60.0,

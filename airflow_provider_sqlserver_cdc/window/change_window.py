@@ -8,9 +8,11 @@ Parquet files plus ``_manifest.json`` under ``window_uri`` (a snapshot is a wind
 Airflow hands a downstream task. The watermark Variable key is derived by :func:`watermark_key`,
 here and nowhere else.
 
-Positions are kept as text with their kind. SQL Server CDC windows are LSN ranges
-(``position_kind="lsn"``, ``0x`` + 20 hex digits); a Change Tracking source gives version ranges
-(``position_kind="version"``, decimal digits). Only LSN windows parse positions into
+Positions are kept as text with their kind. Every window the provider writes is an LSN range
+(``position_kind="lsn"``, ``0x`` + 20 hex digits): Change Tracking windows too, their versions
+encoded as LSNs (``hooks.change_tracking.version_lsn``, docs/change-tracking.md). The kind
+``version`` (decimal digits) is reserved for version ranges kept as such, which the watermark
+store does not read yet. Only LSN windows parse positions into
 :class:`~airflow_provider_sqlserver_cdc.lsn.Lsn`. XCom keys that hold a position are named after
 its kind: ``from_lsn``, ``to_lsn``, ``to_lsn_time`` (``from_version``, ... for versions).
 
@@ -124,7 +126,8 @@ class ChangeWindow:
     :param window_uri: the window directory.
     :param manifest_uri: the window's ``_manifest.json``.
     :param state_key: the watermark Variable of the capture instance (:func:`watermark_key`).
-    :param position_kind: ``lsn`` (CDC) or ``version`` (Change Tracking).
+    :param position_kind: ``lsn`` (CDC, and Change Tracking's versions encoded as LSNs) or the reserved
+        ``version``.
     :param from_time: UTC start of the range (ISO 8601), when known.
     :param to_time: UTC end of the range (ISO 8601), when known.
     :param to_position_time: UTC commit time of ``to_position`` (ISO 8601), stored with the watermark.
@@ -233,14 +236,15 @@ class ChangeWindow:
         """
         Read one window from its XCom dict (as :meth:`to_xcom` wrote it).
 
-        :param data: the dict; without ``position_kind`` it is an LSN window.
+        :param data: the dict.
         """
         if not isinstance(data, Mapping):
             raise ChangeWindowError(f"Expected a window object, got a {type(data).__name__}: {_short(data)}")
-        p = data.get("position_kind", LSN)
-        if p not in POSITION_KINDS:
+        p = data.get("position_kind")
+        if "position_kind" in data and p not in POSITION_KINDS:
             raise ChangeWindowError(f"position_kind must be one of {POSITION_KINDS}, got {p!r}")
-        missing = [k for k in (*_REQUIRED, f"from_{p}", f"to_{p}") if k not in data]
+        bounds = (f"from_{p}", f"to_{p}") if p in POSITION_KINDS else ("position_kind",)
+        missing = [k for k in (*_REQUIRED, *bounds) if k not in data]
         if missing:
             raise ChangeWindowError(
                 f"Not a change window (lacks {', '.join(missing)}): {_short(data)}. Pass the XCom of "

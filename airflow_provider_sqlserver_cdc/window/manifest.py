@@ -28,6 +28,8 @@ KINDS = (CHANGES, SNAPSHOT)
 #: How a run chooses its window: the run's data interval, or the range after the stored watermark.
 INTERVAL, WATERMARK = "interval", "watermark"
 WINDOW_MODES = (INTERVAL, WATERMARK)
+#: Windows follow the Airflow data interval unless a task is told otherwise.
+DEFAULT_WINDOW_MODE = INTERVAL
 #: The mode a window records: a planned window's, or ``snapshot`` for a consistent copy.
 MODES = (*WINDOW_MODES, SNAPSHOT)
 #: The row filter option a snapshot window records: every row once, as an insert.
@@ -119,6 +121,8 @@ class WindowManifest:
     # consistent read.
     read_instance: str | None = None
     backfill: dict[str, Any] | None = None
+    # Column masking (column_masking): column -> rule (hash, mask, truncate(n), drop); never the salt.
+    masking: dict[str, str] | None = None
     format_version: int = FORMAT_VERSION
 
     @property
@@ -227,7 +231,7 @@ def build_manifest(
     :param dag_id: recorded for readers.
     :param run_id: recorded for readers.
     :param details: the optional fields of the format: ``applied_through``, ``healed_gap``,
-        ``ddl_events``, ``read_instance``, ``backfill`` (None leaves one out).
+        ``ddl_events``, ``read_instance``, ``backfill``, ``masking`` (None leaves one out).
     """
     unknown = sorted(set(details) - _DETAIL_FIELDS)
     if unknown:
@@ -266,7 +270,9 @@ def build_manifest(
     )
 
 
-_DETAIL_FIELDS = frozenset({"applied_through", "healed_gap", "ddl_events", "read_instance", "backfill"})
+_DETAIL_FIELDS = frozenset(
+    {"applied_through", "healed_gap", "ddl_events", "read_instance", "backfill", "masking"}
+)
 
 
 def _iso(time: datetime | str | None) -> str | None:

@@ -91,26 +91,3 @@ def net_effect(changes: Iterable[Change], key_columns: Sequence[str]) -> dict[tu
         if current is None or change.position > current.position:
             winners[key] = change
     return winners
-
-
-def apply_to_rows(
-    rows: Mapping[tuple[Any, ...], Change], changes: Mapping[tuple[Any, ...], Change], *, hard_deletes: bool
-) -> dict[tuple[Any, ...], Change]:
-    """Apply net-effect changes to a target, the way the MERGE does: only newer positions win.
-
-    :param rows: the target: key -> the change that last wrote the row (deleted rows included
-        when deletes are soft).
-    :param changes: output of :func:`net_effect`.
-    :param hard_deletes: drop deleted keys instead of keeping them flagged.
-    :return: the new target.
-    """
-    result = dict(rows)
-    for key, change in changes.items():
-        current = result.get(key)
-        if current is not None and change.position <= current.position:
-            continue
-        if change.deletes and hard_deletes:
-            result.pop(key, None)
-        else:
-            result[key] = change
-    return result

@@ -181,7 +181,7 @@ def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.Mo
     """The YAML's environment switches the examples to a jdbc target (as tests/e2e/test_postgres_target.py does)."""
     from airflow.dag_processing.dagbag import BundleDagBag
 
-    monkeypatch.setenv("SQLSERVER_CDC_TARGET_KIND", "jdbc")
+    monkeypatch.setenv("SQLSERVER_CDC_TARGET_KIND", "postgres")
     monkeypatch.setenv("SQLSERVER_CDC_NAMESPACE", "cdc")
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_CONN_ID", "pg_example")
     bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)

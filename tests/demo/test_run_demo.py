@@ -52,7 +52,7 @@ def test_the_postgres_flag_points_the_example_dag_at_a_postgresql_target(postgre
     env = demo.postgres_environment(postgres_server)
     settings = ReplicationSettings.from_yaml(demo.DAGS_FOLDER / "sqlserver_cdc_config.yaml", environ=env)
     target = settings.merge.target
-    assert (target.kind, target.conn_id, settings.merge.namespace) == ("jdbc", "demo_postgres", "cdc")
+    assert (target.kind, target.conn_id, settings.merge.namespace) == ("postgres", "demo_postgres", "cdc")
     connection = json.loads(env["AIRFLOW_CONN_DEMO_POSTGRES"])
     assert connection["conn_type"] == "postgres" and connection["schema"] == "demo_target"
     assert env["SQLSERVER_CDC_SPARK_JARS"].endswith("postgresql.jar")

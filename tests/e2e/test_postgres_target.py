@@ -1,6 +1,6 @@
 """
 The proof for the PostgreSQL target: a seeded random workload, replicated interval by interval
-through the real example DAG (``merge.target.kind: jdbc`` through the YAML's environment
+through the real example DAG (``merge.target.kind: postgres`` through the YAML's environment
 variables, hard deletes), leaves every PostgreSQL table equal to its SQL Server source: values and
 types (``testing.postgres_comparison``). Real pieces only: the simulator over TDS, ``dag.test()``
 in its own process per run, spark-submit of the merge job, a real PostgreSQL over JDBC. The
@@ -186,7 +186,7 @@ def test_example_dag_replicates_into_postgresql_through_a_kill_a_heal_and_a_back
     database = postgres_server.create_database("e2e_target")
     harness.env.update(
         {
-            "SQLSERVER_CDC_TARGET_KIND": "jdbc",
+            "SQLSERVER_CDC_TARGET_KIND": "postgres",
             "SQLSERVER_CDC_TARGET_CONN_ID": "pg_e2e",
             "SQLSERVER_CDC_NAMESPACE": "cdc",
             "SQLSERVER_CDC_DELETE_MODE": "hard",

@@ -84,9 +84,8 @@ def test_a_computed_key_is_refused_with_the_remedy(hook):
 
 
 def test_snapshot_and_extract_refuse_a_computed_key(hook, monkeypatch, tmp_path):
-    """Both paths that load instances (streams through instance_switch, and load_capture_instances) refuse it."""
+    """The snapshot refuses a computed key; the capture instances the extract loads name their computed columns."""
     from airflow_provider_sqlserver_cdc import state
-    from airflow_provider_sqlserver_cdc.extraction.cdc_windows import load_capture_instances
     from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_windows
 
     class Variables:  # no Airflow metadata DB here: no lineage Variable is stored
@@ -96,5 +95,5 @@ def test_snapshot_and_extract_refuse_a_computed_key(hook, monkeypatch, tmp_path)
     with pytest.raises(NoKeyColumnsError, match=r"dbo_codes.*code, a computed column"):
         snapshot_windows(hook, ["dbo_codes"], conn_id="sim", base_uri=str(tmp_path))
     with pytest.raises(NoKeyColumnsError, match=r"dbo_codes.*code, a computed column"):
-        load_capture_instances(hook, ["dbo_codes"])
-    assert load_capture_instances(hook, ["dbo_lines"])[1][0].computed_columns == ("total", "total_kept")
+        require_key_columns(hook.get_named_capture_instances(["dbo_codes"]))
+    assert hook.get_named_capture_instances(["dbo_lines"])[0].computed_columns == ("total", "total_kept")

@@ -65,7 +65,7 @@ def test_the_login_goes_to_the_environment_of_spark_submit_not_its_arguments(
         json.dumps({"conn_type": "spark", "host": master, "extra": {"deploy-mode": "client"}}),
     )
     operator = CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target",
+        task_id="merge", windows="/w/a", namespace="reporting", target_kind="postgres", target_conn_id="pg_target",
         jars="/usr/share/java/postgresql.jar", env_vars={"OTHER": "1"}, jdbc_connections=2,
     )  # fmt: skip
     operator.execute({"ti": _TaskInstance()})
@@ -74,7 +74,7 @@ def test_the_login_goes_to_the_environment_of_spark_submit_not_its_arguments(
     assert env[USER_ENV] == "replicator" and env[PASSWORD_ENV] == SECRET and env["OTHER"] == "1"
     arguments = command[command.index(operator.application) + 1 :]
     settings = parse_args(arguments)
-    assert settings.target_kind == "jdbc" and settings.jdbc_connections == 2
+    assert settings.target_kind == "postgres" and settings.jdbc_connections == 2
     assert settings.jdbc_url == "jdbc:postgresql://pg.internal:5433/reporting?sslmode=require"
     assert SECRET not in repr(operator._jdbc_target)
 
@@ -87,13 +87,17 @@ def test_cluster_deploy_mode_needs_a_credentials_file(
         json.dumps({"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}),
     )
     operator = CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc", target_conn_id="pg_target"
+        task_id="merge",
+        windows="/w/a",
+        namespace="reporting",
+        target_kind="postgres",
+        target_conn_id="pg_target",
     )
     with pytest.raises(AirflowException, match="jdbc_credentials_file"):
         operator.execute({"ti": _TaskInstance()})
     assert spark_submit.calls == []
     with_file = CdcSparkMergeOperator(
-        task_id="merge", windows="/w/a", namespace="reporting", target_kind="jdbc",
+        task_id="merge", windows="/w/a", namespace="reporting", target_kind="postgres",
         jdbc_url="jdbc:postgresql://pg.internal:5433/reporting", jdbc_credentials_file="/etc/cdc/pg.login",
     )  # fmt: skip
     with_file.execute({"ti": _TaskInstance()})
@@ -105,7 +109,7 @@ def test_jdbc_settings_are_checked_when_the_dag_is_built() -> None:
     with pytest.raises(ValueError, match="target_kind must be one of"):
         CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="oracle")
     with pytest.raises(ValueError, match="needs target_conn_id"):
-        CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="jdbc")
+        CdcSparkMergeOperator(task_id="m", windows="/w", namespace="x", target_kind="postgres")
     with pytest.raises(ValueError, match="carries credentials"):
         merge_job_arguments(["/w/a"], jdbc_url="jdbc:postgresql://h/db?user=u&password=p")
     with pytest.raises(ValueError, match="supports jdbc:postgresql"):

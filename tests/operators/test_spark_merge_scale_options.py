@@ -132,7 +132,7 @@ def test_the_pipeline_settings_reach_the_spark_submit_command(
         **data["merge"],
         "namespace": "cdc",  # a PostgreSQL schema: one part
         "partition_buckets": 8,
-        "target": {"kind": "jdbc", "conn_id": "pg_target"},
+        "target": {"kind": "postgres", "conn_id": "pg_target"},
     }
     settings = ReplicationSettings.from_mapping({**data, "merge": jdbc}, environ={"BUCKETS": "8"})
     assert settings.merge.partition_buckets == "8"  # YAML's number, as text

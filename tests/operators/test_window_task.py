@@ -70,3 +70,38 @@ def test_a_kubernetes_executor_pod_is_refused_whatever_its_configured_executor(
     monkeypatch.setenv("AIRFLOW_IS_K8S_EXECUTOR_POD", "True")
     with pytest.raises(LocalPathError, match="KubernetesExecutor"):
         CdcExtractOperator(task_id="copy", capture_instance="a", base_path="/data").execute({})
+
+
+class RecordingTi:
+    """The XCom pushes of a task instance (a stand-in: no Airflow metadata database here)."""
+
+    def __init__(self) -> None:
+        self.pushed: dict[str, object] = {}
+
+    def xcom_push(self, key: str, value: object) -> None:
+        self.pushed[key] = value
+
+
+@pytest.mark.parametrize("operator", OPERATORS)
+def test_extract_and_snapshot_leave_a_failure_record_naming_their_capture_instances(
+    operator: type[WindowTaskOperator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_sqlserver_cdc.operators.change_tracking import ChangeTrackingExtractOperator
+    from airflow_provider_sqlserver_cdc.operators.failure_record import FAILURE_XCOM_KEY
+
+    monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "LocalExecutor")
+    ti = RecordingTi()
+    task = operator(task_id="copy", capture_instance=["dbo_a", "dbo_b"], base_path="/data")
+    with pytest.raises(SourceOpened):
+        task.execute({"ti": ti})
+    assert ti.pushed[FAILURE_XCOM_KEY] == {
+        "capture_instances": ["dbo_a", "dbo_b"],
+        "error": "SourceOpened",
+        "message": "",
+    }
+    # the Change Tracking tasks record none (the run outcome reads the CDC tasks' records)
+    untracked = RecordingTi()
+    tracked = ChangeTrackingExtractOperator(task_id="ct", capture_instance="dbo.a", base_path="/data")
+    with pytest.raises(SourceOpened):
+        tracked.execute({"ti": untracked})
+    assert untracked.pushed == {}

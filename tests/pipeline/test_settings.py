@@ -35,7 +35,11 @@ def settings(**overrides: Any) -> ReplicationSettings:
 def test_the_documented_defaults() -> None:
     s = settings()
     assert s.tables == ("dbo_orders",)
-    assert (s.source.conn_id, s.source.database, s.source.server_time_zone) == ("mssql_default", None, None)
+    assert (s.source.conn_id, s.source.database, s.source.server_time_zone) == (
+        "sqlserver_cdc_default",
+        None,
+        None,
+    )
     assert (s.extract.batch_size, s.extract.max_file_bytes) == (50_000, 128 * 1024 * 1024)
     assert (s.extract.row_filter_option, s.extract.execution_timeout_minutes) == ("all update old", 30.0)
     assert (s.snapshot.chunk_rows, s.snapshot.allow_table_lock_fallback) == (500_000, False)

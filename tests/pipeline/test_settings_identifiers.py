@@ -18,7 +18,7 @@ REQUIRED: dict[str, Any] = {
     "staging_path": "/tmp/w",
     "merge": {"namespace": "lake.cdc"},
 }
-JDBC = {"kind": "jdbc", "conn_id": "pg"}
+JDBC = {"kind": "postgres", "conn_id": "pg"}
 
 
 def settings(**overrides: Any) -> ReplicationSettings:

@@ -26,13 +26,17 @@ def test_a_jdbc_target_and_per_table_names_reach_the_merge_operator() -> None:
         {
             "namespace": "cdc",
             "tables": {"dbo_users": "crm.users"},
-            "target": {"kind": "jdbc", "conn_id": "${PG_CONN}", "connections": 2},
+            "target": {"kind": "postgres", "conn_id": "${PG_CONN}", "connections": 2},
         }
     )
     tasks = cdc_replication_dag(settings, dag_id="cdc_to_pg").task_dict
     assert "maintain_tables" not in tasks  # Iceberg maintenance: nothing to do for PostgreSQL tables
     merge = tasks["merge"]
-    assert (merge.target_kind, merge.target_conn_id, merge.jdbc_connections) == ("jdbc", "reporting_pg", 2)
+    assert (merge.target_kind, merge.target_conn_id, merge.jdbc_connections) == (
+        "postgres",
+        "reporting_pg",
+        2,
+    )
     assert merge.targets == {"dbo_users": "crm.users"} and merge.namespace == "cdc"
     default = _settings({"namespace": "lake.cdc"})
     assert default.merge.target.kind == "iceberg" and default.merge.target.connections == 4
@@ -43,12 +47,13 @@ def test_a_jdbc_target_and_per_table_names_reach_the_merge_operator() -> None:
     ("target", "message"),
     [
         ({"kind": "oracle"}, r"merge\.target\.kind: must be one of"),
-        ({"kind": "jdbc"}, r"merge\.target\.conn_id: a jdbc target needs conn_id"),
+        ({"kind": "jdbc", "conn_id": "pg"}, r"merge\.target\.kind: 'jdbc' is now called 'postgres'"),
+        ({"kind": "postgres"}, r"merge\.target\.conn_id: a postgres target needs conn_id"),
         (
-            {"kind": "jdbc", "conn_id": "pg", "connections": 0},
+            {"kind": "postgres", "conn_id": "pg", "connections": 0},
             r"merge\.target\.connections: must be at least 1",
         ),
-        ({"kind": "jdbc", "password": "x"}, r"merge\.target\.password: unknown setting"),
+        ({"kind": "postgres", "password": "x"}, r"merge\.target\.password: unknown setting"),
     ],
 )
 def test_bad_target_settings_are_refused_by_key(target: dict, message: str) -> None:

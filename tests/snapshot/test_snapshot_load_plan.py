@@ -24,9 +24,10 @@ def lsn(n: int) -> Lsn:
     return Lsn((0x10).to_bytes(4, "big") + n.to_bytes(4, "big") + b"\x00\x01")
 
 
-def decide(mark, *, min_lsn=None, next_lsn=None, resnapshot=False):
+def decide(mark, *, instance=INSTANCE, min_lsn=None, next_lsn=None, resnapshot=False, **times):
+    """``decide_load`` for ``instance`` (state key ``k``); ``times``: ``watermark_time``, ``min_time``."""
     return decide_load(
-        INSTANCE, mark, state_key="k", min_lsn=min_lsn, next_lsn=next_lsn, resnapshot=resnapshot
+        instance, mark, state_key="k", min_lsn=min_lsn, next_lsn=next_lsn, resnapshot=resnapshot, **times
     )
 
 
@@ -100,33 +101,19 @@ def test_split_keeps_order_and_separates_actions():
 # Issue 36: cdc.change_tables.start_lsn is the low-water mark, which CDC's cleanup moves up.
 CREATED = datetime(2026, 1, 1, 9, 0)
 CLEANED = CaptureInstance("dbo_orders", "dbo", "orders", lsn(0x60), create_date=CREATED)
+#: The watermark's commit time and the low-water mark's: the cleanup ran after the watermark.
+CLEANED_AFTER = {"watermark_time": datetime(2026, 1, 1, 10, 0), "min_time": datetime(2026, 1, 1, 11, 0)}
 
 
 def test_a_cleanup_past_the_watermark_is_a_retention_gap_not_a_re_created_instance():
     mark = Watermark(lsn(0x50).hex, commit_time="2026-01-01T10:00:00+00:00")
-    d = decide_load(
-        CLEANED,
-        mark,
-        state_key="k",
-        min_lsn=lsn(0x60),
-        next_lsn=lsn(0x51),
-        watermark_time=datetime(2026, 1, 1, 10, 0),
-        min_time=datetime(2026, 1, 1, 11, 0),
-    )
+    d = decide(mark, instance=CLEANED, min_lsn=lsn(0x60), next_lsn=lsn(0x51), **CLEANED_AFTER)
     assert d.action == SNAPSHOT and d.reason.startswith("retention gap") and "re-created" not in d.reason
 
 
 def test_a_cleanup_right_after_the_watermark_loses_nothing():
     mark = Watermark(lsn(0x5F).hex)
-    d = decide_load(
-        CLEANED,
-        mark,
-        state_key="k",
-        min_lsn=lsn(0x60),
-        next_lsn=lsn(0x60),
-        watermark_time=datetime(2026, 1, 1, 10, 0),
-        min_time=datetime(2026, 1, 1, 11, 0),
-    )
+    d = decide(mark, instance=CLEANED, min_lsn=lsn(0x60), next_lsn=lsn(0x60), **CLEANED_AFTER)
     assert d.action == EXTRACT and "nothing the target lacks was removed" in d.reason
 
 
@@ -135,10 +122,9 @@ def test_an_instance_created_after_the_watermark_is_re_created():
         "dbo_orders", "dbo", "orders", lsn(0x60), create_date=datetime(2026, 1, 1, 12)
     )
     mark = Watermark(lsn(0x5F).hex)
-    d = decide_load(
-        recreated,
+    d = decide(
         mark,
-        state_key="k",
+        instance=recreated,
         min_lsn=lsn(0x60),
         next_lsn=lsn(0x60),
         watermark_time=datetime(2026, 1, 1, 10, 0),
@@ -146,12 +132,7 @@ def test_an_instance_created_after_the_watermark_is_re_created():
     )
     assert d.action == SNAPSHOT and d.reason.startswith("re-created capture instance")
     # Without the watermark's time: a low-water mark that never moved since the creation tells the same.
-    d = decide_load(
-        recreated,
-        mark,
-        state_key="k",
-        min_lsn=lsn(0x60),
-        next_lsn=lsn(0x60),
-        min_time=datetime(2026, 1, 1, 12),
+    d = decide(
+        mark, instance=recreated, min_lsn=lsn(0x60), next_lsn=lsn(0x60), min_time=datetime(2026, 1, 1, 12)
     )
     assert d.action == SNAPSHOT and d.reason.startswith("re-created capture instance")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,3 +30,10 @@ def spark(spark_warehouse: Path) -> Iterator[object]:
     session = local_spark_session(iceberg_spark_conf(spark_warehouse), app_name="sqlserver-cdc-tests")
     yield session
     release_local_spark_session(session)
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest) -> str:
+    """A namespace of the ``lake`` catalog of the test's own."""
+    name = re.sub(r"\W", "_", request.node.name)
+    return f"lake.{name[:40]}_{zlib.crc32(name.encode()):08x}"

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files, with_job_modules
 
 #: What the job's modules may import on the cluster: the standard library, PySpark and themselves.
 ALLOWED_IMPORTS = {
@@ -17,6 +17,7 @@ ALLOWED_IMPORTS = {
     "argparse",
     "concurrent",
     "hashlib",
+    "hmac",  # column_masking (its target comment note is the job's; the hash is the extract's)
     "json",
     "logging",
     "math",
@@ -145,3 +146,11 @@ def test_entry_file_runs_from_the_zip_alone(tmp_path: Path) -> None:
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr
     assert "--manifest" in completed.stdout
+
+
+def test_the_operators_add_the_job_zip_to_py_files_once() -> None:
+    """The spark-submit operators share ``with_job_modules``: the user's files first, the job's zip once."""
+    job_zip = merge_job_py_files()
+    assert with_job_modules(None) == job_zip
+    assert with_job_modules("/x/a.zip,/x/b.py") == f"/x/a.zip,/x/b.py,{job_zip}"
+    assert with_job_modules(f"/x/a.zip,{job_zip}") == f"/x/a.zip,{job_zip}"

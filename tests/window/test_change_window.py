@@ -140,15 +140,17 @@ def test_reads_lists_mapped_results_and_nestings() -> None:
     assert ChangeWindow.from_xcom(None) == []
 
 
-def test_a_window_without_position_kind_is_an_lsn_window() -> None:
+def test_a_window_without_position_kind_is_refused() -> None:
+    """Every writer states the position kind; a dict without it is not read as an LSN window."""
     value = window().to_xcom()
     del value["position_kind"]
-    (read,) = ChangeWindow.from_xcom(value)
-    assert (
-        read.position_kind == "lsn"
-        and read.to_lsn == Lsn.from_hex(TO)
-        and read.from_lsn == Lsn.from_hex(FROM)
-    )
+    with pytest.raises(ChangeWindowError, match=r"Not a change window \(lacks position_kind\)"):
+        ChangeWindow.from_xcom(value)
+    value["position_kind"] = "offset"
+    with pytest.raises(
+        ChangeWindowError, match=r"position_kind must be one of \('lsn', 'version'\), got 'offset'"
+    ):
+        ChangeWindow.from_xcom(value)
 
 
 def test_a_change_tracking_window_keeps_versions_as_text() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -13,9 +15,29 @@ from airflow_provider_sqlserver_cdc.window.net_effect import (
     UPDATE_BEFORE,
     Change,
     ChangePosition,
-    apply_to_rows,
     net_effect,
 )
+
+
+def apply_to_rows(
+    rows: Mapping[tuple[Any, ...], Change], changes: Mapping[tuple[Any, ...], Change], *, hard_deletes: bool
+) -> dict[tuple[Any, ...], Change]:
+    """Apply net-effect changes to a target the way the merge job does (only newer positions win): the model the tests check.
+
+    :param rows: the target: key -> the change that last wrote the row (deleted rows kept when soft).
+    :param changes: output of ``net_effect``.
+    :param hard_deletes: drop deleted keys instead of keeping them flagged.
+    """
+    result = dict(rows)
+    for key, change in changes.items():
+        current = result.get(key)
+        if current is not None and change.position <= current.position:
+            continue
+        if change.deletes and hard_deletes:
+            result.pop(key, None)
+        else:
+            result[key] = change
+    return result
 
 
 def change(lsn: int, seq: int, op: int, **values: object) -> Change:

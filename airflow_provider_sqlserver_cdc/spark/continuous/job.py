@@ -37,7 +37,7 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
 from airflow_provider_sqlserver_cdc.spark.continuous.readiness import sort_out
 from airflow_provider_sqlserver_cdc.spark.merge import job as merge_job
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
-    MergeSettings,
+    MergeJobSettings,
     settings_from_args,
     target_parser,
 )
@@ -71,7 +71,7 @@ class ContinuousSettings:
     """
 
     staging: str
-    merge: MergeSettings
+    merge: MergeJobSettings
     poll_seconds: float = DEFAULT_POLL_SECONDS
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS
 

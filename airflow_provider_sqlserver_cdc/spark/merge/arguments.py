@@ -1,4 +1,8 @@
-"""The merge job's command line: what it was asked to do (``MergeSettings``) and the checks on it."""
+"""The merge job's command line: what it was asked to do (``MergeJobSettings``), its defaults and the checks.
+
+Each default of the job is stated here once: the dataclass, the argument parser, the operator
+(through ``task_defaults``) and the pipeline settings read it from here.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
-from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import MERGE_STRATEGIES
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import (
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_WRITE_MODE,
+    MERGE_STRATEGIES,
+    WRITE_MODES,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
+    AUTO_BUCKETS,
+    DEFAULT_CONCURRENT_TABLES,
+    DEFAULT_PARTITION_BUCKETS,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.table_modes import TABLE_MODES, parse_table_modes
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import is_job_table_property
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
@@ -17,33 +31,41 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.spark.merge.window_reader import Window
 
 DELETE_MODES = ("soft", "hard")
-WRITE_MODES = ("copy-on-write", "merge-on-read")
-#: Kinds of target: Iceberg tables of the session's catalogs, or tables of a JDBC (PostgreSQL) database.
-TARGET_KINDS = ("iceberg", "jdbc")
+#: Kinds of target: Iceberg tables of the session's catalogs, or tables of a PostgreSQL database (over JDBC).
+ICEBERG_TARGET = "iceberg"
+POSTGRES_TARGET = "postgres"
+TARGET_KINDS = (ICEBERG_TARGET, POSTGRES_TARGET)
+
+#: The job's defaults (why each is safe: pipeline/settings.py).
+DEFAULT_TABLE_NAME_TEMPLATE = "{schema}_{table}"
+DEFAULT_DELETE_MODE = "soft"
+DEFAULT_TARGET_KIND = ICEBERG_TARGET
+#: Connections that load a batch into a PostgreSQL target at once (rows hashed by key).
+DEFAULT_JDBC_CONNECTIONS = 4
 
 
 @dataclass(frozen=True)
-class MergeSettings:
-    """What the job was asked to do."""
+class MergeJobSettings:
+    """What the job was asked to do (the pipeline's ``merge:`` section is ``pipeline.settings.MergeSettings``)."""
 
     manifests: tuple[str, ...]
     namespace: str | None = None
-    table_name_template: str = "{schema}_{table}"
+    table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE
     targets: dict[str, str] = field(default_factory=dict)
-    delete_mode: str = "soft"
-    write_mode: str = "merge-on-read"
+    delete_mode: str = DEFAULT_DELETE_MODE
+    write_mode: str = DEFAULT_WRITE_MODE
     table_properties: dict[str, str] = field(default_factory=dict)
     # Key buckets of the tables the job creates (docs/merge-performance.md): 0 none (measured faster for
     # small windows), None from their size.
-    partition_buckets: int | None = 0
+    partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS
     # Target tables merged at once, each on its own thread and Spark session (``concurrent_tables``).
-    concurrent_tables: int = 1
+    concurrent_tables: int = DEFAULT_CONCURRENT_TABLES
     # MERGE or rewrite the table per change window (``merge_strategy``): auto, merge or rewrite.
-    merge_strategy: str = "auto"
-    # The relational target (docs/targets-postgres.md): credentials come from the environment or a file.
-    target_kind: str = "iceberg"
+    merge_strategy: str = DEFAULT_MERGE_STRATEGY
+    # The PostgreSQL target (docs/targets-postgres.md): credentials come from the environment or a file.
+    target_kind: str = DEFAULT_TARGET_KIND
     jdbc_url: str | None = None
-    jdbc_connections: int = 4
+    jdbc_connections: int = DEFAULT_JDBC_CONNECTIONS
     jdbc_credentials_file: str | None = None
     # Where the job writes its result file (``result_file``); None: no file.
     result_uri: str | None = None
@@ -107,7 +129,7 @@ def parse_table_properties(items: Iterable[str]) -> dict[str, str]:
     return properties
 
 
-def parse_args(argv: Sequence[str]) -> MergeSettings:
+def parse_args(argv: Sequence[str]) -> MergeJobSettings:
     """Parse the command line of the job.
 
     :param argv: the arguments after the application file.
@@ -138,10 +160,10 @@ def target_parser(prog: str, description: str) -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--namespace", help="CATALOG.NAMESPACE of the target tables")
-    parser.add_argument("--table-name-template", default="{schema}_{table}")
+    parser.add_argument("--table-name-template", default=DEFAULT_TABLE_NAME_TEMPLATE)
     parser.add_argument("--target", action="append", default=[], help="CAPTURE_INSTANCE=CATALOG.NS.TABLE")
-    parser.add_argument("--delete-mode", choices=DELETE_MODES, default="soft")
-    parser.add_argument("--write-mode", choices=WRITE_MODES, default="merge-on-read")
+    parser.add_argument("--delete-mode", choices=DELETE_MODES, default=DEFAULT_DELETE_MODE)
+    parser.add_argument("--write-mode", choices=WRITE_MODES, default=DEFAULT_WRITE_MODE)
     parser.add_argument(
         "--table-property",
         action="append",
@@ -150,21 +172,21 @@ def target_parser(prog: str, description: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--partition-buckets",
-        type=lambda value: None if value == "auto" else int(value),
-        default=0,
+        type=lambda value: None if value == AUTO_BUCKETS else int(value),
+        default=DEFAULT_PARTITION_BUCKETS,
         help="bucket(N, first key column) partitioning of the tables the job creates, for the "
         "storage-partitioned MERGE; 'auto': N from their size; 0 (default): unpartitioned",
     )
     parser.add_argument(
         "--concurrent-tables",
         type=int,
-        default=1,
+        default=DEFAULT_CONCURRENT_TABLES,
         help="target tables merged at once in the application (with spark.scheduler.mode=FAIR, fairly)",
     )
     parser.add_argument(
         "--merge-strategy",
         choices=MERGE_STRATEGIES,
-        default="auto",
+        default=DEFAULT_MERGE_STRATEGY,
         help="Iceberg: MERGE each change window, rewrite the table with it applied, or choose per window "
         "from the table's file statistics (auto, default; docs/merge-performance.md)",
     )
@@ -175,25 +197,32 @@ def target_parser(prog: str, description: str) -> argparse.ArgumentParser:
         help=f"CAPTURE_INSTANCE=MODE, MODE one of {', '.join(TABLE_MODES)} (docs/history-targets.md); "
         "default current, changelog for a capture instance without key columns",
     )
-    parser.add_argument("--target-kind", choices=TARGET_KINDS, default="iceberg")
+    parser.add_argument("--target-kind", choices=TARGET_KINDS, default=DEFAULT_TARGET_KIND)
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
-    parser.add_argument("--jdbc-connections", type=int, default=4, help="connections loading a batch at once")
+    parser.add_argument(
+        "--jdbc-connections",
+        type=int,
+        default=DEFAULT_JDBC_CONNECTIONS,
+        help="connections loading a batch at once",
+    )
     parser.add_argument("--jdbc-credentials-file", help="file (mode 600) with user= and password= lines")
     return parser
 
 
 def settings_from_args(
     parser: argparse.ArgumentParser, args: argparse.Namespace, manifests: Sequence[str], **more: Any
-) -> MergeSettings:
+) -> MergeJobSettings:
     """Check the parsed arguments of ``target_parser`` and return the settings (``parser.error`` on a bad one).
 
     :param parser: the parser, for its errors.
     :param args: what it parsed.
     :param manifests: the manifest URIs to merge.
-    :param more: further ``MergeSettings`` fields.
+    :param more: further ``MergeJobSettings`` fields.
     """
-    if args.target_kind == "jdbc" and not args.jdbc_url:
-        parser.error("--target-kind jdbc needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)")
+    if args.target_kind == POSTGRES_TARGET and not args.jdbc_url:
+        parser.error(
+            f"--target-kind {POSTGRES_TARGET} needs --jdbc-url (e.g. jdbc:postgresql://host:5432/database)"
+        )
     if args.partition_buckets is not None and args.partition_buckets < 0:
         parser.error(f"--partition-buckets must be 0 or more, got {args.partition_buckets}")
     if args.concurrent_tables < 1:
@@ -223,7 +252,7 @@ def settings_from_args(
         )
         + ("target_kind", "jdbc_url", "jdbc_connections", "jdbc_credentials_file")
     }
-    return MergeSettings(
+    return MergeJobSettings(
         tuple(manifests),
         targets=targets,
         write_mode=args.write_mode,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import START_LSN
-from airflow_provider_sqlserver_cdc.spark.merge.statements import quote
+from airflow_provider_sqlserver_cdc.spark.merge.statements import quote, quote_table
 from airflow_provider_sqlserver_cdc.spark.merge.window_reader import read_window
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, add_range
 
@@ -78,3 +78,12 @@ def table_shaped(rows: DataFrame, table_columns: Sequence[tuple[str, str]]) -> D
             for name, sql_type in table_columns
         ]
     )
+
+
+def changelog_frame(spark: SparkSession, batch: ChangeBatch) -> DataFrame:
+    """Return the rows to append for a batch (``changelog_rows``), shaped as the table's columns."""
+    schema = spark.table(quote_table(batch.plan.table)).schema
+    rows = changelog_rows(spark, batch)
+    if rows is None:  # empty windows: the commit records their ranges
+        rows = spark.createDataFrame([], schema)
+    return table_shaped(rows, [(f.name, f.dataType.simpleString()) for f in schema.fields])

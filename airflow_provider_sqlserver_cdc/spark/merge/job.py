@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings, parse_args
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings, parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import COMMIT_TIME, POSITION_COLUMNS
 from airflow_provider_sqlserver_cdc.spark.merge.column_groups import column_groups
 from airflow_provider_sqlserver_cdc.spark.merge.concurrent_tables import run_concurrently
@@ -297,7 +297,7 @@ def _log_failure(plan: TargetPlan, err: BaseException) -> None:
 
 
 def _merge_concurrently(
-    spark: SparkSession, settings: MergeSettings, plans: list[TargetPlan], hard: bool
+    spark: SparkSession, settings: MergeJobSettings, plans: list[TargetPlan], hard: bool
 ) -> dict[str, BaseException]:
     """Check and merge the tables ``settings.concurrent_tables`` at a time (``concurrent_tables``); return the failures."""
 
@@ -319,7 +319,7 @@ def _merge_concurrently(
     return {plans[index].table: err for index, err in failed.items()}
 
 
-def run(spark: SparkSession, settings: MergeSettings, target: MergeTarget | None = None) -> dict[str, Any]:
+def run(spark: SparkSession, settings: MergeJobSettings, target: MergeTarget | None = None) -> dict[str, Any]:
     """Validate every window, then merge them target by target; return a summary of what was done.
 
     A table that fails (a window that does not check out, a schema it cannot take, a failed MERGE)

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 #: ``--merge-strategy``: choose per window (default), always MERGE, always rewrite the table.
 MERGE_STRATEGIES = ("auto", "merge", "rewrite")
+DEFAULT_MERGE_STRATEGY = "auto"
+#: Iceberg's row-level write modes, set on the tables the job creates (``--write-mode``); the faster
+#: MERGE by default (pipeline/settings.py says why).
+WRITE_MODES = ("copy-on-write", "merge-on-read")
+DEFAULT_WRITE_MODE = "merge-on-read"
 
 #: The rewrite is chosen when the data files the window's key range overlaps hold at least this
 #: share of the target's rows (a MERGE would read them anyway)...
@@ -203,7 +208,7 @@ def choose_strategy(setting: str, files: TargetFiles, change_rows: int, write_mo
     :param change_rows: the rows of the windows, update before-images included.
     :param write_mode: the table's ``write.merge.mode``.
     """
-    min_change = REWRITE_MIN_CHANGE_SHARE.get(write_mode, REWRITE_MIN_CHANGE_SHARE["merge-on-read"])
+    min_change = REWRITE_MIN_CHANGE_SHARE.get(write_mode, REWRITE_MIN_CHANGE_SHARE[DEFAULT_WRITE_MODE])
     change_share = change_rows / files.rows if files.rows else float("inf")
     numbers = (
         f"{change_rows} change rows = {change_share:.1%} of {files.rows} target rows "

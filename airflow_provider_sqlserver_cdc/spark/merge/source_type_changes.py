@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.column_masking import masking_change
 from airflow_provider_sqlserver_cdc.spark.merge.column_groups import apply_position
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
@@ -55,7 +56,7 @@ def parse_source_type(text: str | None) -> tuple[str, float, int] | None:
     """
     if not text or not text.startswith(PREFIX):
         return None
-    match = _TYPE.match(text[len(PREFIX) :].strip().lower())
+    match = _TYPE.match(text[len(PREFIX) :].split(";")[0].strip().lower())  # "; masked: ..." (column_masking)
     if match is None:
         return None
     name, size, scale = match.groups()
@@ -125,6 +126,14 @@ def check_source_types(plan: TargetPlan, recorded: dict[str, Any]) -> list[tuple
         for column in window.manifest.columns:
             name = column["name"].lower()
             comment, window_type = current.get(name), source_type_comment(column)
+            masked = masking_change(comment, column)
+            if masked is not None:
+                raise SchemaEvolutionError(
+                    f"target table {plan.table}: column {column['name']} of {window.manifest.capture_instance}: "
+                    f"{masked} ({comment}). Nothing was written to {plan.table}. Column masking applies to a new "
+                    "target: drop or rename the table and re-snapshot it (trigger the DAG with conf "
+                    f'{{"resnapshot": ["{window.manifest.capture_instance}"]}}) (docs/column-masking.md)'
+                )
             problem = narrowing(comment, window_type)
             if problem is None:
                 if name in recorded and comment is not None and window_type != comment:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from airflow_provider_sqlserver_cdc.column_masking import masking_note
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 
 _STRING_TYPES = frozenset(
@@ -131,7 +132,8 @@ def source_type_comment(column: dict[str, Any]) -> str:
 
     A length is in characters, as in ``nvarchar(200)``: the manifest's ``max_length`` is
     ``sys.columns.max_length``, in bytes (400 for that column), and -1 for ``(max)``. Types declared
-    without a length (``text``, ``uniqueidentifier``, ``sysname``, ``xml``...) get none.
+    without a length (``text``, ``uniqueidentifier``, ``sysname``, ``xml``...) get none. A masked column
+    adds its rule and declared type (``SQL Server char(64); masked: hash of int``, ``column_masking``).
 
     :param column: the manifest's column entry.
     """
@@ -145,4 +147,4 @@ def source_type_comment(column: dict[str, Any]) -> str:
         if length != -1 and sql_type.lower() in _TWO_BYTE_CHARACTER_TYPES:
             length //= 2
         sql_type += "(max)" if length == -1 else f"({length})"
-    return "SQL Server " + sql_type
+    return "SQL Server " + sql_type + masking_note(column)

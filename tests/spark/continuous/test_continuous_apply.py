@@ -27,14 +27,14 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     run_progress,
     state_uri,
 )
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 
 pytestmark = [pytest.mark.spark]
 D = decimal.Decimal
 
 
 def settings(staging: Path, namespace: str) -> ContinuousSettings:
-    return ContinuousSettings(str(staging), MergeSettings((), namespace=namespace), poll_seconds=0.1)
+    return ContinuousSettings(str(staging), MergeJobSettings((), namespace=namespace), poll_seconds=0.1)
 
 
 def published(staging: Path) -> ApplyState:
@@ -199,7 +199,7 @@ def test_the_heartbeat_goes_on_during_a_long_micro_batch(
 
     monkeypatch.setattr(ContinuousApply, "poll", slow_poll)
     quick = ContinuousSettings(
-        str(staging), MergeSettings((), namespace=namespace), poll_seconds=0.05, stale_after_seconds=0.2
+        str(staging), MergeJobSettings((), namespace=namespace), poll_seconds=0.05, stale_after_seconds=0.2
     )
     run_continuously(spark, quick, stop=lambda: True)
     assert len(set(beats)) >= 3, beats  # renewed while the poll ran

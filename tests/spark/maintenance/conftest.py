@@ -13,4 +13,4 @@ _spec = importlib.util.spec_from_file_location("merge_test_fixtures", MERGE_TEST
 assert _spec is not None and _spec.loader is not None
 _fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixtures)
-base, namespace, table = _fixtures.base, _fixtures.namespace, _fixtures.table
+base, table = _fixtures.base, _fixtures.table  # the namespace fixture: tests/spark/conftest.py

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import zlib
 from pathlib import Path
 
 import pytest
@@ -15,13 +13,6 @@ from airflow_provider_sqlserver_cdc.spark.merge.arguments import WRITE_MODES
 def base(tmp_path: Path) -> Path:
     """The base directory of the test's windows."""
     return tmp_path / "windows"
-
-
-@pytest.fixture
-def namespace(request: pytest.FixtureRequest) -> str:
-    """A namespace of the ``lake`` catalog of the test's own."""
-    name = re.sub(r"\W", "_", request.node.name)
-    return f"lake.{name[:40]}_{zlib.crc32(name.encode()):08x}"
 
 
 @pytest.fixture(params=WRITE_MODES)

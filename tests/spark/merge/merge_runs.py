@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from window_builder import ChangeLog, WindowSpec, flatten, write_window
 
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.errors import TableMergeError
 from airflow_provider_sqlserver_cdc.spark.merge.job import run as run_job
 
 
 def run(spark: Any, namespace: str, *manifests: str, **options: Any) -> dict[str, Any]:
-    return run_job(spark, MergeSettings(manifests=tuple(manifests), namespace=namespace, **options))
+    return run_job(spark, MergeJobSettings(manifests=tuple(manifests), namespace=namespace, **options))
 
 
 @contextmanager

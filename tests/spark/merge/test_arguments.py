@@ -85,3 +85,20 @@ def test_merge_strategy_defaults_to_auto_and_takes_merge_or_rewrite() -> None:
     assert given.merge_strategy == "rewrite"
     with pytest.raises(SystemExit):
         parse_args(["--manifest", "/w/a", "--namespace", "lake.cdc", "--merge-strategy", "fast"])
+
+
+def test_the_command_line_the_settings_dataclass_and_the_operator_share_their_defaults() -> None:
+    """Each default is stated once: argparse, ``MergeJobSettings`` and CdcSparkMergeOperator read it alike."""
+    from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
+    from airflow_provider_sqlserver_cdc.pipeline.settings import operator_default
+    from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
+
+    parsed = parse_args(["--manifest", "/w/a"])
+    assert parsed == MergeJobSettings(manifests=("/w/a/_manifest.json",))
+    for name in ("table_name_template", "delete_mode", "write_mode", "target_kind", "jdbc_connections"):
+        assert operator_default(CdcSparkMergeOperator, name) == getattr(parsed, name), name
+    assert parse_args(
+        ["--manifest", "/w/a", "--target-kind", "postgres", "--jdbc-url", "jdbc:postgresql://h/d"]
+    )
+    with pytest.raises(SystemExit):
+        parse_args(["--manifest", "/w/a", "--target-kind", "jdbc", "--jdbc-url", "jdbc:postgresql://h/d"])

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.spark.merge.changelog_append import changelog_rows, table_shaped
+from airflow_provider_sqlserver_cdc.spark.merge.changelog_append import changelog_frame
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import log_merge
 from airflow_provider_sqlserver_cdc.spark.merge.history_merge import (
@@ -29,7 +29,12 @@ from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
     session_conf,
     source_key_range,
 )
-from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import choose_strategy, target_files
+from airflow_provider_sqlserver_cdc.spark.merge.merge_strategy import (
+    DEFAULT_MERGE_STRATEGY,
+    DEFAULT_WRITE_MODE,
+    choose_strategy,
+    target_files,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.net_effect_frame import (
     checkpoint_partitions,
     checkpointed_net_effect,
@@ -41,6 +46,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.partition_layout import (
     creation_partitioning,
     staging_layout,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.scale_options import DEFAULT_PARTITION_BUCKETS
 from airflow_provider_sqlserver_cdc.spark.merge.spark_types import source_type_comment
 from airflow_provider_sqlserver_cdc.spark.merge.staged_merge import SPJ_CONF, staged_net_effect
 from airflow_provider_sqlserver_cdc.spark.merge.statements import (
@@ -306,10 +312,10 @@ class IcebergTarget(MergeTarget):
     def __init__(
         self,
         spark: SparkSession,
-        write_mode: str = "merge-on-read",
+        write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
-        partition_buckets: int | None = 0,
-        merge_strategy: str = "auto",
+        partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS,
+        merge_strategy: str = DEFAULT_MERGE_STRATEGY,
         table_mode: str = CURRENT,
     ) -> None:
         if table_mode not in TABLE_MODES:
@@ -511,15 +517,7 @@ class IcebergTarget(MergeTarget):
 
     def _append_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
         """Append the batch's change rows the change log lacks, with the applied ranges in the same commit."""
-        plan = batch.plan
-        rows = changelog_rows(self.spark, batch)
-        table_columns = [
-            (f.name, f.dataType.simpleString())
-            for f in self.spark.table(quote_table(plan.table)).schema.fields
-        ]
-        if rows is None:  # empty windows: the commit records their ranges
-            rows = self.spark.createDataFrame([], self.spark.table(quote_table(plan.table)).schema)
-        frame = table_shaped(rows, table_columns)
+        plan, frame = batch.plan, changelog_frame(self.spark, batch)
         with_commit_properties(
             self.spark, properties, lambda: frame.writeTo(quote_table(plan.table)).append()
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import MergeTarget
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget
@@ -17,16 +18,16 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.postgres import Postgres
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+    from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 
 
-def target_from_settings(spark: SparkSession, settings: MergeSettings) -> MergeTarget:
+def target_from_settings(spark: SparkSession, settings: MergeJobSettings) -> MergeTarget:
     """Return the target the settings select.
 
     :param spark: the job's session.
-    :param settings: the job's settings (``target_kind`` and, for ``jdbc``, the URL and where the login is).
+    :param settings: the job's settings (``target_kind`` and, for ``postgres``, the URL and where the login is).
     """
-    if settings.target_kind != "jdbc":
+    if settings.target_kind != POSTGRES_TARGET:
         return IcebergTarget(
             spark,
             settings.write_mode,
@@ -35,7 +36,7 @@ def target_from_settings(spark: SparkSession, settings: MergeSettings) -> MergeT
             merge_strategy=settings.merge_strategy,
         )
     if not settings.jdbc_url:
-        raise MergeJobError("--target-kind jdbc needs --jdbc-url")
+        raise MergeJobError(f"--target-kind {POSTGRES_TARGET} needs --jdbc-url")
     if settings.jdbc_credentials_file:
         credentials = JdbcCredentials.from_file(settings.jdbc_credentials_file)
     else:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from window_builder import INT_KEY, ChangeLog, Column, WindowSpec, flatten, lsn_hex, write_window
 
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError, TableMergeError
 from airflow_provider_sqlserver_cdc.spark.merge.job import run as run_job
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import (
@@ -47,10 +47,10 @@ def merge(spark: Any, postgres_server: PostgresServer, database: str, monkeypatc
     monkeypatch.setenv(PASSWORD_ENV, postgres_server.password)
 
     def run(*manifests: str, target: PostgresTarget | None = None, **options: Any) -> dict[str, Any]:
-        settings = MergeSettings(
+        settings = MergeJobSettings(
             manifests=tuple(manifests),
             namespace="cdc",
-            target_kind="jdbc",
+            target_kind="postgres",
             jdbc_url=postgres_server.jdbc_url(database),
             **{"jdbc_connections": 3, **options},
         )
@@ -362,8 +362,8 @@ def test_a_target_lacking_the_driver_or_login_is_refused_with_what_to_do(
     spark: Any, base: Path, postgres_server: PostgresServer, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(USER_ENV, raising=False)
-    settings = MergeSettings(
-        manifests=(three_windows(base)[0],), namespace="cdc", target_kind="jdbc",
+    settings = MergeJobSettings(
+        manifests=(three_windows(base)[0],), namespace="cdc", target_kind="postgres",
         jdbc_url=postgres_server.jdbc_url(database),
     )  # fmt: skip
     with pytest.raises(MergeJobError, match=USER_ENV):

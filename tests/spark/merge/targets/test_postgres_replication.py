@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window, load_capture_instances
+from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run as run_job
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import PASSWORD_ENV, USER_ENV
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
@@ -58,7 +58,7 @@ def test_random_workload_replicated_out_of_order_and_replayed_equals_the_source(
     windows: list[list[str]] = []
     totals = WorkloadStats()
     with contextlib.closing(hook):
-        database, instances = load_capture_instances(hook, names)
+        database, instances = hook.source_database(), hook.get_named_capture_instances(names)
         start = {i.name: hook.get_min_lsn(i.name) for i in instances}
         for interval in range(4):
             if interval:
@@ -76,10 +76,10 @@ def test_random_workload_replicated_out_of_order_and_replayed_equals_the_source(
             windows.append(manifests)
 
         def merge(*batches: list[str]) -> dict[str, Any]:
-            settings = MergeSettings(
+            settings = MergeJobSettings(
                 manifests=tuple(uri for batch in batches for uri in batch),
                 namespace="cdc",
-                target_kind="jdbc",
+                target_kind="postgres",
                 jdbc_url=postgres_server.jdbc_url(target_db),
                 jdbc_connections=2,
             )
