@@ -252,7 +252,7 @@ class TargetSettings(_Section):
         or ``changelog`` (every change row, appended once). Iceberg only.
     :param keyless: a capture instance without key columns (no primary key, no ``@index_name``):
         ``changelog`` (default) replicates it as a change log, ``refuse`` fails its extract
-        (NoKeyColumnsError). A JDBC target always refuses it.
+        (NoKeyColumnsError). A PostgreSQL target always refuses it.
     """
 
     key: ClassVar[str] = "merge.target"

@@ -16,7 +16,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.table_modes import mode_conflict
 
 
 def settings(**target: Any) -> ReplicationSettings:
-    namespace = "cdc" if target.get("kind") == "jdbc" else "lake.cdc"
+    namespace = "cdc" if target.get("kind") == "postgres" else "lake.cdc"
     return ReplicationSettings.from_mapping(
         {
             "tables": ["dbo_orders", "dbo_heap"],
@@ -33,8 +33,8 @@ def test_defaults_every_table_current_and_keyless_tables_a_change_log() -> None:
     assert target.keyless == "changelog"
     assert target.require_key_columns is False
     assert settings(keyless="refuse").merge.target.require_key_columns is True
-    # A JDBC target has no change-log tables: its extract refuses keyless capture instances.
-    jdbc = settings(kind="jdbc", conn_id="warehouse").merge.target
+    # A PostgreSQL target has no change-log tables: its extract refuses keyless capture instances.
+    jdbc = settings(kind="postgres", conn_id="warehouse").merge.target
     assert jdbc.require_key_columns is True
 
 
@@ -44,7 +44,7 @@ def test_defaults_every_table_current_and_keyless_tables_a_change_log() -> None:
         ({"table_modes": {"dbo_orders": "scd2"}}, "merge.target.table_modes['dbo_orders']", "must be one of"),
         ({"keyless": "skip"}, "merge.target.keyless", "must be one of"),
         (
-            {"kind": "jdbc", "conn_id": "w", "table_modes": {"dbo_orders": "history"}},
+            {"kind": "postgres", "conn_id": "w", "table_modes": {"dbo_orders": "history"}},
             "merge.target.table_modes['dbo_orders']",
             "history tables need an Iceberg target",
         ),
