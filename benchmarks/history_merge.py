@@ -37,7 +37,7 @@ from merge import (
     write_window,
 )
 
-from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeSettings
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
 
 #: LSNs between the first transactions of two windows (each window's transactions fit in it).
@@ -96,7 +96,7 @@ def main() -> None:
 
     def merge(mode: str, manifest: str) -> None:
         modes = {"dbo_orders": mode} if mode != "current" else {}
-        settings = MergeSettings(
+        settings = MergeJobSettings(
             manifests=(manifest,),
             targets={"dbo_orders": tables[mode]},
             write_mode=args.mode,
