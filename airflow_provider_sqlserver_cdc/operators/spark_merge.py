@@ -46,6 +46,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     is_template,
     scale_arguments,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import check_table_modes
 from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
 from airflow_provider_sqlserver_cdc.staging_files import read_text, remove
 from airflow_provider_sqlserver_cdc.task_defaults import (
@@ -81,6 +82,7 @@ def merge_job_arguments(
     concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
     merge_strategy: str = DEFAULT_MERGE_STRATEGY,
     result_uri: str | None = None,
+    table_modes: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Return the command-line arguments of ``merge_job.py`` (see docs/merge-job.md).
 
@@ -102,6 +104,8 @@ def merge_job_arguments(
     :param merge_strategy: Iceberg: ``auto`` (MERGE or rewrite the table per window, from its file
         statistics), ``merge`` or ``rewrite`` (docs/merge-performance.md).
     :param result_uri: where the job writes its result file (``spark.merge.result_file``).
+    :param table_modes: capture instance -> ``current``, ``history`` or ``changelog`` (docs/history-targets.md);
+        a capture instance not named is ``current``, or ``changelog`` when it has no key columns.
     """
     property_arguments = table_property_arguments(properties)
     target_arguments: list[str] = []
@@ -138,6 +142,12 @@ def merge_job_arguments(
         arguments += ["--table-name-template", table_name_template]
     for capture_instance, table in (targets or {}).items():
         arguments += ["--target", f"{capture_instance}={table}"]
+    try:
+        check_table_modes(table_modes or {}, "table_modes")
+    except MergeJobError as err:
+        raise ValueError(str(err)) from None
+    for capture_instance, mode in (table_modes or {}).items():
+        arguments += ["--table-mode", f"{capture_instance}={mode}"]
     if result_uri:
         arguments += ["--result-uri", result_uri]
     return [
@@ -281,6 +291,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     :param merge_strategy: Iceberg: ``auto`` (default; per change window, a MERGE or one rewrite of
         the table with the window applied, from the table's file statistics), ``merge`` or
         ``rewrite`` (docs/merge-performance.md). Checked when the task runs. (templated)
+    :param table_modes: capture instance -> what its target table holds: ``current`` (default),
+        ``history`` (every version, SCD type 2) or ``changelog`` (every change row); a capture
+        instance without key columns is a change log (docs/history-targets.md). (templated)
     :param result_path: the staging path under which the job writes its result file, reachable by
         the Spark driver and this task; default the windows' own staging path (the directory above
         their capture instances'). (templated)
@@ -299,6 +312,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "concurrent_tables",
         "merge_strategy",
         "result_path",
+        "table_modes",
     )
 
     def __init__(
@@ -323,6 +337,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         concurrent_tables: int | str = DEFAULT_CONCURRENT_TABLES,
         merge_strategy: str = DEFAULT_MERGE_STRATEGY,
         result_path: str | None = None,
+        table_modes: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
@@ -373,6 +388,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
                 raise ValueError(f"{self.task_id}: {err}") from None
         self.merge_strategy = merge_strategy
         self.result_path = result_path
+        self.table_modes = dict(table_modes or {})
         self._jdbc_target: JdbcTarget | None = None
         self._login_file: Path | None = None
         self.merge_result: MergeResult | None = None
@@ -436,6 +452,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             concurrent_tables=self.concurrent_tables,
             merge_strategy=self.merge_strategy,
             result_uri=result_uri,
+            table_modes=self.table_modes,
         )
         if self.ship_job_modules:
             self.py_files = with_job_modules(self.py_files)

@@ -46,6 +46,7 @@ def continuous_apply_arguments(settings: ReplicationSettings) -> list[str]:
         partition_buckets=merge.partition_buckets,
         concurrent_tables=merge.concurrent_tables,
         merge_strategy=merge.merge_strategy,
+        table_modes=dict(merge.target.table_modes),
     )
 
 

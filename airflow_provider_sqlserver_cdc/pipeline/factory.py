@@ -232,6 +232,7 @@ def add_replication_tasks(
         base_path=settings.staging_path,
         allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
         chunk_rows=settings.snapshot.chunk_rows,
+        require_key_columns=settings.merge.target.require_key_columns,  # keyless: a change log
         server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
         **source,
@@ -261,6 +262,7 @@ def add_replication_tasks(
         on_schema_change=settings.extract.on_schema_change,
         create_capture_instance=settings.extract.create_capture_instance,
         disable_old_capture_instance=settings.extract.disable_old_capture_instance,
+        require_key_columns=settings.merge.target.require_key_columns,  # keyless: a change log
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
         **source,
         **masking,
@@ -345,6 +347,7 @@ def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str])
         partition_buckets=settings.merge.partition_buckets,
         concurrent_tables=settings.merge.concurrent_tables,
         merge_strategy=settings.merge.merge_strategy,
+        table_modes=dict(settings.merge.target.table_modes),
         conn_id=settings.spark.conn_id,
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),

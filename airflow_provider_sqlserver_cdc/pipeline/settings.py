@@ -61,6 +61,11 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     concurrent_tables_value,
     partition_buckets_value,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import (
+    DEFAULT_KEYLESS,
+    KEYLESS_CHOICES,
+    TABLE_MODES,
+)
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
     DEFAULT_APPLY_POLL_SECONDS,
@@ -231,6 +236,12 @@ class TargetSettings(Section):
     :param url: the JDBC URL instead of a connection, with ``credentials_file``.
     :param credentials_file: a mode-600 file (``user=``/``password=``) where the Spark driver runs.
     :param connections: JDBC connections that load each batch at once (rows hashed by key).
+    :param table_modes: capture instance -> what its target table holds (docs/history-targets.md):
+        ``current`` (the current rows; every table not named), ``history`` (every version, SCD type 2)
+        or ``changelog`` (every change row, appended once). Iceberg only.
+    :param keyless: a capture instance without key columns (no primary key, no ``@index_name``):
+        ``changelog`` (default) replicates it as a change log, ``refuse`` fails its extract
+        (NoKeyColumnsError). A PostgreSQL target always refuses it.
     """
 
     key: ClassVar[str] = "merge.target"
@@ -239,6 +250,9 @@ class TargetSettings(Section):
     url: str | None = None
     credentials_file: str | None = None
     connections: int = DEFAULT_JDBC_CONNECTIONS
+    # History and change-log targets (issue 35, docs/history-targets.md).
+    table_modes: Mapping[str, str] = field(default_factory=dict)
+    keyless: str = DEFAULT_KEYLESS
 
     def check(self) -> None:
         """Refuse an unknown kind, a PostgreSQL target without a login, and fewer than one connection."""
@@ -254,6 +268,32 @@ class TargetSettings(Section):
             f"a {POSTGRES_TARGET} target needs conn_id (or url with credentials_file)",
         )
         self._require("connections", self.connections >= 1, "must be at least 1")
+        self.check_table_modes()
+
+    def check_table_modes(self) -> None:
+        """Refuse unknown table modes and keyless choices, and history or change-log tables outside Iceberg."""
+        for instance, mode in self.table_modes.items():
+            self._require(
+                f"table_modes[{instance!r}]",
+                mode in TABLE_MODES,
+                f"must be one of {TABLE_MODES}, got {mode!r}",
+            )
+            self._require(
+                f"table_modes[{instance!r}]",
+                mode == "current" or self.kind == "iceberg",
+                f"{mode} tables need an Iceberg target (kind iceberg)",
+            )
+        check_source_names(f"{self.key}.table_modes", self.table_modes)
+        self._require(
+            "keyless",
+            self.keyless in KEYLESS_CHOICES,
+            f"must be one of {KEYLESS_CHOICES}, got {self.keyless!r}",
+        )
+
+    @property
+    def require_key_columns(self) -> bool:
+        """Whether the extract refuses a capture instance without key columns (a change log needs Iceberg)."""
+        return self.keyless != "changelog" or self.kind != "iceberg"
 
 
 @dataclass(frozen=True)

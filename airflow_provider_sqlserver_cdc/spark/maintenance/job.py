@@ -21,6 +21,7 @@ from airflow_provider_sqlserver_cdc.spark.maintenance.tombstones import purge_fl
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.staging_cleanup import drop_orphaned_staging_tables
 from airflow_provider_sqlserver_cdc.spark.merge.statements import quote_table
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import CURRENT, TABLE_MODE_PROPERTY
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import iceberg_table
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg_state import ranges_of, refresh_state
 
@@ -71,7 +72,10 @@ def maintain_table(
     if dropped:
         entry["staging_tables_dropped"] = dropped
     purged = 0
-    if settings.tombstone_margin_hours is not None:
+    # A history table's tombstones are part of its history, and a change log has none (docs/history-targets.md).
+    mode = str(iceberg.properties().get(TABLE_MODE_PROPERTY) or CURRENT)
+    tombstones = settings.tombstone_margin_hours is not None and mode == CURRENT
+    if tombstones:
         before["tombstones"] = tombstone_count(spark, table)
         floor = purge_floor(ranges_of(state.entries), settings.cdc_min_lsn)
         if floor is None:
@@ -121,7 +125,7 @@ def maintain_table(
         procedures.remove_orphan_files(spark, table, now - dt.timedelta(hours=settings.orphan_age_hours))
         entry |= {"status": "maintained", "compaction": "full" if full else "light"}
     after = read_health(spark, table, iceberg).as_dict()
-    if settings.tombstone_margin_hours is not None:
+    if tombstones:
         after["tombstones"] = tombstone_count(spark, table)
     LOG.info("table %s: after maintenance: %s", table, json.dumps(after))
     return entry | {"after": after}

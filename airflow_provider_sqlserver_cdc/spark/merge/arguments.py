@@ -23,6 +23,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_CONCURRENT_TABLES,
     DEFAULT_PARTITION_BUCKETS,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import TABLE_MODES, parse_table_modes
 from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import is_job_table_property
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
@@ -68,6 +69,8 @@ class MergeJobSettings:
     jdbc_credentials_file: str | None = None
     # Where the job writes its result file (``result_file``); None: no file.
     result_uri: str | None = None
+    # Capture instance -> table mode (``table_modes``): current (default), history or changelog.
+    table_modes: dict[str, str] = field(default_factory=dict)
 
     def target_for(self, window: Window) -> str:
         """Return the dotted target table name for a window."""
@@ -187,6 +190,13 @@ def target_parser(prog: str, description: str) -> argparse.ArgumentParser:
         help="Iceberg: MERGE each change window, rewrite the table with it applied, or choose per window "
         "from the table's file statistics (auto, default; docs/merge-performance.md)",
     )
+    parser.add_argument(
+        "--table-mode",
+        action="append",
+        default=[],
+        help=f"CAPTURE_INSTANCE=MODE, MODE one of {', '.join(TABLE_MODES)} (docs/history-targets.md); "
+        "default current, changelog for a capture instance without key columns",
+    )
     parser.add_argument("--target-kind", choices=TARGET_KINDS, default=DEFAULT_TARGET_KIND)
     parser.add_argument("--jdbc-url", help="JDBC URL of the target database, without credentials")
     parser.add_argument(
@@ -221,6 +231,7 @@ def settings_from_args(
         parser.error(f"--jdbc-connections must be at least 1, got {args.jdbc_connections}")
     try:
         properties = parse_table_properties(args.table_property)
+        table_modes = parse_table_modes(args.table_mode)
     except MergeJobError as err:
         parser.error(str(err))
     targets = {}
@@ -246,6 +257,7 @@ def settings_from_args(
         targets=targets,
         write_mode=args.write_mode,
         table_properties=properties,
+        table_modes=table_modes,
         **as_given,
         **more,
     )

@@ -24,6 +24,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.result_file import MergeResult
 from airflow_provider_sqlserver_cdc.spark.merge.result_line import COMMITTED, FAILED, result_line
 from airflow_provider_sqlserver_cdc.spark.merge.schema_plan import TargetPlan, plan_schema
 from airflow_provider_sqlserver_cdc.spark.merge.source_type_changes import check_target_can_follow
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import plan_mode
 from airflow_provider_sqlserver_cdc.spark.merge.targets.base import (
     AppliedRanges,
     ChangeBatch,
@@ -167,6 +168,8 @@ def _prepare(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: b
     :param plan: the table's plan with all its windows; left with the pending ones.
     """
     plan.exists = target.exists(plan.table)
+    if plan.exists:
+        target.check_table_mode(plan.table)
     plan.applied = target.applied_ranges(plan.table) if plan.exists else {}
     plan.windows = _pending(plan, hard and not target.remembers_hard_deletes)
     for window in plan.windows:
@@ -308,9 +311,10 @@ def _merge_concurrently(
     """Check and merge the tables ``settings.concurrent_tables`` at a time (``concurrent_tables``); return the failures."""
 
     def merge_table(session: SparkSession, plan: TargetPlan) -> None:
-        target = target_from_settings(session, settings)
         started = time.monotonic()
         try:
+            plan.mode = plan_mode(plan.table, plan.windows, settings.table_modes)
+            target = target_from_settings(session, settings).for_mode(plan.mode)
             _prepare(session, target, plan, hard)
             _commit_retrying(session, target, plan, hard)
         except Exception as err:
@@ -356,7 +360,9 @@ def run(spark: SparkSession, settings: MergeJobSettings, target: MergeTarget | N
                 continue
             started = time.monotonic()
             try:
-                step(spark, target, plan, hard)
+                if step is _prepare:  # before _prepare leaves only the pending windows
+                    plan.mode = plan_mode(plan.table, plan.windows, settings.table_modes)
+                step(spark, target.for_mode(plan.mode), plan, hard)
             except Exception as err:
                 failures[plan.table] = err
                 _log_failure(plan, err)

@@ -39,6 +39,7 @@ class TargetPlan:
     checked: dict[str, CheckedWindow] = field(default_factory=dict)
     snapshot_id: int | None = None  # the snapshot holding this run's last commit (Iceberg)
     seconds: float = 0.0  # the table's time in the run: check and commit
+    mode: str = "current"  # the table mode (``table_modes``): current, history or changelog
 
 
 def plan_schema(

@@ -78,7 +78,8 @@ def load_window(spark: SparkSession, uri: str) -> Window:
         text = spark.sparkContext._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
     finally:
         stream.close()
-    return Window(uri, WindowManifest.from_json(text, uri, key_required=True))
+    # A keyless window is merged as a change log; ``table_modes.plan_mode`` refuses it for other modes.
+    return Window(uri, WindowManifest.from_json(text, uri, key_required=False))
 
 
 def check_files(spark: SparkSession, window: Window) -> None:
@@ -98,13 +99,18 @@ def check_files(spark: SparkSession, window: Window) -> None:
             )
 
 
-def read_window(spark: SparkSession, window: Window, table: str) -> DataFrame:
+def read_window(
+    spark: SparkSession, window: Window, table: str, *, keep_before_images: bool = False
+) -> DataFrame:
     """Return a window's rows with target column names and types, unchecked (``check_rows`` checks them).
 
     Columns: the captured columns cast to their target types, then ``_cdc_start_lsn``,
     ``_cdc_seqval``, ``_cdc_operation`` and ``_cdc_commit_time``.
+
+    :param keep_before_images: keep every update before-image (a change log keeps every change row).
     """
-    return _target_columns(spark, window, table, spark.read.parquet(*[f.uri for f in window.files]))
+    frame = spark.read.parquet(*[f.uri for f in window.files])
+    return _target_columns(spark, window, table, frame, keep_before_images=keep_before_images)
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,9 @@ def _check_row_count(window: Window, actual: int) -> None:
         )
 
 
-def _target_columns(spark: SparkSession, window: Window, table: str, frame: DataFrame) -> DataFrame:
+def _target_columns(
+    spark: SparkSession, window: Window, table: str, frame: DataFrame, *, keep_before_images: bool = False
+) -> DataFrame:
     """Select a window's Parquet rows with target column names and types (``read_window``)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
@@ -193,7 +201,7 @@ def _target_columns(spark: SparkSession, window: Window, table: str, frame: Data
     for meta in ("__$start_lsn", "__$seqval", "__$operation", "__$commit_time"):
         if meta not in present:
             raise ManifestError(f"window {window.label}: column {meta} is missing from the Parquet files")
-    if "__$update_mask" in present:
+    if "__$update_mask" in present and not keep_before_images:
         needed = before_image_needed(window, F.col(quote(present["__$update_mask"])))
         if needed is not None:
             frame = frame.where(needed)
@@ -215,7 +223,7 @@ def key_ordinals(window: Window) -> list[int] | None:
     """Return the update-mask bit positions (``ordinal``) of the window's key columns, or None if unknown."""
     by_name = {c["name"].lower(): c.get("ordinal") for c in window.manifest.columns}
     ordinals = [by_name.get(k.lower()) for k in window.manifest.key_columns]
-    if not all(isinstance(o, int) and o >= 1 for o in ordinals):
+    if not ordinals or not all(isinstance(o, int) and o >= 1 for o in ordinals):
         return None
     return ordinals  # type: ignore[return-value]
 

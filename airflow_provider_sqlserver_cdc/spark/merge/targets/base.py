@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, add_range
 from airflow_provider_sqlserver_cdc.window.manifest import REPAIR
 
@@ -105,6 +106,24 @@ class MergeTarget(ABC):
 
     def check_session(self) -> None:  # noqa: B027 - optional hook: most targets need nothing
         """Raise ``MergeJobError`` if the Spark session lacks what the target needs."""
+
+    def for_mode(self, mode: str) -> MergeTarget:
+        """Return the target that writes tables of this table mode (``table_modes``): itself for ``current``.
+
+        :raises MergeJobError: the kind of target has no tables of that mode.
+        """
+        if mode != "current":
+            raise MergeJobError(
+                f"{type(self).__name__} writes current-state tables only; table mode {mode} "
+                "(docs/history-targets.md) needs an Iceberg target"
+            )
+        return self
+
+    def check_table_mode(self, table: str) -> None:  # noqa: B027 - optional hook: one mode, nothing to check
+        """Raise ``MergeJobError`` if the existing table was created in another table mode than this target's.
+
+        :param table: the dotted target table name.
+        """
 
     def version(self, table: str) -> str | None:
         """Return the table's current version (Iceberg: its current snapshot id), or None when it has none.

@@ -12,9 +12,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.spark.merge.change_columns import TARGET_META_COLUMNS
+from airflow_provider_sqlserver_cdc.spark.merge.changelog_append import changelog_frame
 from airflow_provider_sqlserver_cdc.spark.merge.errors import MergeJobError
 from airflow_provider_sqlserver_cdc.spark.merge.executed_plan import log_merge
+from airflow_provider_sqlserver_cdc.spark.merge.history_merge import (
+    HISTORY_SOURCE_VIEW,
+    history_merge_frame,
+    history_merge_sql,
+)
 from airflow_provider_sqlserver_cdc.spark.merge.key_filter import (
     RUNTIME_KEY_FILTER_MIN_RATIO,
     RUNTIME_KEY_FILTER_MIN_RATIO_BUCKETED,
@@ -49,6 +54,17 @@ from airflow_provider_sqlserver_cdc.spark.merge.statements import (
     quote,
     quote_table,
     snapshot_clause,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import (
+    CHANGELOG,
+    CURRENT,
+    HISTORY,
+    TABLE_MODE_PROPERTY,
+    TABLE_MODES,
+    identifier_columns,
+    meta_columns,
+    mode_conflict,
+    source_key_columns,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.table_rewrite import (
     REWRITE_CONF,
@@ -289,6 +305,8 @@ class IcebergTarget(MergeTarget):
     :param partition_buckets: key buckets of the tables the job creates (0: unpartitioned, the default);
         None: from their size (``partition_layout.bucket_count``).
     :param merge_strategy: ``auto`` (MERGE or rewrite per window, ``merge_strategy``), ``merge`` or ``rewrite``.
+    :param table_mode: what the tables hold (``table_modes``): ``current`` rows, their ``history``, or a
+        ``changelog``.
     """
 
     def __init__(
@@ -298,12 +316,38 @@ class IcebergTarget(MergeTarget):
         table_properties: Mapping[str, str] | None = None,
         partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS,
         merge_strategy: str = DEFAULT_MERGE_STRATEGY,
+        table_mode: str = CURRENT,
     ) -> None:
+        if table_mode not in TABLE_MODES:
+            raise MergeJobError(f"table mode {table_mode!r}: expected one of {TABLE_MODES}")
         self.spark = spark
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
         self.partition_buckets = partition_buckets
         self.merge_strategy = merge_strategy
+        self.table_mode = table_mode
+        # History and change-log tables keep deletes as rows: they take windows in any order.
+        self.remembers_hard_deletes = table_mode != CURRENT
+
+    def for_mode(self, mode: str) -> IcebergTarget:
+        """Return this target writing tables of table mode ``mode`` (history, change log or current)."""
+        if mode == self.table_mode:
+            return self
+        return IcebergTarget(
+            self.spark,
+            self.write_mode,
+            self.table_properties,
+            self.partition_buckets,
+            merge_strategy=self.merge_strategy,
+            table_mode=mode,
+        )
+
+    def check_table_mode(self, table: str) -> None:
+        """Refuse an existing table created in another table mode (``sqlserver-cdc.table-mode``)."""
+        recorded = iceberg_table(self.spark, table).properties().get(TABLE_MODE_PROPERTY)
+        problem = mode_conflict(table, None if recorded is None else str(recorded), self.table_mode)
+        if problem is not None:
+            raise MergeJobError(problem)
 
     def check_session(self) -> None:
         """Fail unless PySpark pins threads (commit properties) and Iceberg's SQL extensions are on."""
@@ -346,8 +390,9 @@ class IcebergTarget(MergeTarget):
         return {f.name.lower(): f.dataType.simpleString() for f in self.spark.table(table).schema.fields}
 
     def identifier_fields(self, table: str) -> list[str]:
-        """Return the table's Iceberg identifier fields."""
-        return [str(name) for name in iceberg_table(self.spark, table).schema().identifierFieldNames()]
+        """Return the source key columns among the table's Iceberg identifier fields."""
+        fields = [str(name) for name in iceberg_table(self.spark, table).schema().identifierFieldNames()]
+        return source_key_columns(self.table_mode, fields)
 
     def create_table(self, plan: TargetPlan) -> None:
         """Create the target table with the windows' schema, metadata columns and identifier fields."""
@@ -363,7 +408,7 @@ class IcebergTarget(MergeTarget):
             definitions.append(
                 f"{quote(column['name'])} {plan.column_types[name]}{not_null} COMMENT '{comment}'"
             )
-        for name, sql_type, nullable in TARGET_META_COLUMNS:
+        for name, sql_type, nullable in meta_columns(self.table_mode):
             definitions.append(f"{name} {sql_type}{'' if nullable else ' NOT NULL'}")
         first = plan.windows[0].manifest
         source = ".".join(str(first.source.get(k, "")) for k in ("database", "schema", "table"))
@@ -371,20 +416,29 @@ class IcebergTarget(MergeTarget):
             **DEFAULT_TABLE_PROPERTIES,
             **job_table_properties(self.write_mode),
             "sqlserver-cdc.source-table": source,
+            **({TABLE_MODE_PROPERTY: self.table_mode} if self.table_mode != CURRENT else {}),
             **self.table_properties,
         }
         props = ", ".join(f"'{k}'='{v.replace(chr(39), '')}'" for k, v in properties.items())
         rows = sum(w.manifest.row_count for w in plan.windows)
         buckets = bucket_count(rows, self.spark.sparkContext.defaultParallelism, self.partition_buckets)
-        LOG.info("creating target table %s (%s, %d key buckets)", plan.table, self.write_mode, buckets)
+        LOG.info(
+            "creating target table %s (%s, %s, %d key buckets)",
+            plan.table,
+            self.table_mode,
+            self.write_mode,
+            buckets,
+        )
         self.spark.sql(
             f"CREATE TABLE IF NOT EXISTS {quote_table(plan.table)} ({', '.join(definitions)}) "
             f"USING iceberg{creation_partitioning(plan.key_columns, buckets)} TBLPROPERTIES ({props})"
         )
-        self.spark.sql(
-            f"ALTER TABLE {quote_table(plan.table)} SET IDENTIFIER FIELDS "
-            + ", ".join(quote(k) for k in plan.key_columns)
-        )
+        identifier = identifier_columns(self.table_mode, plan.key_columns)
+        if identifier:
+            self.spark.sql(
+                f"ALTER TABLE {quote_table(plan.table)} SET IDENTIFIER FIELDS "
+                + ", ".join(quote(k) for k in identifier)
+            )
 
     def evolve_table(self, plan: TargetPlan) -> None:
         """Apply the planned column additions and widenings, and record widened SQL Server types."""
@@ -416,7 +470,11 @@ class IcebergTarget(MergeTarget):
         iceberg = iceberg_table(self.spark, plan.table)
         marker = mark_merge_started(iceberg)
         try:
-            if snapshot is not None:
+            if self.table_mode == HISTORY:
+                self._merge_history(batch, properties)
+            elif self.table_mode == CHANGELOG:
+                self._append_changes(batch, properties)
+            elif snapshot is not None:
                 # A snapshot retires every target row it lacks: the join keeps all target rows, so a filter of
                 # the source keys could not prune any, and the snapshot (the whole table) is not checkpointed.
                 frame = net_effect_frame(batch.changes, plan.key_columns)
@@ -442,6 +500,28 @@ class IcebergTarget(MergeTarget):
         if newest is not None:
             plan.snapshot_id = newest[0]
             record_state(iceberg, newest[1], newest[0], markers=[marker])
+
+    def _merge_history(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
+        """Insert the batch's versions into a history table and close the versions they follow (``history_merge``)."""
+        plan, snapshot = batch.plan, batch.snapshot
+        at = None if snapshot is None else (snapshot.manifest.to_lsn, snapshot.manifest.to_time)
+        # The key range bounds the table rows read and joined; a snapshot retires keys outside it too.
+        bounds = None if snapshot is not None else source_key_range(batch.changes, plan, batch.key_bounds)
+        source = history_merge_frame(
+            self.spark, plan.table, batch.changes, plan.key_columns, at, bounds, batch.change_rows
+        )
+        with temporary_view(source, HISTORY_SOURCE_VIEW) as source_view:
+            statement = history_merge_sql(plan.table, source_view, batch.columns, plan.key_columns, bounds)
+            frame = self._run_merge(statement, properties)
+        log_merge(LOG, plan.table, "history", frame, "history table (docs/history-targets.md)")
+
+    def _append_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
+        """Append the batch's change rows the change log lacks, with the applied ranges in the same commit."""
+        plan, frame = batch.plan, changelog_frame(self.spark, batch)
+        with_commit_properties(
+            self.spark, properties, lambda: frame.writeTo(quote_table(plan.table)).append()
+        )
+        LOG.info("target %s: change log appended (%s)", plan.table, batch.labels)
 
     def _merge_changes(self, batch: ChangeBatch, properties: dict[str, str]) -> None:
         """MERGE change windows, with the key range and, where it pays, the runtime key filter."""

@@ -1,0 +1,79 @@
+"""
+A table without a primary key or unique index through the watermark example DAG on the simulator
+(issue 35, item 2): with the default ``merge.target.keyless: changelog`` the extract and snapshot
+take it (they refused it before), and the merge appends its rows to a change log, once each:
+the snapshot's rows as inserts, then every change row with its LSN position and operation,
+update before-images included. Real pieces only (see cdc_pipeline_harness).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cdc_pipeline_harness import NAMESPACE, WATERMARK_DAG, PipelineHarness
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ONLY_HEAP = {f"AIRFLOW_VAR_{WATERMARK_DAG.upper()}__TABLES": json.dumps(["dbo_heap"])}
+
+
+def execute(conn, *statements: str) -> None:
+    cursor = conn.cursor()
+    for statement in statements:
+        cursor.execute(statement)
+        while cursor.nextset():
+            pass
+
+
+def test_a_keyless_table_is_replicated_as_a_change_log(
+    pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
+) -> None:
+    harness = pipeline_harness
+    admin = harness.simulator.connect()
+    execute(admin, f"CREATE DATABASE [{harness.database}]")
+    conn = harness.connect()
+    execute(
+        conn,
+        f"ALTER DATABASE [{harness.database}] SET ALLOW_SNAPSHOT_ISOLATION ON",
+        "EXEC sys.sp_cdc_enable_db",
+        "CREATE TABLE dbo.heap (x int NULL, name nvarchar(20) NULL)",  # no primary key, no unique index
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'heap', @role_name = NULL",
+        "INSERT INTO dbo.heap (x, name) VALUES (1, N'a'), (1, N'a'), (2, N'b')",
+    )
+    harness.set_capture_job(running=False)
+    harness.capture()
+    logical_date = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).replace(second=0, microsecond=0)
+
+    first = harness.run(logical_date, dag_id=WATERMARK_DAG, env=ONLY_HEAP)
+    assert first.state == "success", first.output[-6000:]
+    execute(
+        conn,
+        "UPDATE dbo.heap SET name = N'c' WHERE x = 1",
+        "DELETE FROM dbo.heap WHERE x = 2",
+        "INSERT INTO dbo.heap (x, name) VALUES (3, N'd')",
+    )
+    harness.capture()
+    second = harness.run(logical_date + dt.timedelta(minutes=15), dag_id=WATERMARK_DAG, env=ONLY_HEAP)
+    assert second.state == "success", second.output[-6000:]
+
+    spark = request.getfixturevalue("spark_reader")
+    table = f"{NAMESPACE}.dbo_heap"
+    rows = Counter((r._cdc_operation, r.x, r["name"]) for r in spark.table(table).collect())
+    assert rows == Counter(
+        {
+            (2, 1, "a"): 2,  # the snapshot's rows, as inserts
+            (2, 2, "b"): 1,
+            (3, 1, "a"): 2,  # the update's before-images ...
+            (4, 1, "c"): 2,  # ... and after-images, one per row of the keyless table
+            (1, 2, "b"): 1,
+            (2, 3, "d"): 1,
+        }
+    )
+    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+    assert properties["sqlserver-cdc.table-mode"] == "changelog"
+    conn.close()
+    admin.close()
