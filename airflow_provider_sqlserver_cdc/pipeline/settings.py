@@ -34,12 +34,13 @@ from typing import Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError, parse_rules
 from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_source_names,
     check_table_name_template,
     check_target_name,
 )
+from airflow_provider_sqlserver_cdc.pipeline.maintenance_settings import TableMaintenanceSettings
+from airflow_provider_sqlserver_cdc.pipeline.masking_settings import MaskingSettings
 from airflow_provider_sqlserver_cdc.pipeline.reconcile_settings import ReconcileSettings
 from airflow_provider_sqlserver_cdc.pipeline.settings_fields import (
     Section,
@@ -47,7 +48,6 @@ from airflow_provider_sqlserver_cdc.pipeline.settings_fields import (
     read_section,
 )
 from airflow_provider_sqlserver_cdc.pipeline.source_settings import SourceGroupSettings, check_sources
-from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     POSTGRES_TARGET,
     TARGET_KINDS,
@@ -84,11 +84,8 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_MERGE_STRATEGY,
     DEFAULT_ON_GAP,
     DEFAULT_ON_SCHEMA_CHANGE,
-    DEFAULT_ORPHAN_AGE_HOURS,
     DEFAULT_PARTITION_BUCKETS,
-    DEFAULT_RETAIN_LAST,
     DEFAULT_ROW_FILTER_OPTION,
-    DEFAULT_SNAPSHOT_RETENTION_HOURS,
     DEFAULT_SQLSERVER_CDC_CONN_ID,
     DEFAULT_TABLE_NAME_TEMPLATE,
     DEFAULT_TARGET_KIND,
@@ -467,79 +464,6 @@ class ChangeTrackingSettings(Section):
         check_source_names(f"{self.key}.tables", self.tables)
 
 
-# --- table maintenance (docs/maintenance.md) -------------------------------------------------------
-@dataclass(frozen=True)
-class TableMaintenanceSettings(Section):
-    """
-    CdcTableMaintenanceOperator: Iceberg's procedures on the target tables, after the merge of a run.
-
-    :param enabled: add the maintenance task to the pipeline (off by default in the library; the
-        example DAGs turn it on).
-    :param schedule: cron or preset: the runs whose data interval holds one of its times run the task
-        (the others skip it); the job itself then maintains only tables past a threshold.
-    :param min_delete_files: position-delete files that make a table due (merge-on-read adds some per merge).
-    :param min_small_files: data files under 3/4 of the target file size that make a table due.
-    :param min_snapshots: snapshots that make a table due.
-    :param min_metadata_bytes: metadata.json size that makes a table due.
-    :param full_rewrite_delete_ratio: a due table's large data files are rewritten too only once position
-        deletes reach this share of its rows (below it: small files and delete files only).
-    :param snapshot_retention_hours: the time-travel window: older snapshots are expired.
-    :param retain_last: snapshots kept whatever their age.
-    :param orphan_age_hours: unreferenced files older than this are deleted (Iceberg's floor: 24).
-    :param tombstone_margin_hours: purge soft-deleted rows older than the source's CDC retention by
-        this margin; None (default): keep every tombstone.
-    :param execution_timeout_minutes: stop a hung maintenance run (each procedure commits atomically).
-    """
-
-    key: ClassVar[str] = "maintenance"
-    enabled: bool = False
-    schedule: str = "@hourly"
-    min_delete_files: int = Thresholds().delete_files
-    min_small_files: int = Thresholds().small_files
-    min_snapshots: int = Thresholds().snapshots
-    min_metadata_bytes: int = Thresholds().metadata_bytes
-    full_rewrite_delete_ratio: float = Thresholds().full_rewrite_delete_ratio
-    snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS
-    retain_last: int = DEFAULT_RETAIN_LAST
-    orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS
-    tombstone_margin_hours: float | None = None
-    execution_timeout_minutes: float = 60.0
-
-    def check(self) -> None:
-        """Refuse a bad schedule, negative thresholds and an orphan age under Iceberg's floor."""
-        from croniter import croniter
-
-        self._require(
-            "schedule", croniter.is_valid(self.schedule), f"is not a cron expression: {self.schedule!r}"
-        )
-        for name in ("min_delete_files", "min_small_files", "min_snapshots", "min_metadata_bytes"):
-            self._require(name, getattr(self, name) >= 0, "must not be negative")
-        self._require(
-            "full_rewrite_delete_ratio", 0 < self.full_rewrite_delete_ratio <= 1, "must be in (0, 1]"
-        )
-        self._require("retain_last", self.retain_last >= 1, "must be at least 1")
-        self._require("snapshot_retention_hours", self.snapshot_retention_hours >= 0, "must not be negative")
-        self._require(
-            "orphan_age_hours", self.orphan_age_hours >= 24, "must be at least 24 (Iceberg's floor)"
-        )
-        self._require(
-            "tombstone_margin_hours",
-            self.tombstone_margin_hours is None or self.tombstone_margin_hours >= 0,
-            "must not be negative",
-        )
-        self._require("execution_timeout_minutes", self.execution_timeout_minutes > 0, "must be positive")
-
-    def thresholds(self) -> Thresholds:
-        """The job's thresholds."""
-        return Thresholds(
-            self.min_delete_files,
-            self.min_small_files,
-            self.min_snapshots,
-            self.min_metadata_bytes,
-            self.full_rewrite_delete_ratio,
-        )
-
-
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
 @dataclass(frozen=True)
 class RetentionHeadroomSettings(Section):
@@ -573,43 +497,6 @@ class RetentionHeadroomSettings(Section):
             self.retention_minutes is None or self.retention_minutes > 0,
             "must be positive",
         )
-
-
-# --- column masking (docs/column-masking.md) --------------------------------------------------------
-@dataclass(frozen=True)
-class MaskingSettings(Section):
-    """
-    Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
-
-    :param columns: ``{"schema.table.column": rule}`` with rule ``hash`` (salted SHA-256, hex; keys may be
-        hashed and still merge), ``mask`` / ``mask(text)``, ``truncate(n)`` (strings) or ``drop``.
-        Default: none, every column in clear.
-    :param salt_conn_id: the Airflow connection (a secrets backend serves it too) whose password is the
-        salt of ``hash``; required when a rule hashes. Read by the extract and snapshot tasks only.
-    """
-
-    key: ClassVar[str] = "masking"
-    columns: Mapping[str, str] = field(default_factory=dict)
-    salt_conn_id: str | None = None
-
-    def check(self) -> None:
-        """Refuse malformed rules, and ``hash`` without a salt connection."""
-        try:
-            tables = parse_rules(self.columns)
-        except ColumnMaskingError as err:
-            raise SettingsError(f"{self.key}.columns", str(err)) from None
-        hashes = any(r.method == "hash" for rules in tables.values() for r in rules)
-        self._require(
-            "salt_conn_id",
-            bool(self.salt_conn_id) or not hashes,
-            "is required when a column is hashed: the id of an Airflow connection whose password is the salt",
-        )
-
-    def operator_arguments(self) -> dict[str, Any]:
-        """The extract and snapshot operators' masking arguments (none when nothing is masked)."""
-        if not self.columns:
-            return {}
-        return {"column_masking": dict(self.columns), "masking_salt_conn_id": self.salt_conn_id}
 
 
 @dataclass(frozen=True)

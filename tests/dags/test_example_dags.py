@@ -50,7 +50,9 @@ def test_the_chain_per_capture_instance(dag_bag, dag_id: str) -> None:
     # A path with nothing to do is skipped, and a failed extract[i] leaves the other windows: the merge
     # runs once every window task is done, on the windows that exist (issue 36).
     assert tasks["merge"].trigger_rule == "all_done"
-    assert tasks["commit_watermarks"].trigger_rule == "all_success"
+    # The commit runs even when the merge failed for some tables: it commits the tables the merge did
+    # commit (the merge's merged_windows), and skips when the merge pushed none.
+    assert tasks["commit_watermarks"].trigger_rule == "all_done"
     # The leaf that fails the run naming the capture instances whose task failed.
     outcome = tasks["run_outcome"]
     assert outcome.trigger_rule == "all_done" and outcome.retries == 0
