@@ -11,11 +11,10 @@ past) and when the capture job runs, as the batch-mode proof does.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
@@ -31,11 +30,9 @@ def test_continuous_mode_applies_every_run_and_replays_change_nothing(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    harness.start_intervals(hours_ago=3)
-    start = harness.interval_start
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     workload = Workload(seed=20261128)
-    conn = create_sample_source(harness, workload, 20)
+    conn = harness.start_with_sample_source(hours_ago=3, workload=workload, initial_rows=20)
+    start = harness.interval_start
     conf = {**iceberg_spark_conf(harness.warehouse), "spark.sql.shuffle.partitions": "2"}
     app = ApplyApplication.start(
         str(harness.staging),

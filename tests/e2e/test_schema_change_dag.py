@@ -13,7 +13,7 @@ import datetime as dt
 import json
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -60,9 +60,7 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     harness = pipeline_harness
     workload = Workload(seed=19)
     # The source is created half a minute before interval 0 (LSN times rise with LSNs, as on a server).
-    harness.start_intervals(hours_ago=1)
-    harness.set_server_time(harness.interval_start(0) - dt.timedelta(seconds=30))
-    conn = create_sample_source(harness, workload, initial_rows=20)
+    conn = harness.start_with_sample_source(hours_ago=1, workload=workload, initial_rows=20)
     spark = request.getfixturevalue("spark_reader")
 
     # interval 0: the first run snapshots the tables and merges the interval
