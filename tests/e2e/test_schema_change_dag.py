@@ -20,6 +20,7 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from sqlserver_cdc_simulator.workload import Workload
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -27,14 +28,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ONLY_CUSTOMERS = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(["dbo_customers"])}
 CREATE = {**ONLY_CUSTOMERS, "SQLSERVER_CDC_CREATE_CAPTURE_INSTANCE": "true"}
 OPT_IN = {**CREATE, "SQLSERVER_CDC_DISABLE_OLD_CAPTURE_INSTANCE": "true"}
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
 
 
 def compare(harness: PipelineHarness, spark) -> list:

@@ -30,6 +30,7 @@ from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
     release_local_spark_session,
 )
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = pytest.mark.spark
 
@@ -56,15 +57,6 @@ def spark(tmp_path_factory):
 
 def digest(value: object) -> str:
     return hmac.new(SALT.encode(), str(value).encode(), hashlib.sha256).hexdigest()
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
-    cursor.close()
 
 
 def source_rows(conn) -> dict[int, tuple]:
