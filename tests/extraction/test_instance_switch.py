@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from server_clock import ZONE, local, utc
 from simulator_extraction import extract
+from variable_store import in_memory_variables
 
-from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
     CaptureInstanceLimitError,
@@ -29,14 +29,7 @@ from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 @pytest.fixture
 def store(monkeypatch) -> dict[str, str]:
-    values: dict[str, str] = {}
-
-    class Variables:
-        get = staticmethod(lambda k, default=None: values.get(k, default))
-        set = staticmethod(values.__setitem__)
-
-    monkeypatch.setattr(state, "_variable", lambda: Variables)
-    return values
+    return in_memory_variables(monkeypatch)
 
 
 @pytest.fixture
