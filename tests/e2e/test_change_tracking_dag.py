@@ -30,12 +30,13 @@ import pytest
 from cdc_pipeline_harness import NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook, version_lsn
-from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
+from airflow_provider_sqlserver_cdc.testing.replication_check import (
+    compare_replicated_tables,
+    compare_tracked_tables,
+)
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     TableComparison,
-    compare_table,
     describe_all,
-    target_table_name,
 )
 from sqlserver_cdc_simulator.workload import Workload
 
@@ -51,17 +52,8 @@ def compare_targets(harness: PipelineHarness, spark: Any) -> list[TableCompariso
     """Compare the CDC table through its capture instance and each CT table with every column it has now."""
     hook = ChangeTrackingHook(harness.conn_id)
     try:
-        comparisons = compare_replicated_tables(spark, hook, ["dbo_customers"], NAMESPACE)
-        for name in TRACKED:
-            instance = hook.get_tracked_table(name)
-            table = target_table_name(instance, NAMESPACE)
-            spark.catalog.refreshTable(table)
-            conn = hook.new_connection()
-            try:
-                comparisons.append(compare_table(spark, conn, instance, table))
-            finally:
-                conn.close()
-        return comparisons
+        cdc = compare_replicated_tables(spark, hook, ["dbo_customers"], NAMESPACE)
+        return cdc + compare_tracked_tables(spark, hook, TRACKED, NAMESPACE)
     finally:
         hook.close()
 
