@@ -113,10 +113,11 @@ def test_a_dropped_column_keeps_its_last_value_and_an_added_one_gets_the_back_fi
     }
 
 
-def _name_window(base: Path, start: int, name: Column, **row: Any) -> str:
-    """A window ``start``..``start + 0xFF`` inserting ``row``, with ``name`` as the name column's type."""
+def _name_window(base: Path, start: int, name_column: Column, **row: Any) -> str:
+    """A window ``start``..``start + 0xFF`` inserting ``row``, with ``name_column`` as the name column."""
     log = ChangeLog(start=start)
-    spec = WindowSpec("dbo_orders", start, start + 0xFF, log.insert(**row), columns=(INT_KEY, name, AMOUNT))
+    columns = (INT_KEY, name_column, AMOUNT)
+    spec = WindowSpec("dbo_orders", start, start + 0xFF, log.insert(**row), columns=columns)
     return write_window(base, spec)
 
 
