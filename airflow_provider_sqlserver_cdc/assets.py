@@ -7,8 +7,18 @@ URI schemes (docs/assets.md):
   (a multi-level namespace is several path segments), asset name ``sqlserver_cdc.<catalog.namespace.table>``.
   No Airflow provider defines an ``iceberg`` scheme yet; this follows the database schemes'
   ``scheme://authority/container/.../table`` form (``postgres://host:port/db/schema/table``).
+- target (PostgreSQL, ``merge.target.kind: postgres``): ``postgres://<host>:<port>/<database>/<schema>/<table>``,
+  the scheme of the ``apache-airflow-providers-postgres`` provider, asset name ``sqlserver_cdc.<schema.table>``.
+  With ``merge.target.url`` the host is known when the DAG is parsed: the outlet is that asset. With
+  ``merge.target.conn_id`` it is known only at run time (the factory reads no connection at parse
+  time): the outlet is an ``AssetAlias`` named ``sqlserver_cdc.<schema.table>``, and each run adds
+  the ``postgres://`` asset its connection resolves to, with the same extra (Airflow gives alias
+  events no partition key: the extra's ``partition_key`` says it). The extra's ``transaction``
+  carries the PostgreSQL transaction that committed the table's windows: ``xid`` (the bookkeeping
+  row's ``xmin``; the rows that transaction wrote have ``xmin = xid``) instead of a snapshot id.
 - source: ``mssql://<host>:<port>/<database>/<schema>/<table>``, the scheme the
-  ``apache-airflow-providers-microsoft-mssql`` provider defines (carried in the event's ``source``).
+  ``apache-airflow-providers-microsoft-mssql`` provider defines (carried in the event's ``source``,
+  and reported at run time to Airflow's hook-lineage collector as the task's input: ``lineage_inputs.py``).
 
 Each successful merge emits one event per target table it merged, whose extra says what the run
 applied: capture instance(s), the LSN range of each window, the commit-time range, rows by
@@ -27,16 +37,20 @@ import datetime as dt
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from airflow.sdk import Asset
+    from airflow.sdk import Asset, AssetAlias
 
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 ICEBERG_SCHEME = "iceberg"
 MSSQL_SCHEME = "mssql"
 MSSQL_DEFAULT_PORT = 1433
+POSTGRES_SCHEME = "postgres"
+POSTGRES_DEFAULT_PORT = 5432
 ASSET_NAME_PREFIX = "sqlserver_cdc."
+ASSET_GROUP = "sqlserver_cdc"
 PARTITION_KEY_FORMAT = "%Y-%m-%dT%H:%M:%S"
 
 LOG = logging.getLogger(__name__)
@@ -60,7 +74,34 @@ def target_asset(table: str) -> Asset:
     """The asset of an Iceberg target table (name ``sqlserver_cdc.<table>``)."""
     from airflow.sdk import Asset
 
-    return Asset(name=ASSET_NAME_PREFIX + table, uri=iceberg_asset_uri(table), group="sqlserver_cdc")
+    return Asset(name=ASSET_NAME_PREFIX + table, uri=iceberg_asset_uri(table), group=ASSET_GROUP)
+
+
+def postgres_location(jdbc_url: str) -> tuple[str, int, str]:
+    """(host, port, database) of a ``jdbc:postgresql://host[:port]/database[?...]`` URL."""
+    parts = urlsplit(jdbc_url.removeprefix("jdbc:"))
+    database = parts.path.strip("/")
+    if not parts.hostname or not database:
+        raise ValueError(f"a PostgreSQL JDBC URL names host and database, got {jdbc_url.split('?')[0]!r}")
+    return parts.hostname, parts.port or POSTGRES_DEFAULT_PORT, database
+
+
+def postgres_asset_uri(jdbc_url: str, table: str) -> str:
+    """``postgres://host:port/database/schema/table`` of a ``schema.table`` target behind a JDBC URL."""
+    host, port, database = postgres_location(jdbc_url)
+    schema, _, name = table.rpartition(".")
+    return f"{POSTGRES_SCHEME}://{host}:{port}/{database}/{schema or 'public'}/{name}"
+
+
+def postgres_target_outlet(table: str, jdbc_url: str | None) -> Asset | AssetAlias:
+    """The outlet of a PostgreSQL target: its asset when the URL is known at parse time, else an alias."""
+    from airflow.sdk import Asset, AssetAlias
+
+    if jdbc_url:
+        return Asset(
+            name=ASSET_NAME_PREFIX + table, uri=postgres_asset_uri(jdbc_url, table), group=ASSET_GROUP
+        )
+    return AssetAlias(name=ASSET_NAME_PREFIX + table, group=ASSET_GROUP)
 
 
 def target_table(
@@ -224,40 +265,58 @@ def emit_asset_events(
     *,
     partition: str | None,
     log: logging.Logger = LOG,
+    jdbc_url: str | None = None,
 ) -> list[str]:
     """
     Fill the task's outlet events of the merged tables; return the tables given an event.
 
+    A table's outlet is the asset or alias named ``sqlserver_cdc.<table>`` (or, for Iceberg, the asset
+    of its ``iceberg://`` URI). An alias (a PostgreSQL target whose host is known at run time only)
+    gets the table's ``postgres://`` asset of ``jdbc_url``.
+
     :param outlet_events: the task context's ``outlet_events``.
-    :param outlets: the task's outlets (those of the ``iceberg`` scheme are the target tables).
+    :param outlets: the task's outlets.
     :param extras: target table -> extra (:func:`event_extras`).
     :param partition: the run's partition key, when the run has a data interval.
     :param log: where tables without a declared outlet are reported.
+    :param jdbc_url: the PostgreSQL target's URL as resolved at run time (aliases only).
     """
-    from airflow.sdk import Asset
+    from airflow.sdk import Asset, AssetAlias
 
-    by_uri = {o.uri: o for o in outlets if isinstance(o, Asset) and o.uri.startswith(f"{ICEBERG_SCHEME}://")}
+    declared = [o for o in outlets if isinstance(o, (Asset, AssetAlias))]
+    by_name = {o.name: o for o in declared}
+    by_uri = {o.uri: o for o in declared if isinstance(o, Asset)}
     emitted = []
     for table, extra in extras.items():
-        try:
-            asset = by_uri.get(iceberg_asset_uri(table))
-        except ValueError:  # not catalog.namespace.table: a JDBC target (no asset scheme here yet)
-            continue
-        if asset is None:
+        name = ASSET_NAME_PREFIX + table
+        outlet = by_name.get(name) or by_uri.get(_iceberg_uri_or_none(table) or "")
+        extra = {**extra, "partition_key": partition}
+        if isinstance(outlet, Asset):
+            event = outlet_events[outlet]
+            event.extra.update(extra)
+            if partition is not None and hasattr(event, "add_partitions"):
+                event.add_partitions(partition)
+        elif isinstance(outlet, AssetAlias) and jdbc_url:
+            asset = Asset(name=name, uri=postgres_asset_uri(jdbc_url, table), group=ASSET_GROUP)
+            outlet_events[outlet].add(asset, extra=extra)  # Airflow: alias events take no partition key
+        else:
             log.warning(
-                "target table %s has no outlet asset (%s): no asset event for it. Name its target in "
+                "target table %s has no outlet asset (named %s): no asset event for it. Name its target in "
                 "merge.tables (its capture instance is not named <schema>_<table>) or add the asset to the "
-                "merge task's outlets",
+                "task's outlets",
                 table,
-                iceberg_asset_uri(table),
+                name,
             )
             continue
-        event = outlet_events[asset]
-        event.extra.update({**extra, "partition_key": partition})
-        if partition is not None and hasattr(event, "add_partitions"):
-            event.add_partitions(partition)
         emitted.append(table)
     return emitted
+
+
+def _iceberg_uri_or_none(table: str) -> str | None:
+    try:
+        return iceberg_asset_uri(table)
+    except ValueError:  # schema.table: a PostgreSQL target
+        return None
 
 
 def delta_query(extra: Mapping[str, Any]) -> str | None:

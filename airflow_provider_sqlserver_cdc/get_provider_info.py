@@ -88,6 +88,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_sqlserver_cdc.operators.maintenance",
                     "airflow_provider_sqlserver_cdc.operators.retention_headroom",
                     "airflow_provider_sqlserver_cdc.operators.change_tracking",
+                    "airflow_provider_sqlserver_cdc.operators.reconcile",
                 ],
             }
         ],

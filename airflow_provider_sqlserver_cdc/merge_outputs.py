@@ -8,6 +8,7 @@ from typing import Any
 
 from airflow_provider_sqlserver_cdc.assets import emit_asset_events, event_extras, partition_key
 from airflow_provider_sqlserver_cdc.metrics import MERGE_SECONDS, emit_rows_applied, timing
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import ICEBERG_TARGET, POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, ChangeWindowError
 
 
@@ -20,8 +21,10 @@ def record_merge_outputs(
     namespace: str | None,
     table_name_template: str,
     targets: Mapping[str, str],
-    seconds: float,
+    seconds: float | None,
     log: logging.Logger,
+    target_kind: str = ICEBERG_TARGET,
+    jdbc_url: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """
     Emit the asset events of the committed tables and the merge metrics; return table -> event extra.
@@ -33,8 +36,12 @@ def record_merge_outputs(
     :param namespace: ``catalog.namespace`` of the targets.
     :param table_name_template: the merge's table name template.
     :param targets: capture instance -> table overrides.
-    :param seconds: how long the merge (spark-submit) took.
+    :param seconds: how long the merge (spark-submit) took; None: each table's ``seconds`` in ``result``
+        (continuous mode: the micro-batches that applied the run's windows, None when none did now).
     :param log: the task's logger.
+    :param target_kind: ``iceberg`` or ``postgres`` (PostgreSQL: the ``version`` the job reports is the
+        transaction id that committed the table, carried as ``transaction.xid``, not ``snapshot_id``).
+    :param jdbc_url: a PostgreSQL target's URL as resolved at run time (its outlet may be an alias).
 
     The merge has committed when this runs: a failure here is logged as an error (the events and
     metrics of this run are missing) and does not fail the task, whose retry would merge nothing.
@@ -57,15 +64,22 @@ def record_merge_outputs(
         start, end = context.get("data_interval_start"), context.get("data_interval_end")
         for extra in extras.values():
             extra["data_interval"] = {"start": _iso(start), "end": _iso(end)}
+            if target_kind == POSTGRES_TARGET:
+                extra["transaction"] = {"xid": extra.pop("snapshot_id")}
+                extra["snapshot_id"] = None
         outlet_events = context.get("outlet_events")
         if outlet_events is not None:
-            emitted = emit_asset_events(outlet_events, outlets, extras, partition=partition, log=log)
+            emitted = emit_asset_events(
+                outlet_events, outlets, extras, partition=partition, log=log, jdbc_url=jdbc_url
+            )
             log.info("asset events (partition %s) for: %s", partition, ", ".join(emitted) or "none")
-        for extra in extras.values():
+        for table, extra in extras.items():
             stream = extra["capture_instances"][-1]
             if any(r["applied_now"] for r in extra["lsn_ranges"]):
                 emit_rows_applied(stream, extra["rows"])
-            timing(MERGE_SECONDS, stream, seconds)
+            took = seconds if seconds is not None else result[table].get("seconds")
+            if took is not None:
+                timing(MERGE_SECONDS, stream, float(took))
         return extras
     except Exception:
         log.exception("the merge committed, but its asset events and metrics could not be recorded")

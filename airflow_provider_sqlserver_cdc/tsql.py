@@ -346,15 +346,7 @@ def keyset_predicate(key_columns: Sequence[CapturedColumn]) -> str:
     """
     if not key_columns:
         raise ValueError("keyset pagination needs at least one key column")
-    predicate = ""
-    for column in reversed(key_columns):
-        name = f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(column.name)}"
-        value = f"CAST(? AS {column.describe()})"
-        if not predicate:
-            predicate = f"{name} > {value}"
-        else:
-            predicate = f"{name} > {value} OR ({name} = {value} AND ({predicate}))"
-    return predicate
+    return _key_bound_predicate(key_columns, ">", ">")
 
 
 def keyset_parameters(last_key: Sequence[object]) -> list[object]:
@@ -599,3 +591,48 @@ def first_change_query(capture_instance: str) -> str:
 
 CT_FIRST_COMMIT_AFTER = "SELECT MIN(commit_time) FROM sys.dm_tran_commit_table WHERE commit_ts > ?"
 """The UTC commit time (smalldatetime: to the nearest minute) of the first version after one (VIEW SERVER STATE)."""
+
+
+# --- reconcile (snapshot/reconcile.py, hooks/reconcile_source.py; docs/reconcile.md) ---------------
+
+
+def _key_bound_predicate(key_columns: Sequence[CapturedColumn], strict: str, last: str) -> str:
+    """``(k1, k2, ...) <op> (?, ...)`` nested as :func:`keyset_predicate` does, ``last`` on the last column."""
+    predicate = ""
+    for column in reversed(key_columns):
+        name = f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(column.name)}"
+        value = f"CAST(? AS {column.describe()})"
+        if not predicate:
+            predicate = f"{name} {last} {value}"
+        else:
+            predicate = f"{name} {strict} {value} OR ({name} = {value} AND ({predicate}))"
+    return predicate
+
+
+def key_range_query(
+    schema: str,
+    table: str,
+    columns: Sequence[CapturedColumn],
+    key_columns: Sequence[CapturedColumn],
+    *,
+    lower: bool,
+    upper: bool,
+) -> str:
+    """
+    The rows of a key range in key order: ``lower <= key < upper`` (either bound may be left out).
+
+    Parameters: :func:`keyset_parameters` of the lower bound, then of the upper bound, each cast to
+    its key column's type as in :func:`keyset_predicate`. ``columns`` are read as in change windows.
+    """
+    if not key_columns:
+        raise ValueError("a key range needs key columns")
+    select = ", ".join(column_read_expression(c) for c in columns)
+    source = f"{_source_table(schema, table)} AS {quote_name(SNAPSHOT_ROW_ALIAS)}"
+    bounds = []
+    if lower:
+        bounds.append(f"({_key_bound_predicate(key_columns, '>', '>=')})")
+    if upper:
+        bounds.append(f"({_key_bound_predicate(key_columns, '<', '<')})")
+    where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
+    order = ", ".join(f"{quote_name(SNAPSHOT_ROW_ALIAS)}.{quote_name(c.name)}" for c in key_columns)
+    return f"SELECT {select} FROM {source}{where} ORDER BY {order}"

@@ -17,6 +17,8 @@ from airflow_provider_sqlserver_cdc.assets import (
     iceberg_asset_uri,
     mssql_asset_uri,
     partition_key,
+    postgres_asset_uri,
+    postgres_target_outlet,
     target_asset,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
@@ -140,3 +142,33 @@ def test_events_go_to_the_declared_outlets_with_the_partition(caplog):
     if hasattr(events[orders], "add_partitions"):  # Airflow 3.3+: the event is partitioned
         assert events[orders].partition_keys == {"2026-03-02T10:00:00"}
     assert "lake.cdc.undeclared has no outlet asset" in caplog.text
+
+
+def test_postgresql_targets_follow_the_postgres_providers_uri_static_when_the_url_is_set():
+    assert postgres_asset_uri("jdbc:postgresql://pg.example:6543/warehouse?ssl=true", "cdc.dbo_orders") == (
+        "postgres://pg.example:6543/warehouse/cdc/dbo_orders"
+    )
+    assert postgres_asset_uri("jdbc:postgresql://pg/warehouse", "cdc.dbo_orders").startswith(
+        "postgres://pg:5432/"
+    )
+    static = postgres_target_outlet("cdc.dbo_orders", "jdbc:postgresql://pg:5432/warehouse")
+    assert isinstance(static, Asset) and static.name == "sqlserver_cdc.cdc.dbo_orders"
+    with pytest.raises(ValueError, match="names host and database"):
+        postgres_asset_uri("jdbc:postgresql://pg:5432/", "cdc.dbo_orders")
+
+
+def test_a_postgresql_alias_outlet_gets_the_asset_of_the_url_resolved_at_run_time():
+    """A target named by its connection only: the alias declared at parse time, the asset added by the run."""
+    from airflow.sdk import AssetAlias
+
+    alias = postgres_target_outlet("cdc.dbo_orders", None)
+    assert isinstance(alias, AssetAlias) and alias.name == "sqlserver_cdc.cdc.dbo_orders"
+    events = OutletEventAccessors()
+    extras = {"cdc.dbo_orders": {"rows": {"insert": 1}, "transaction": {"xid": "812"}}}
+    emitted = emit_asset_events(
+        events, [alias], extras, partition="2026-03-02T10:00:00", jdbc_url="jdbc:postgresql://10.0.0.5/wh"
+    )
+    assert emitted == ["cdc.dbo_orders"]
+    (added,) = events[alias].asset_alias_events
+    assert added.dest_asset_key.uri == "postgres://10.0.0.5:5432/wh/cdc/dbo_orders"
+    assert added.extra == {**extras["cdc.dbo_orders"], "partition_key": "2026-03-02T10:00:00"}

@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,8 @@ from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 # The DAG a worker would run, plus the one thing a worker does that dag.test() does not: the task
-# runner's main() initialises Airflow's Stats from [metrics]. Here Stats gets a backend that writes
-# each call to a file (the edge: no StatsD client package is installed here, see test below).
+# runner's main() initialises Airflow's Stats from [metrics] (task_runner.main, copied here). The test's
+# environment turns StatsD on ([metrics] statsd_on/host/port) towards a UDP socket the test listens on.
 DAG_FILE = """
 from __future__ import annotations
 
@@ -25,8 +28,6 @@ import json
 import os
 
 from airflow.sdk import DAG
-from airflow.sdk._shared.observability.metrics.base_stats_logger import NoStatsLogger
-from airflow.sdk.observability.stats import Stats
 
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
@@ -34,29 +35,19 @@ from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOp
 
 cfg = json.loads(os.environ["METRICS_TEST_CONFIG"])
 
+try:  # what the task runner's main() does (Airflow 3.3)
+    from airflow.sdk._shared.observability.metrics import stats
+    from airflow.sdk.configuration import conf
+    from airflow.sdk.observability.metrics import stats_utils
 
-class FileStats(NoStatsLogger):  # Airflow's no-op backend (its timer() too), writing what it is given
-    def _write(self, kind, stat, value, tags):
-        with open(cfg["metrics_path"], "a") as f:
-            f.write(json.dumps({"kind": kind, "stat": stat, "value": value, "tags": tags}) + "\\n")
+    stats.initialize(
+        factory=stats_utils.get_stats_factory(), export_legacy_names=conf.getboolean("metrics", "legacy_names_on")
+    )
+except ImportError:  # Airflow 3.2
+    from airflow.sdk.observability.stats import Stats
+    from airflow.sdk.observability.metrics import stats_utils
 
-    def incr(self, stat, count=1, rate=1, *, tags=None):
-        self._write("count", stat, count, tags)
-
-    def decr(self, stat, count=1, rate=1, *, tags=None):
-        self._write("count", stat, -count, tags)
-
-    def gauge(self, stat, value, rate=1, delta=False, *, tags=None):
-        self._write("gauge", stat, value, tags)
-
-    def timing(self, stat, dt, *, tags=None):
-        self._write("timing", stat, dt.total_seconds() if hasattr(dt, "total_seconds") else dt, tags)
-
-
-try:
-    Stats.initialize(factory=FileStats, export_legacy_names=False)
-except TypeError:  # Airflow 3.2's Stats.initialize takes the factory only
-    Stats.initialize(factory=FileStats)
+    Stats.initialize(factory=stats_utils.get_stats_factory())
 
 with DAG(cfg["dag_id"], schedule=dt.timedelta(minutes=10), start_date=dt.datetime(2020, 1, 1, tzinfo=dt.UTC)):
     extract = CdcExtractOperator(
@@ -85,30 +76,71 @@ def source(sqlserver_simulator, airflow_db, shared_fernet_key):
     return sqlserver_simulator
 
 
-def test_a_dag_run_emits_window_headroom_and_lag_metrics(source, tmp_path: Path):
+class StatsdListener:
+    """A StatsD server on loopback: a UDP socket that keeps every metric line it receives."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.settimeout(0.2)
+        self.port = self.socket.getsockname()[1]
+        self.lines: list[str] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._receive, daemon=True)
+        self.thread.start()
+
+    def _receive(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                data = self.socket.recv(65535)
+            except TimeoutError:
+                continue
+            self.lines += data.decode().splitlines()  # a client may batch several lines in one datagram
+
+    def close(self) -> list[tuple[str, float, str]]:
+        """Stop; return (name, value, type) of each line (``name:value|type``)."""
+        time.sleep(0.5)
+        self.stopped.set()
+        self.thread.join()
+        self.socket.close()
+        metrics = []
+        for line in self.lines:
+            name, _, rest = line.partition(":")
+            value, kind = rest.split("|")[:2]
+            metrics.append((name, float(value), kind))
+        return metrics
+
+
+def test_a_dag_run_sends_window_headroom_and_lag_metrics_to_statsd(source, tmp_path: Path):
     dags = tmp_path / "dags"
     dags.mkdir()
     (dags / "metrics_dag.py").write_text(DAG_FILE)
-    metrics_path = tmp_path / "metrics.jsonl"
-    cfg = {"dag_id": "cdc_metrics", "base_path": str(tmp_path / "staging"), "metrics_path": str(metrics_path)}
+    cfg = {"dag_id": "cdc_metrics", "base_path": str(tmp_path / "staging")}
+    listener = StatsdListener()
     env = {
         **os.environ,
         "METRICS_TEST_CONFIG": json.dumps(cfg),
         connection_variable("sim"): source.airflow_connection("shop"),
+        "AIRFLOW__METRICS__STATSD_ON": "True",
+        "AIRFLOW__METRICS__STATSD_HOST": "127.0.0.1",
+        "AIRFLOW__METRICS__STATSD_PORT": str(listener.port),
+        "AIRFLOW__METRICS__STATSD_PREFIX": "airflow",
     }
-    run = run_dag_test(
-        "cdc_metrics", dags_folder=dags, env=env, logical_date="2026-03-02T10:10:00+00:00", cwd=tmp_path
-    )
+    try:
+        run = run_dag_test(
+            "cdc_metrics", dags_folder=dags, env=env, logical_date="2026-03-02T10:10:00+00:00", cwd=tmp_path
+        )
+    finally:
+        metrics = listener.close()
     assert run.state == "success", run.output[-4000:]
-    emitted = [json.loads(line) for line in metrics_path.read_text().splitlines()]
-    by_stat = {(m["kind"], m["stat"]): m for m in emitted}
-    window = by_stat[("timing", "sqlserver_cdc.window_seconds.dbo_orders")]
-    assert window["value"] > 0 and window["tags"] == {"capture_instance": "dbo_orders"}
+    by_name = {(name, kind): value for name, value, kind in metrics}
+    window = by_name[("airflow.sqlserver_cdc.window_seconds.dbo_orders", "ms")]
+    assert window > 0
     # The interval [10:00, 10:10) applied: its newest change committed 10:02; server clock 10:15.
-    assert by_stat[("gauge", "sqlserver_cdc.lag_seconds.dbo_orders")]["value"] == 13 * 60
-    headroom = by_stat[("gauge", "sqlserver_cdc.retention_headroom_minutes.dbo_orders")]["value"]
+    assert by_name[("airflow.sqlserver_cdc.lag_seconds.dbo_orders", "g")] == 13 * 60
+    headroom = by_name[("airflow.sqlserver_cdc.retention_headroom_minutes.dbo_orders", "g")]
     assert headroom == 4320 - 13  # retention 3 days from 10:02
-    assert by_stat[("gauge", "sqlserver_cdc.backlog_age_seconds.dbo_orders")]["value"] == 0
+    assert by_name[("airflow.sqlserver_cdc.backlog_age_seconds.dbo_orders", "g")] == 0
 
 
 def test_rows_applied_and_merge_seconds_per_capture_instance(monkeypatch):

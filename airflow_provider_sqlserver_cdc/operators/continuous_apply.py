@@ -11,6 +11,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import jdbc_target_from_connection
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
     MERGED_WINDOWS_XCOM_KEY,
@@ -18,7 +20,14 @@ from airflow_provider_sqlserver_cdc.operators.spark_merge import (
 )
 from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
-from airflow_provider_sqlserver_cdc.spark.continuous.published_state import RunWindow, utc_now
+from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+    ApplyState,
+    RunWindow,
+    run_result,
+    state_uri,
+    utc_now,
+)
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import ICEBERG_TARGET, POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.staging_files import read_text
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_APPLY_POLL_SECONDS,
@@ -32,6 +41,23 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
+def run_manifests(value: Any) -> list[WindowManifest]:
+    """Return the manifests of the windows of the extract/snapshot XComs.
+
+    :param value: the XCom in any shape ``ChangeWindow.from_xcom`` reads.
+    """
+    manifests = []
+    for window in ChangeWindow.from_xcom(value):
+        text = read_text(window.manifest_uri)
+        if text is None:
+            raise AirflowException(
+                f"window manifest {window.manifest_uri} of {window.capture_instance} does not exist: the extract "
+                "task did not finish this window; re-run it"
+            )
+        manifests.append(WindowManifest.from_json(text, window.manifest_uri))
+    return manifests
+
+
 def run_windows(value: Any) -> list[RunWindow]:
     """Return the windows of the extract/snapshot XComs with the LSN range each brings its table to.
 
@@ -41,14 +67,7 @@ def run_windows(value: Any) -> list[RunWindow]:
     :param value: the XCom in any shape ``ChangeWindow.from_xcom`` reads.
     """
     windows = []
-    for window in ChangeWindow.from_xcom(value):
-        text = read_text(window.manifest_uri)
-        if text is None:
-            raise AirflowException(
-                f"window manifest {window.manifest_uri} of {window.capture_instance} does not exist: the extract "
-                "task did not finish this window; re-run it"
-            )
-        manifest = WindowManifest.from_json(text, window.manifest_uri)
+    for manifest in run_manifests(value):
         first, last = manifest.lsn_range
         windows.append(RunWindow(manifest.capture_instance, min(first, last), last, manifest.label))
     return windows
@@ -64,10 +83,17 @@ class WaitForAppliedWindowsOperator(BaseOperator):
     once when a table holding one of them is stopped (with the application's error), and after
     ``timeout_seconds`` saying whether the application is down or behind and what to do.
 
+    Like the batch merge it emits an asset event per target table in its ``outlets`` (the factory
+    declares the same ones), with the same extra (docs/assets.md), from what the application
+    published: the snapshot that applied the run's windows (``published_state.run_result``), and
+    the ``sqlserver_cdc.*`` row and merge-time metrics for windows applied from this run's extraction.
+
     :param windows: the extract (and snapshot) XComs of the run. (templated)
     :param staging_path: the staging path the application applies. (templated)
     :param timeout_seconds: how long to wait for the windows.
     :param poll_interval: seconds between reads of the published state.
+    :param target_conn_id: a PostgreSQL target's connection (its asset events' ``postgres://`` host).
+    :param jdbc_url: a PostgreSQL target's JDBC URL, instead of ``target_conn_id``.
     """
 
     template_fields: Sequence[str] = ("windows", "staging_path")
@@ -80,11 +106,15 @@ class WaitForAppliedWindowsOperator(BaseOperator):
         staging_path: str,
         timeout_seconds: float = DEFAULT_APPLY_TIMEOUT_SECONDS,
         poll_interval: float = DEFAULT_APPLY_POLL_SECONDS,
+        target_conn_id: str | None = None,
+        jdbc_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if timeout_seconds <= 0 or poll_interval <= 0:
             raise ValueError(f"{self.task_id}: timeout_seconds and poll_interval must be positive")
+        self.target_conn_id = target_conn_id
+        self.jdbc_url = jdbc_url
         self.windows = windows
         self.staging_path = staging_path
         self.timeout_seconds = timeout_seconds
@@ -117,6 +147,7 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             context["ti"].xcom_push(
                 key=MERGED_WINDOWS_XCOM_KEY, value=[dict(w) for w in window_descriptions(self.windows)]
             )
+            self.asset_extras = self._record_outputs(context)
             return
         if status == "timeout":
             raise AirflowException(
@@ -124,6 +155,41 @@ class WaitForAppliedWindowsOperator(BaseOperator):
                 f"(staging path {self.staging_path}):\n{event.get('message')}"
             )
         raise AirflowException(f"{self.task_id}: {event.get('message')}")
+
+    def _record_outputs(self, context: Context) -> dict[str, dict[str, Any]]:
+        """Asset events and metrics of the applied windows, as the batch merge emits them (merge_outputs.py)."""
+        try:
+            text = read_text(state_uri(self.staging_path))
+            state = ApplyState.from_json(text) if text else ApplyState()
+            windows = [(m.capture_instance, m.label, m.created_at) for m in run_manifests(self.windows)]
+            url = self.jdbc_url
+            if url is None and self.target_conn_id:
+                from airflow.sdk import BaseHook
+
+                connection = BaseHook.get_connection(self.target_conn_id)
+                url = jdbc_target_from_connection(self.target_conn_id, connection).url
+        except Exception:  # the windows are applied: a missing event must not fail the run
+            self.log.exception("the windows are applied, but what the application published cannot be read")
+            return {}
+        return record_merge_outputs(
+            context,
+            window_value=self.windows,
+            result=run_result(state, windows),
+            outlets=self.outlets,
+            namespace=None,
+            table_name_template="",
+            targets=state.capture_instances,  # capture instance -> table, as the application merged it
+            seconds=None,
+            log=self.log,
+            target_kind=POSTGRES_TARGET if url else ICEBERG_TARGET,
+            jdbc_url=url,
+        )
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage of the applied windows, as the batch merge's (lineage.py; OpenLineage provider only)."""
+        from airflow_provider_sqlserver_cdc.lineage import merge_lineage
+
+        return merge_lineage(getattr(self, "asset_extras", {}))
 
 
 class ContinuousApplyOperator(SparkSubmitOperator):

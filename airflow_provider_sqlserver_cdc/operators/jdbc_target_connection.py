@@ -1,21 +1,25 @@
 """An Airflow connection to a relational target database: the JDBC URL for the merge job and its login.
 
-The URL names host, port and database only; the login goes to the job through the environment of
-the spark-submit process (``JDBC_LOGIN_ENV``), never through its arguments, logs or XCom.
+The URL names host, port and database only; the login goes to the job in a private file
+(:func:`write_login_file`: mode 600 in a directory only this user may enter, removed afterwards) whose
+path the job gets with ``--jdbc-credentials-file``: never in spark-submit's arguments or
+environment, logs or XCom.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import socket
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import (
-    PASSWORD_ENV,
-    USER_ENV,
-    check_jdbc_url,
-)
+from airflow_provider_sqlserver_cdc.spark.merge.targets.jdbc_connection import check_jdbc_url
 
 POSTGRES_CONN_TYPES = ("postgres", "postgresql")
 #: Connection extras passed on as parameters of the PostgreSQL JDBC URL (none of them secret).
@@ -30,9 +34,77 @@ class JdbcTarget:
     user: str
     password: str = field(repr=False)
 
-    def environment(self) -> dict[str, str]:
-        """The environment variables that give the job its login."""
-        return {USER_ENV: self.user, PASSWORD_ENV: self.password}
+    def file_text(self) -> str:
+        """The content of the job's credentials file: ``user=`` and ``password=`` lines."""
+        if any(value.splitlines() != ([value] if value else []) for value in (self.user, self.password)):
+            raise ValueError(
+                "the target database's login has a line break, which a credentials file cannot hold"
+            )
+        return f"user={self.user}\npassword={self.password}\n"
+
+
+#: Prefix of the private directories that hold a login file while the merge job runs:
+#: ``{prefix}{host}-{pid}-{random}``, the host and process of the task that wrote it.
+LOGIN_DIRECTORY_PREFIX = "sqlserver-cdc-jdbc-login-"
+
+
+def write_login_file(target: JdbcTarget) -> Path:
+    """Write the target's login to a new file (mode 600) in a new directory (mode 700); return the file.
+
+    Remove it with :func:`remove_login_file`. The directory is under the temporary directory of this
+    machine: the Spark driver reads it in client deploy mode only.
+
+    :param target: the JDBC target whose login the file holds.
+    """
+    remove_stale_login_files()
+    directory = Path(tempfile.mkdtemp(prefix=f"{_login_directory_stem()}{os.getpid()}-"))  # mode 700
+    path = directory / "login"
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(target.file_text())
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return path
+
+
+def _login_directory_stem() -> str:
+    return LOGIN_DIRECTORY_PREFIX + re.sub(r"[^A-Za-z0-9.]+", "_", socket.gethostname()) + "-"
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_login_files() -> list[Path]:
+    """Remove the login directories that tasks of this host left when killed outright (SIGKILL); return them.
+
+    A directory counts as stale when its process (in its name) is gone: a task removes its own
+    when spark-submit ends, fails or is killed with SIGTERM (``on_kill``).
+    """
+    stem = _login_directory_stem()
+    removed = []
+    for directory in Path(tempfile.gettempdir()).glob(f"{stem}*"):  # the stem holds no pattern characters
+        pid = directory.name[len(stem) :].split("-", 1)[0]
+        if not pid.isdigit() or _process_exists(int(pid)):
+            continue
+        if directory.is_dir() and directory.stat().st_uid == os.getuid():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
+    return removed
+
+
+def remove_login_file(path: Path | str | None) -> None:
+    """Remove a file :func:`write_login_file` wrote, and its directory; nothing when it is gone already."""
+    if path is not None:
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
 
 
 def jdbc_target_from_connection(conn_id: str, connection: Any) -> JdbcTarget:

@@ -10,6 +10,7 @@ from airflow.sdk import BaseOperator
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
     EXTRACT,
@@ -125,6 +126,13 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
         self.check_retention = check_retention
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        try:
+            return self._plan(context)
+        except Exception as err:  # the run's outcome names the error (e.g. a source that is down)
+            record_failure(context, list(self.capture_instances), err)
+            raise
+
+    def _plan(self, context: Context) -> list[dict[str, Any]]:
         dag_run = context.get("dag_run")
         requested = set(self.resnapshot) | resnapshot_requests(getattr(dag_run, "conf", None))
         with self.source_hook() as hook:

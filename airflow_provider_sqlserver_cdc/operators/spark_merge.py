@@ -8,13 +8,21 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow.exceptions import AirflowException
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.committed_windows import (
+    committed_windows,
+    uncommitted_instances,
+)
 from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     jdbc_target_from_connection,
+    remove_login_file,
+    write_login_file,
 )
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, with_job_modules
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
@@ -52,7 +60,8 @@ from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, xc
 from airflow_provider_sqlserver_cdc.window.manifest import manifest_uri
 
 if TYPE_CHECKING:
-    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from pathlib import Path
+
     from airflow.sdk import Context
 
 
@@ -219,7 +228,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
     Each target table commits on its own: when some fail, the others commit and the task fails
-    naming the failed tables; a retry merges only what is not applied yet. The job writes what it did
+    naming the failed tables, after pushing ``applied_lsn_ranges`` and ``merged_windows`` of the
+    committed tables only (the watermark commit, ``all_done``, advances those in the same run); a
+    retry merges only what is not applied yet and pushes them again. The job writes what it did
     as a result file on the staging storage (``{result_path}/_merge_results/…json``, read and then
     removed by the task; any deploy mode), kept as ``merge_result`` (``MergeResult``: per target
     table its applied windows and LSN ranges, rows by operation, snapshot id and seconds). Besides
@@ -255,11 +266,12 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         database (``namespace`` is then the schema; docs/targets-postgres.md). Spark needs the JDBC
         driver in ``jars`` (Debian: ``/usr/share/java/postgresql.jar``).
     :param target_conn_id: for ``postgres``, the Airflow connection (type ``postgres``) of the target
-        database: the job gets the URL as an argument and the login in the environment of the
-        spark-submit process (client deploy mode), never on the command line. (templated)
+        database: the job gets the URL as an argument and the login in a private file (mode 600) on
+        this worker, removed when the task ends (client deploy mode), never on the command line or in
+        spark-submit's environment. (templated)
     :param jdbc_url: for ``postgres`` instead of a connection: the URL, with ``jdbc_credentials_file``.
     :param jdbc_credentials_file: a file (mode 600, ``user=`` / ``password=`` lines) where the Spark
-        driver runs, for cluster deploy mode, where the spark-submit environment does not reach it.
+        driver runs, for cluster deploy mode, where a file on this worker does not reach it.
     :param jdbc_connections: connections that load each batch into the target at once.
     :param partition_buckets: ``bucket(N, first key column)`` partitioning of the tables the job
         creates, for the storage-partitioned MERGE; ``auto``: N from their size; 0 (default):
@@ -315,6 +327,9 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     ) -> None:
         kwargs.setdefault("name", "sqlserver-cdc-merge")
         super().__init__(application=MERGE_JOB_PATH, **kwargs)
+        # The Spark connection and deploy mode as given, to tell where the driver runs (client or cluster).
+        self.conn_id: str = kwargs.get("conn_id") or SparkSubmitHook.default_conn_name
+        self.deploy_mode: str | None = kwargs.get("deploy_mode")
         if windows is None and extract_task_ids is None:
             raise ValueError(f"{self.task_id}: pass extract_task_ids (the extract task) or windows")
         if delete_mode not in DELETE_MODES:
@@ -359,6 +374,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         self.merge_strategy = merge_strategy
         self.result_path = result_path
         self._jdbc_target: JdbcTarget | None = None
+        self._login_file: Path | None = None
         self.merge_result: MergeResult | None = None
 
     def _window_value(self, context: Context) -> Any:
@@ -380,11 +396,30 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         url = self.jdbc_url
         self._jdbc_target = None
         if self.target_kind == POSTGRES_TARGET and self.target_conn_id:
-            from airflow.sdk import BaseHook
-
             connection = BaseHook.get_connection(self.target_conn_id)
             self._jdbc_target = jdbc_target_from_connection(self.target_conn_id, connection)
             url = url or self._jdbc_target.url
+        credentials_file = self.jdbc_credentials_file
+        if self._jdbc_target is not None and not credentials_file:
+            # The login goes to the driver as a private file on this worker, removed when the task ends.
+            self._refuse_cluster_deploy_mode()
+            self._login_file = write_login_file(self._jdbc_target)
+            credentials_file = str(self._login_file)
+        try:
+            return self._merge(context, value, manifests, windows, url, credentials_file)
+        finally:
+            self._remove_login_file()
+
+    def _merge(
+        self,
+        context: Context,
+        value: Any,
+        manifests: list[str],
+        windows: list[ChangeWindow],
+        url: str | None,
+        credentials_file: str | None,
+    ) -> list[str]:
+        """Fill in the job's arguments, run spark-submit and take the job's result; return the manifest URIs."""
         result_uri = self._result_uri(context, manifests)
         self.application_args = merge_job_arguments(
             manifests,
@@ -396,7 +431,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             properties=self.table_properties,
             jdbc_url=url if self.target_kind == POSTGRES_TARGET else None,
             jdbc_connections=self.jdbc_connections,
-            jdbc_credentials_file=self.jdbc_credentials_file,
+            jdbc_credentials_file=credentials_file,
             partition_buckets=self.partition_buckets,
             concurrent_tables=self.concurrent_tables,
             merge_strategy=self.merge_strategy,
@@ -415,6 +450,8 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             message = failed_tables_message(self.task_id, self.merge_result) if self.merge_result else None
             if message is None:
                 raise
+            # One table's trouble stays its own: the committed tables' watermarks advance in this run.
+            self._push_committed_windows(context, windows, self.merge_result)
             raise AirflowException(message) from err
         self.merge_result = self._take_result(result_uri, failed=False)
         ranges = self.merge_result.applied_lsn_ranges() if self.merge_result is not None else None
@@ -430,10 +467,26 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             targets=self.targets,
             seconds=time.monotonic() - started,
             log=self.log,
+            target_kind=self.target_kind,
+            jdbc_url=url if self.target_kind == POSTGRES_TARGET else None,
         )
         # The windows as found (failed extracts left none): what WatermarkCommitOperator commits.
         context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in windows])
         return manifests
+
+    def _push_committed_windows(
+        self, context: Context, windows: Sequence[ChangeWindow], result: MergeResult
+    ) -> None:
+        """Push the XComs of a partly failed merge: the committed tables' ranges and windows only."""
+        committed = committed_windows(windows, result)
+        left = uncommitted_instances(windows, committed)
+        context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=result.applied_lsn_ranges())
+        context["ti"].xcom_push(key=MERGED_WINDOWS_XCOM_KEY, value=[w.to_xcom() for w in committed])
+        self.log.info(
+            "Watermarks to commit for the committed tables' capture instances: %s; not for %s",
+            ", ".join(dict.fromkeys(w.capture_instance for w in committed)) or "none",
+            ", ".join(left) or "none",
+        )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""
@@ -484,31 +537,29 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             )
         return result
 
-    def _get_hook(self) -> SparkSubmitHook:
-        """Return the spark-submit hook; with a JDBC target from a connection, the login goes in its environment."""
-        hook = super()._get_hook()
-        if self._jdbc_target is not None and not self.jdbc_credentials_file:
-            self._pass_login_in_environment(hook, self._jdbc_target)
-        return hook
+    def on_kill(self) -> None:
+        """Stop spark-submit, then remove the login file at once (the task's process may not get further)."""
+        try:
+            super().on_kill()
+        finally:
+            self._remove_login_file()
 
-    def _pass_login_in_environment(self, hook: SparkSubmitHook, target: JdbcTarget) -> None:
-        """Give the spark-submit process the target's login in its environment, not its arguments.
+    def _remove_login_file(self) -> None:
+        remove_login_file(self._login_file)
+        self._login_file = None
 
-        The hook turns ``env_vars`` into ``--conf`` arguments on YARN and Kubernetes, so the login
-        is added to the process environment after the command is built. It reaches the job's driver
-        in client deploy mode only.
-        """
-        build = hook._build_spark_submit_command
-
-        def build_then_add_login(application: str) -> list[str]:
-            command = build(application)
-            if hook._connection.get("deploy_mode") == "cluster":
-                raise AirflowException(
-                    f"{self.task_id}: the JDBC target's login reaches the Spark driver through the spark-submit "
-                    "process's environment, which a driver in cluster deploy mode does not get. Use deploy mode "
-                    "client, or pass jdbc_url and jdbc_credentials_file (a mode-600 file where the driver runs)"
-                )
-            hook._env = {**(hook._env or {}), **target.environment()}
-            return command
-
-        hook._build_spark_submit_command = build_then_add_login  # type: ignore[method-assign]
+    def _refuse_cluster_deploy_mode(self) -> None:
+        """Fail before spark-submit when the driver runs in cluster deploy mode: a file here does not reach it."""
+        mode = self.deploy_mode
+        if not mode:
+            try:
+                mode = BaseHook.get_connection(self.conn_id).extra_dejson.get("deploy-mode")
+            except AirflowNotFoundException:
+                mode = None  # SparkSubmitHook's default then: no deploy mode, the driver runs here
+        if mode == "cluster":
+            raise AirflowException(
+                f"{self.task_id}: the JDBC target's login (connection {self.target_conn_id!r}) reaches the Spark "
+                "driver as a private file on this worker, which a driver in cluster deploy mode cannot read. Use "
+                "deploy mode client, or pass jdbc_url and jdbc_credentials_file (a mode-600 file where the "
+                "driver runs)"
+            )

@@ -6,8 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.operators.spark_merge import (
+    APPLIED_RANGES_XCOM_KEY,
+    MERGED_WINDOWS_XCOM_KEY,
+)
 from airflow_provider_sqlserver_cdc.state import advance_watermark, mirror_applied_ranges
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, xcom_items
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, parse_ranges
@@ -53,15 +58,37 @@ class WatermarkCommitOperator(BaseOperator):
     :param windows: the extraction XCom (e.g. ``extract.output``). (templated)
     :param applied: the merge task's ``applied_lsn_ranges`` XCom, e.g.
         ``XComArg(merge, key="applied_lsn_ranges")``: capture instance -> applied LSN ranges. (templated)
+    :param merge_task_id: instead of ``windows`` and ``applied``: the merge task whose XComs
+        ``merged_windows`` and ``applied_lsn_ranges`` they are, pulled when this task runs. For a
+        commit that runs whatever the merge's state (trigger rule ``all_done``): a merge that failed
+        for some target tables pushed the committed tables' windows only, which are committed; one
+        that pushed none (skipped, or failed before its job wrote a result) skips this task.
     """
 
     template_fields: Sequence[str] = ("windows", "applied")
     ui_color = "#d9ead3"
 
-    def __init__(self, *, windows: Any, applied: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, windows: Any = None, applied: Any = None, merge_task_id: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
+        if (windows is None) == (merge_task_id is None):
+            raise ValueError(f"{self.task_id}: pass windows (the extraction XCom) or merge_task_id, not both")
         self.windows = windows
         self.applied = applied
+        self.merge_task_id = merge_task_id
+
+    def _pull_from_merge(self, context: Context) -> None:
+        """Take ``windows`` and ``applied`` from the merge task's XComs; skip when it pushed no windows."""
+        ti = context["ti"]
+        windows = ti.xcom_pull(task_ids=self.merge_task_id, key=MERGED_WINDOWS_XCOM_KEY)
+        if windows is None:
+            raise AirflowSkipException(
+                f"{self.task_id}: the merge task {self.merge_task_id} pushed no merged windows (it was skipped, "
+                "or failed before its job wrote a result): no watermark to commit"
+            )
+        self.windows = windows
+        self.applied = ti.xcom_pull(task_ids=self.merge_task_id, key=APPLIED_RANGES_XCOM_KEY)
 
     def _applied_ranges(self) -> dict[str, str]:
         ranges: dict[str, str] = {}
@@ -71,6 +98,8 @@ class WatermarkCommitOperator(BaseOperator):
         return ranges
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
+        if self.merge_task_id is not None:
+            self._pull_from_merge(context)
         dag_run = context.get("dag_run")
         run_id = getattr(dag_run, "run_id", None)
         applied = self._applied_ranges()

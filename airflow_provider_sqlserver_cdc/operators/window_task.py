@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.lineage_inputs import report_source_inputs
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
@@ -119,6 +120,7 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
                 max_file_bytes=self.max_file_bytes,
                 **options,
             )
+            report_source_inputs(hook, windows)  # the mssql:// source tables, known now (lineage_inputs.py)
         self.written_windows = windows
         for window in windows:  # the task's time, per window it wrote (metrics.py)
             timing(WINDOW_SECONDS, window.capture_instance, time.monotonic() - started)

@@ -60,6 +60,10 @@ def cdc_continuous_apply_dag(
     :param restarts: the task's retries: how often a crashed application is restarted.
     :param dag_kwargs: further DAG arguments.
     """
+    if settings.sources:
+        raise ValueError(
+            f"{dag_id}: the continuous apply application takes one source (docs/several-sources.md)"
+        )
     if settings.merge.target.kind == POSTGRES_TARGET and not settings.merge.target.credentials_file:
         raise ValueError(
             f"{dag_id}: a PostgreSQL target's login reaches the long-running application only through "

@@ -19,8 +19,9 @@ One capture instance's failure stays its own. ``merge`` runs once every window t
 (``all_done``), on the windows that exist, and skips when there are none: a failed
 ``extract[i]`` (a retention gap, a schema change, a lost connection) leaves no window, and the
 other instances' windows are merged; ``commit_watermarks`` takes the windows the merge took
-(its XCom ``merged_windows``), so it depends on the merge alone. Airflow derives a run's state
-from its leaf tasks, so the leaf ``run_outcome`` (``all_done``, no retries) reads the states of
+(its XCom ``merged_windows``), so it depends on the merge alone; it runs ``all_done``: when one
+target table fails in the merge, the tables that committed get their watermarks in the same run.
+Airflow derives a run's state from its leaf tasks, so the leaf ``run_outcome`` (``all_done``, no retries) reads the states of
 the run's tasks and fails the run with one line per failed capture instance: the task, the
 error (a failed snapshot or extract records it in its XCom ``failure``) and what to do; the
 run's other capture instances are named as merged and committed (pipeline/run_outcome.py).
@@ -68,7 +69,7 @@ Why the defaults (settings.py) are safe:
   ``fail`` fails the run naming the ``airflow backfill create`` command instead). Past intervals
   can always be re-run with ``airflow backfill create``.
 - **Watermarks** mirror the LSN ranges the target tables hold, read from the tables after the
-  merge succeeded (``commit_watermarks``); they only move forward, and a backfill never moves them back.
+  merge committed them (``commit_watermarks``); they only move forward, and a backfill never moves them back.
 """
 
 from __future__ import annotations
@@ -81,29 +82,27 @@ from airflow.sdk import (
     CronDataIntervalTimetable,
     TaskGroup,
     TriggerRule,
-    XComArg,
     get_current_context,
     task,
 )
 
-from airflow_provider_sqlserver_cdc.assets import declared_target_tables, target_asset
+from airflow_provider_sqlserver_cdc.assets import declared_target_tables, postgres_target_outlet, target_asset
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.operators.extract import CdcExtractOperator
 from airflow_provider_sqlserver_cdc.operators.maintenance import CdcTableMaintenanceOperator
+from airflow_provider_sqlserver_cdc.operators.reconcile import CdcReconcileOperator
 from airflow_provider_sqlserver_cdc.operators.retention_headroom import CdcRetentionHeadroomOperator
 from airflow_provider_sqlserver_cdc.operators.snapshot import CdcLoadPlanOperator, CdcSnapshotOperator
-from airflow_provider_sqlserver_cdc.operators.spark_merge import (
-    APPLIED_RANGES_XCOM_KEY,
-    MERGED_WINDOWS_XCOM_KEY,
-    CdcSparkMergeOperator,
-)
+from airflow_provider_sqlserver_cdc.operators.spark_merge import CdcSparkMergeOperator
 from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
 from airflow_provider_sqlserver_cdc.pipeline.change_tracking_tasks import add_change_tracking_tasks
 from airflow_provider_sqlserver_cdc.pipeline.run_outcome import check_run
 from airflow_provider_sqlserver_cdc.pipeline.settings import ReplicationSettings
+from airflow_provider_sqlserver_cdc.pipeline.source_groups import add_source_groups, describe_source
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 from airflow_provider_sqlserver_cdc.sensors.lsn import LsnSensor
 from airflow_provider_sqlserver_cdc.shared_storage import catalog_warehouses, check_shared_paths
+from airflow_provider_sqlserver_cdc.spark.merge.arguments import POSTGRES_TARGET
 from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.manifest import WINDOW_MODES
 
@@ -179,18 +178,33 @@ def cdc_replication_task_group(
 
 
 def add_replication_tasks(
-    settings: ReplicationSettings, *, window_mode: str, tables_variable: str
+    settings: ReplicationSettings, *, window_mode: str, tables_variable: str, source_label: str | None = None
 ) -> dict[str, Any]:
     """
     Add the pipeline's tasks to the DAG or task group being defined; return them by name.
 
+    With ``settings.sources``, one task group per source holds that source's tasks (named
+    ``<source>.<name>``; each reads its tables Variable ``<dag_id>__<source>__tables``, not
+    ``tables_variable``): pipeline/source_groups.py.
+
     :param settings: the pipeline's settings.
     :param window_mode: ``interval`` or ``watermark``.
     :param tables_variable: the Variable whose JSON list replaces ``settings.tables`` at run time.
+    :param source_label: how the run's failure message names the source (several sources).
     :raises LocalPathError: the staging path or a catalog warehouse is a local path and the tasks'
         executor is distributed (see ``shared_storage``).
     """
     _check_window_mode(window_mode)
+    if settings.sources:
+        return add_source_groups(
+            settings,
+            lambda own, group, entry: add_replication_tasks(
+                own,
+                window_mode=window_mode,
+                tables_variable=tables_variable_key(group.dag.dag_id, group.group_id),
+                source_label=describe_source(entry, own),
+            ),
+        )
 
     @task
     def tables() -> list[str]:
@@ -264,11 +278,7 @@ def add_replication_tasks(
         )
     else:
         merge = batch_merge_task(settings, [snapshot.task_id, extract.task_id, *(t.task_id for t in tracked)])
-    commit = WatermarkCommitOperator(
-        task_id="commit_watermarks",
-        windows=XComArg(merge, key=MERGED_WINDOWS_XCOM_KEY),
-        applied=XComArg(merge, key=APPLIED_RANGES_XCOM_KEY),
-    )
+    commit = watermark_commit_task(merge)
     [snapshot, extract, *tracked] >> merge >> commit
     named = [plan, snapshot, wait, extract, *tracked]
     named_ids = {t.task_id for t in named} | {merge.task_id}
@@ -285,6 +295,7 @@ def add_replication_tasks(
             extract.task_id: to_extract.operator.task_id,
         },
         commit=commit,
+        source_label=source_label,
     )
     tasks = {
         "plan": plan,
@@ -300,6 +311,9 @@ def add_replication_tasks(
     # Table maintenance compacts Iceberg tables; a PostgreSQL target (merge.target.kind postgres) has none to do.
     if settings.maintenance.enabled and settings.merge.target.kind == "iceberg":
         tasks |= add_maintenance_tasks(settings, after=commit)
+    # The reconcile compares Iceberg targets (docs/reconcile.md); its schedule picks the runs that compare.
+    if settings.reconcile.schedule and settings.merge.target.kind == "iceberg":
+        tasks |= add_reconcile_tasks(settings, run_table_list, after=commit)
     check_shared_paths(
         {"staging_path": settings.staging_path}
         | {f"spark.conf.{key}": path for key, path in catalog_warehouses(settings.spark.conf).items()},
@@ -343,6 +357,21 @@ def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str])
     )
 
 
+def watermark_commit_task(merge: Any) -> WatermarkCommitOperator:
+    """Return ``commit_watermarks``: it commits what the merge (or the wait for the apply) pushed.
+
+    It runs whatever the merge's state (``all_done``): a merge that failed for some target tables
+    pushed the committed tables' windows, whose watermarks advance in the same run; a merge that
+    pushed none (skipped, or failed before its job wrote a result) skips it. ``run_outcome`` still
+    fails the run.
+
+    :param merge: the merge task (``batch_merge_task``, ``continuous_apply_task``).
+    """
+    return WatermarkCommitOperator(
+        task_id="commit_watermarks", merge_task_id=merge.task_id, trigger_rule=TriggerRule.ALL_DONE
+    )
+
+
 def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> WaitForAppliedWindowsOperator:
     """Return the continuous mode's task in the merge's place: wait, deferred, until the run's windows are applied.
 
@@ -360,13 +389,21 @@ def continuous_apply_task(settings: ReplicationSettings, windows: list[Any]) -> 
         retries=0,  # a timeout is an answer (the application is down or behind), not a glitch to retry
         # As the batch merge: once every window task is done, on the windows that exist.
         trigger_rule=TriggerRule.ALL_DONE,
+        outlets=merge_outlets(settings),  # the batch merge's assets and events (docs/assets.md)
+        target_conn_id=settings.merge.target.conn_id
+        if settings.merge.target.kind == POSTGRES_TARGET
+        else None,
+        jdbc_url=settings.merge.target.url if settings.merge.target.kind == POSTGRES_TARGET else None,
     )
 
 
 def merge_outlets(settings: ReplicationSettings) -> list[Any]:
-    """The merge task's outlets: one asset per Iceberg target table of ``settings.tables`` (docs/assets.md)."""
-    if settings.merge.target.kind != "iceberg":
-        return []
+    """The merge task's outlets: one per target table of ``settings.tables`` (docs/assets.md).
+
+    Iceberg: its ``iceberg://`` asset. PostgreSQL: its ``postgres://`` asset when ``merge.target.url``
+    names the server, else an alias the run resolves through the target's connection (no connection
+    is read when the DAG is parsed).
+    """
     tables = declared_target_tables(
         settings.tables,
         namespace=settings.merge.namespace,
@@ -374,7 +411,9 @@ def merge_outlets(settings: ReplicationSettings) -> list[Any]:
         targets=dict(settings.merge.tables),
         database=settings.source.database,
     )
-    return [target_asset(table) for table in tables]
+    if settings.merge.target.kind == "iceberg":
+        return [target_asset(table) for table in tables]
+    return [postgres_target_outlet(table, settings.merge.target.url) for table in tables]
 
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
@@ -392,7 +431,12 @@ def retention_headroom_dag(
     """
     arguments = {"start_date": settings.dag.start_date, "catchup": False, "max_active_runs": 1, **dag_kwargs}
     with DAG(dag_id, schedule=schedule, **arguments) as dag:
-        add_headroom_check(settings, list(settings.tables))
+        if settings.sources:  # one check per source, in its task group
+            add_source_groups(
+                settings, lambda own, group, entry: {"check": add_headroom_check(own, list(own.tables))}
+            )
+        else:
+            add_headroom_check(settings, list(settings.tables))
     return dag
 
 
@@ -427,20 +471,25 @@ def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *,
     return check
 
 
-def add_run_outcome_task(*, watched: list[Any], name_lists: dict[str, str], commit: Any) -> Any:
+def add_run_outcome_task(
+    *, watched: list[Any], name_lists: dict[str, str], commit: Any, source_label: str | None = None
+) -> Any:
     """
     Add ``run_outcome`` after ``watched`` (``all_done``): it fails the run naming each failed capture instance.
 
     :param watched: the tasks whose failure fails the run (``pipeline.run_outcome``).
     :param name_lists: mapped task id -> the task id whose XCom lists its capture instances by map index.
     :param commit: the watermark commit, whose result names what was committed.
+    :param source_label: the source whose tasks these are, named in the failure message (several sources).
     """
     watched_ids = [t.task_id for t in watched]
 
     @task(task_id="run_outcome", trigger_rule=TriggerRule.ALL_DONE, retries=0)
     def run_outcome() -> list[str]:
         """Fail the run if a capture instance's task failed, naming it, the error and the remedy."""
-        return check_run(get_current_context()["ti"], watched_ids, name_lists, commit.task_id)
+        return check_run(
+            get_current_context()["ti"], watched_ids, name_lists, commit.task_id, source=source_label
+        )
 
     outcome = run_outcome()
     watched >> outcome
@@ -501,6 +550,50 @@ def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[
     )
     after >> due >> maintain
     return {"maintenance_window": due, "maintain": maintain}
+
+
+def add_reconcile_tasks(
+    settings: ReplicationSettings, capture_instances: Any, *, after: Any
+) -> dict[str, Any]:
+    """
+    Add the reconcile (a due check, then CdcReconcileOperator mapped over the run's tables) after ``after``.
+
+    It runs after the run's merge and watermark commit, so with one active run its repair never merges
+    beside the run's merge; one table's difference or failure is its own mapped task's.
+
+    :param settings: the pipeline's settings (``settings.reconcile``).
+    :param capture_instances: the run's capture instances (the ``tables`` task's output).
+    :param after: the task it follows.
+    """
+    reconcile = settings.reconcile
+    schedule = str(reconcile.schedule)
+
+    @task.short_circuit(ignore_downstream_trigger_rules=False)
+    def reconcile_window(data_interval_start: Any = None, data_interval_end: Any = None) -> bool:
+        """Whether this run's data interval holds a time of ``reconcile.schedule``."""
+        return maintenance_due(schedule, data_interval_start, data_interval_end)
+
+    due = reconcile_window()
+    compare = CdcReconcileOperator.partial(
+        task_id="reconcile",
+        staging_path=settings.staging_path,
+        namespace=settings.merge.namespace,
+        table_name_template=settings.merge.table_name_template,
+        targets=dict(settings.merge.tables),
+        repair=reconcile.repair,
+        leaf_rows=reconcile.leaf_rows,
+        max_reported_keys=reconcile.max_reported_keys,
+        fail_on_difference=reconcile.fail_on_difference,
+        allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
+        sqlserver_cdc_conn_id=settings.source.conn_id,
+        database=settings.source.database,
+        spark_conn_id=settings.spark.conn_id,
+        jars=settings.spark.jars,
+        spark_conf=dict(settings.spark.conf),
+        execution_timeout=_minutes(reconcile.execution_timeout_minutes),
+    ).expand(capture_instance=capture_instances)
+    after >> due >> compare
+    return {"reconcile_window": due, "reconcile": compare}
 
 
 def _check_window_mode(window_mode: str) -> None:

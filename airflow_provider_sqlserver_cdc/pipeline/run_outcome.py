@@ -85,18 +85,31 @@ def failure_lines(
     return lines
 
 
-def outcome_message(lines: Sequence[str], committed: Sequence[str]) -> str:
-    """Return the run's failure message: each failed capture instance, then what was merged anyway."""
+def outcome_message(lines: Sequence[str], committed: Sequence[str], *, source: str | None = None) -> str:
+    """Return the run's failure message: each failed capture instance, then what was merged anyway.
+
+    :param source: the source of a pipeline with several, named first (``source 'eu' (...)``).
+    """
     done = (
         f"The run's other capture instances were merged and their watermarks committed: {', '.join(committed)}"
         if committed
         else "No capture instance of this run was committed"
     )
-    return "Not every capture instance of this run was replicated:\n- " + "\n- ".join(lines) + f"\n{done}."
+    head = (
+        f"Not every capture instance of {source} was replicated in this run"
+        if source
+        else ("Not every capture instance of this run was replicated")
+    )
+    return f"{head}:\n- " + "\n- ".join(lines) + f"\n{done}."
 
 
 def check_run(
-    ti: Any, watched_ids: Sequence[str], name_lists: Mapping[str, str], commit_task_id: str
+    ti: Any,
+    watched_ids: Sequence[str],
+    name_lists: Mapping[str, str],
+    commit_task_id: str,
+    *,
+    source: str | None = None,
 ) -> list[str]:
     """
     Return the capture instances the run committed; raise naming each failed one if any watched task failed.
@@ -105,6 +118,7 @@ def check_run(
     :param watched_ids: the task ids whose failure fails the run.
     :param name_lists: mapped task id -> the task id whose XCom lists its capture instances by map index.
     :param commit_task_id: the watermark commit, whose result names what was committed.
+    :param source: the source of a pipeline with several, named in the message.
     :raises CaptureInstanceRunError: a watched task failed.
     """
     states = ti.get_task_states(dag_id=ti.dag_id, run_ids=[ti.run_id], task_ids=list(watched_ids))
@@ -115,12 +129,17 @@ def check_run(
     records: dict[tuple[str, int | None], Mapping[str, Any]] = {}
     names: dict[tuple[str, int | None], str] = {}
     for task_id, index, _ in failed:
-        if index is None:
-            continue
-        record = ti.xcom_pull(task_ids=task_id, map_indexes=index, key=FAILURE_XCOM_KEY)
+        # An unmapped task records its failure too (the load plan: e.g. its source is down).
+        record = ti.xcom_pull(
+            task_ids=task_id, map_indexes=-1 if index is None else index, key=FAILURE_XCOM_KEY
+        )
         if record:
             records[(task_id, index)] = record
+        if index is None:
+            continue
         listed = ti.xcom_pull(task_ids=name_lists[task_id]) if task_id in name_lists else None
         if listed and index < len(listed):
             names[(task_id, index)] = str(listed[index])
-    raise CaptureInstanceRunError(outcome_message(failure_lines(failed, records, names), committed))
+    raise CaptureInstanceRunError(
+        outcome_message(failure_lines(failed, records, names), committed, source=source)
+    )

@@ -40,7 +40,13 @@ from airflow_provider_sqlserver_cdc.pipeline.identifiers import (
     check_table_name_template,
     check_target_name,
 )
-from airflow_provider_sqlserver_cdc.pipeline.settings_fields import SettingsError, check_fields, read_section
+from airflow_provider_sqlserver_cdc.pipeline.reconcile_settings import ReconcileSettings
+from airflow_provider_sqlserver_cdc.pipeline.settings_fields import (
+    Section,
+    SettingsError,
+    read_section,
+)
+from airflow_provider_sqlserver_cdc.pipeline.source_settings import SourceGroupSettings, check_sources
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     POSTGRES_TARGET,
@@ -106,25 +112,8 @@ def operator_default(operator: type, parameter: str) -> Any:
     raise TypeError(f"{operator.__name__} takes no argument {parameter!r}")
 
 
-class _Section:
-    """Checks the fields of a settings section against their types when it is built."""
-
-    key: ClassVar[str] = ""
-
-    def __post_init__(self) -> None:
-        check_fields(self, self.key)
-        self.check()
-
-    def check(self) -> None:
-        """Refuse values out of range (beyond what the field types say)."""
-
-    def _require(self, name: str, condition: bool, problem: str) -> None:
-        if not condition:
-            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)
-
-
 @dataclass(frozen=True)
-class SourceSettings(_Section):
+class SourceSettings(Section):
     """
     The SQL Server to read.
 
@@ -140,7 +129,7 @@ class SourceSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SensorSettings(_Section):
+class SensorSettings(Section):
     """
     How LsnSensor waits for the capture job (never retried: its timeout is an answer, not a glitch).
 
@@ -164,7 +153,7 @@ class SensorSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ExtractSettings(_Section):
+class ExtractSettings(Section):
     """
     CdcExtractOperator, one mapped task per capture instance.
 
@@ -207,7 +196,7 @@ class ExtractSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SnapshotSettings(_Section):
+class SnapshotSettings(Section):
     """
     CdcSnapshotOperator: the consistent initial copy of a capture instance without a watermark.
 
@@ -229,7 +218,7 @@ class SnapshotSettings(_Section):
 
 
 @dataclass(frozen=True)
-class TargetSettings(_Section):
+class TargetSettings(Section):
     """
     Where the merge writes: Iceberg (default) or a PostgreSQL database over JDBC (docs/targets-postgres.md).
 
@@ -238,7 +227,7 @@ class TargetSettings(_Section):
 
     :param kind: ``iceberg`` or ``postgres``.
     :param conn_id: Airflow connection (type ``postgres``) of the target database: the job gets its
-        URL, and the login in the spark-submit process's environment (client deploy mode).
+        URL, and the login in a private file on the worker, removed afterwards (client deploy mode).
     :param url: the JDBC URL instead of a connection, with ``credentials_file``.
     :param credentials_file: a mode-600 file (``user=``/``password=``) where the Spark driver runs.
     :param connections: JDBC connections that load each batch at once (rows hashed by key).
@@ -268,7 +257,7 @@ class TargetSettings(_Section):
 
 
 @dataclass(frozen=True)
-class MergeSettings(_Section):
+class MergeSettings(Section):
     """
     CdcSparkMergeOperator: one Spark application merges every window of a run.
 
@@ -364,7 +353,7 @@ class MergeSettings(_Section):
 
 
 @dataclass(frozen=True)
-class SparkSettings(_Section):
+class SparkSettings(Section):
     """
     spark-submit of the merge job.
 
@@ -381,7 +370,7 @@ class SparkSettings(_Section):
 
 
 @dataclass(frozen=True)
-class DagSettings(_Section):
+class DagSettings(Section):
     """
     The DAG that cdc_replication_dag() builds (a task group takes only ``retries`` and ``retry_delay_seconds``).
 
@@ -416,7 +405,7 @@ class DagSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ChangeTrackingSettings(_Section):
+class ChangeTrackingSettings(Section):
     """
     Tables replicated through Change Tracking instead of CDC, next to the CDC ``tables`` of the same pipeline.
 
@@ -440,7 +429,7 @@ class ChangeTrackingSettings(_Section):
 
 # --- table maintenance (docs/maintenance.md) -------------------------------------------------------
 @dataclass(frozen=True)
-class TableMaintenanceSettings(_Section):
+class TableMaintenanceSettings(Section):
     """
     CdcTableMaintenanceOperator: Iceberg's procedures on the target tables, after the merge of a run.
 
@@ -513,7 +502,7 @@ class TableMaintenanceSettings(_Section):
 
 # --- time to loss (docs/operations.md, "Time to loss") ---------------------------------------------
 @dataclass(frozen=True)
-class RetentionHeadroomSettings(_Section):
+class RetentionHeadroomSettings(Section):
     """
     CdcRetentionHeadroomOperator: each run checks how long until the CDC cleanup passes the watermarks.
 
@@ -548,7 +537,7 @@ class RetentionHeadroomSettings(_Section):
 
 # --- column masking (docs/column-masking.md) --------------------------------------------------------
 @dataclass(frozen=True)
-class MaskingSettings(_Section):
+class MaskingSettings(Section):
     """
     Column masking: personal-data columns hashed, masked, truncated or dropped before Parquet is written.
 
@@ -584,12 +573,12 @@ class MaskingSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ReplicationSettings(_Section):
+class ReplicationSettings(Section):
     """
     Everything the replication pipeline needs; only ``tables``, ``staging_path`` and ``merge.namespace`` are required.
 
     :param tables: capture instances to replicate; the Airflow Variable ``<dag_id>__tables``
-        (a JSON list) replaces them at run time.
+        (a JSON list) replaces them at run time. Empty when ``sources`` lists them.
     :param staging_path: where windows are written: a local path or an fsspec URI (``s3://...``)
         that the workers and the Spark cluster both reach.
     :param merge: the merge (``merge.namespace`` is required).
@@ -602,10 +591,12 @@ class ReplicationSettings(_Section):
     :param change_tracking: tables read through Change Tracking instead of CDC.
     :param maintenance: the table maintenance task (off unless enabled).
     :param retention_headroom: the time-to-loss check of every run.
+    :param reconcile: the scheduled comparison (and repair) of the targets with the source (off by default).
     :param masking: column masking before Parquet is written (none by default).
+    :param sources: several sources, each with its tables, a task group each (docs/several-sources.md).
     """
 
-    tables: tuple[str, ...]
+    tables: tuple[str, ...] = field(default=(), kw_only=True)
     staging_path: str
     merge: MergeSettings
     source: SourceSettings = field(default_factory=SourceSettings)
@@ -617,7 +608,9 @@ class ReplicationSettings(_Section):
     change_tracking: ChangeTrackingSettings = field(default_factory=ChangeTrackingSettings)
     maintenance: TableMaintenanceSettings = field(default_factory=TableMaintenanceSettings)
     retention_headroom: RetentionHeadroomSettings = field(default_factory=RetentionHeadroomSettings)
+    reconcile: ReconcileSettings = field(default_factory=ReconcileSettings)
     masking: MaskingSettings = field(default_factory=MaskingSettings)
+    sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 
     def check(self) -> None:
         """Refuse empty or repeated capture instance names and an empty staging path."""
@@ -626,6 +619,7 @@ class ReplicationSettings(_Section):
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
         check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
+        check_sources(self)
 
     @classmethod
     def from_mapping(

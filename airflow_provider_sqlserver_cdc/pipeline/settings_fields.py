@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T")
 
@@ -118,6 +118,11 @@ def _read_value(raw: Any, hint: Any, key: str, environ: Mapping[str, str] | None
     """Expand environment references in ``raw`` and turn an expanded text into the field's type."""
     if _is_section(hint):
         return read_section(hint, raw, key, environ)
+    item = _section_item(hint)
+    if item is not None and isinstance(raw, list | tuple):
+        return tuple(
+            read_section(item, entry, _item_key(key, i, entry), environ) for i, entry in enumerate(raw)
+        )
     if isinstance(raw, str) and ENV_REFERENCE.search(raw):
         return _from_text(expand_environment(raw, key, environ), hint, key)
     if isinstance(raw, list | tuple):
@@ -179,6 +184,12 @@ def _checked(value: Any, hint: Any, key: str) -> Any:
     if origin is tuple:
         if isinstance(value, str) or not isinstance(value, list | tuple):
             raise SettingsError(key, f"expected a list, got {_describe(value)}")
+        item = _section_item(base)
+        if item is not None:
+            for i, entry in enumerate(value):
+                if not isinstance(entry, item):
+                    raise SettingsError(f"{key}[{i}]", f"expected {item.__name__}, got {_describe(entry)}")
+            return tuple(value)
         return tuple(_checked(item, str, f"{key}[{i}]") for i, item in enumerate(value))
     if origin is Mapping or origin is dict:
         if not isinstance(value, Mapping):
@@ -221,5 +232,34 @@ def _is_section(hint: Any) -> bool:
     return isinstance(hint, type) and dataclasses.is_dataclass(hint)
 
 
+def _section_item(hint: Any) -> type | None:
+    """The section type of a ``tuple[Section, ...]`` field (a list of sections), else None."""
+    args = typing.get_args(hint) if typing.get_origin(hint) is tuple else ()
+    return args[0] if args and _is_section(args[0]) else None
+
+
+def _item_key(key: str, index: int, entry: Any) -> str:
+    """The dotted key of one section of a list: by its name when it has one (``sources['eu']``), else its index."""
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    return f"{key}[{name!r}]" if isinstance(name, str) and name else f"{key}[{index}]"
+
+
 def _describe(value: Any) -> str:
     return f"{value!r} ({type(value).__name__})"
+
+
+class Section:
+    """A settings section: checks its fields against their types when it is built, then :meth:`check`."""
+
+    key: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        check_fields(self, self.key)
+        self.check()
+
+    def check(self) -> None:
+        """Refuse values out of range (beyond what the field types say)."""
+
+    def _require(self, name: str, condition: bool, problem: str) -> None:
+        if not condition:
+            raise SettingsError(f"{self.key}.{name}" if self.key else name, problem)

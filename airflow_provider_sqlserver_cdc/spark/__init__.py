@@ -18,11 +18,14 @@ MERGE_JOB_PATH: str = str(Path(__file__).resolve().parent / "merge_job.py")
 MAINTENANCE_JOB_PATH: str = str(Path(__file__).resolve().parent / "maintenance_job.py")
 #: Absolute path of the continuous apply application (``continuous_apply_job.py``); the same zip carries it.
 CONTINUOUS_APPLY_JOB_PATH: str = str(Path(__file__).resolve().parent / "continuous_apply_job.py")
+#: Absolute path of the reconcile comparison's target side (``reconcile_job.py``); the same zip carries it.
+RECONCILE_JOB_PATH: str = str(Path(__file__).resolve().parent / "reconcile_job.py")
 
 __all__ = [
     "CONTINUOUS_APPLY_JOB_PATH",
     "MAINTENANCE_JOB_PATH",
     "MERGE_JOB_PATH",
+    "RECONCILE_JOB_PATH",
     "merge_job_py_files",
     "with_job_modules",
 ]

@@ -29,6 +29,8 @@ JOB_MODULES = (
     "spark/merge",
     "spark/maintenance",
     "spark/continuous",
+    "spark/reconcile",
+    "reconcile",
 )
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 

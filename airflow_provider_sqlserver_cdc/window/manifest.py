@@ -24,7 +24,10 @@ MANIFEST_NAME = "_manifest.json"
 FORMAT_VERSION = 1
 #: A window's kind: the changes of a range, or a consistent copy of the table (all inserts).
 CHANGES, SNAPSHOT = "changes", "snapshot"
-KINDS = (CHANGES, SNAPSHOT)
+#: A reconcile repair (docs/reconcile.md): rows read at one consistent LSN, merged under the LSN guard like
+#: changes, never skipped as applied and never recorded as an applied range.
+REPAIR = "repair"
+KINDS = (CHANGES, SNAPSHOT, REPAIR)
 #: How a run chooses its window: the run's data interval, or the range after the stored watermark.
 INTERVAL, WATERMARK = "interval", "watermark"
 WINDOW_MODES = (INTERVAL, WATERMARK)
@@ -312,7 +315,7 @@ def validate_manifest(data: Any, uri: str = MANIFEST_NAME, *, key_required: bool
     )
     missing = [name for name in REQUIRED_FIELDS if name not in data]
     _require(not missing, uri, f"it lacks fields: {', '.join(missing)}")
-    _require(data["kind"] in KINDS, uri, f"kind is {data['kind']!r}, expected 'changes' or 'snapshot'")
+    _require(data["kind"] in KINDS, uri, f"kind is {data['kind']!r}, expected one of {KINDS}")
     _require(data["mode"] in MODES, uri, f"mode is {data['mode']!r}, expected one of {MODES}")
     ci = data["capture_instance"]
     _require(isinstance(ci, str) and bool(ci), uri, "capture_instance is missing")

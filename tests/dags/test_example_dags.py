@@ -14,6 +14,7 @@ CONFIG = DAGS_FOLDER / "sqlserver_cdc_config.yaml"
 EXAMPLE_DAG_IDS = {"sqlserver_cdc_to_iceberg", "sqlserver_cdc_to_iceberg_watermark"}
 CHANGE_TRACKING_DAG_ID = "sqlserver_change_tracking_to_iceberg"
 DOWNSTREAM_DAG_ID = "sqlserver_cdc_orders_delta"
+SEVERAL_SOURCES_DAG_ID = "sqlserver_cdc_several_sources"
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,11 @@ def dag_bag():
 
 def test_every_example_dag_loads_without_import_errors(dag_bag) -> None:
     assert dag_bag.import_errors == {}
-    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {CHANGE_TRACKING_DAG_ID, DOWNSTREAM_DAG_ID}
+    assert set(dag_bag.dags) == EXAMPLE_DAG_IDS | {
+        CHANGE_TRACKING_DAG_ID,
+        DOWNSTREAM_DAG_ID,
+        SEVERAL_SOURCES_DAG_ID,
+    }
     # Every Python file in dags/ is a DAG of a few lines: the pipeline is the package's factory.
     for path in DAGS_FOLDER.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 30, path.name
@@ -178,7 +183,7 @@ def test_the_downstream_example_is_scheduled_on_an_outlet_of_the_merge(dag_bag) 
 
 
 def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The YAML's environment switches the examples to a jdbc target (as tests/e2e/test_postgres_target.py does)."""
+    """The YAML's environment switches the examples to a PostgreSQL target (as tests/e2e/test_postgres_target.py does)."""
     from airflow.dag_processing.dagbag import BundleDagBag
 
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_KIND", "postgres")
@@ -186,6 +191,40 @@ def test_every_example_dag_loads_with_a_postgresql_target(monkeypatch: pytest.Mo
     monkeypatch.setenv("SQLSERVER_CDC_TARGET_CONN_ID", "pg_example")
     bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
     assert bag.import_errors == {}
-    # No asset events to schedule on (docs/assets.md): the downstream example defines no DAG.
+    # The downstream example reads an Iceberg delta: it defines no DAG for a PostgreSQL target.
     assert "sqlserver_cdc_orders_delta" not in bag.dag_ids
     assert "sqlserver_cdc_to_iceberg" in bag.dag_ids
+    # The target's host is in its connection, read at run time only: the outlets are aliases (docs/assets.md).
+    from airflow.sdk import AssetAlias
+
+    outlets = bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    assert outlets and all(isinstance(o, AssetAlias) for o in outlets)
+    assert "sqlserver_cdc.cdc.dbo_orders" in {o.name for o in outlets}
+
+
+def test_continuous_mode_declares_the_batch_merges_outlets_on_wait_for_apply(
+    dag_bag, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same assets in both modes: a downstream DAG does not change when the merge mode does."""
+    from airflow.dag_processing.dagbag import BundleDagBag
+
+    batch = dag_bag.dags["sqlserver_cdc_to_iceberg"].task_dict["merge"].outlets
+    monkeypatch.setenv("SQLSERVER_CDC_MERGE_MODE", "continuous")
+    bag = BundleDagBag(dag_folder=str(DAGS_FOLDER), bundle_path=DAGS_FOLDER)
+    assert bag.import_errors == {}
+    tasks = bag.dags["sqlserver_cdc_to_iceberg"].task_dict
+    assert "merge" not in tasks
+    assert tasks["wait_for_apply"].outlets == batch and batch
+
+
+def test_the_several_sources_example_has_a_group_per_source(dag_bag) -> None:
+    """dags/sqlserver_cdc_several_sources.py: two databases with the same tables, nothing of one waits for the other."""
+    tasks = dag_bag.dags[SEVERAL_SOURCES_DAG_ID].task_dict
+    for source in ("sales_eu", "sales_us"):
+        group = {t for t in tasks if t.startswith(f"{source}.")}
+        assert all(tasks[t].upstream_task_ids <= group for t in group)
+        merge = tasks[f"{source}.merge"]
+        assert merge.namespace == f"lake.cdc_{source}"
+        assert tasks[f"{source}.extract"].partial_kwargs["database"] == source
+        assert tasks[f"{source}.extract"].partial_kwargs["base_path"].endswith(f"/staging/{source}")
+    assert len(tasks) == 2 * len({t for t in tasks if t.startswith("sales_eu.")})

@@ -4,7 +4,7 @@ through the real example DAG (``merge.target.kind: postgres`` through the YAML's
 variables, hard deletes), leaves every PostgreSQL table equal to its SQL Server source: values and
 types (``testing.postgres_comparison``). Real pieces only: the simulator over TDS, ``dag.test()``
 in its own process per run, spark-submit of the merge job, a real PostgreSQL over JDBC. The
-target's login reaches the job only through spark-submit's environment.
+target's login reaches the job only as a private file on the worker (never in argv or the environment).
 
 The workload: inserts (multi-row), updates, deletes, primary-key updates and multi-statement
 transactions (``sqlserver_cdc_simulator.workload``), plus, in ``dbo.customers`` (a unique index on ``email``, made on
@@ -105,6 +105,29 @@ def bookkeeping(pg: Any) -> dict[str, tuple[str, Any]]:
     """Target table -> (applied LSN ranges, updated_at) of the bookkeeping table."""
     rows = pg.execute("SELECT target_table, applied_lsn_ranges, updated_at FROM cdc._cdc_applied_lsn_ranges")
     return {table: (ranges, updated) for table, ranges, updated in rows.fetchall()}
+
+
+def asset_events(uri: str) -> list[dict[str, Any]]:
+    """The extras of the asset events of ``uri`` in the Airflow database, oldest first."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.execute(
+            select(AssetEvent.extra)
+            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.id)
+        ).all()
+    return [dict(extra) for (extra,) in rows]
+
+
+def apply_transaction(pg: Any, table: str) -> str:
+    """The transaction that last wrote the table's bookkeeping rows (the asset events' marker)."""
+    return pg.execute(
+        "SELECT xmin::text FROM cdc._cdc_applied_lsn_ranges WHERE target_table = %s", [table]
+    ).fetchone()[0]
 
 
 def table_digest(pg: Any, table: str) -> str:
@@ -267,6 +290,18 @@ def test_example_dag_replicates_into_postgresql_through_a_kill_a_heal_and_a_back
         }
     assert all("," not in ranges for ranges, _ in applied.values()), applied  # one range each
     assert all(deleted_keys.values()), deleted_keys  # hard deletes (and key updates) went through it
+    # Asset events: the merge's outlet is an alias (the host is in the connection); each run adds the
+    # postgres:// asset its connection resolves to, with the apply transaction's id as the marker.
+    customers_uri = f"postgres://{postgres_server.host}:{postgres_server.port}/{database}/cdc/dbo_customers"
+    with postgres_server.connect(database) as pg:
+        xid = apply_transaction(pg, "cdc.dbo_customers")
+    events = asset_events(customers_uri)
+    assert [e["snapshot"] for e in events] == [True, False], (
+        events
+    )  # the snapshot run, interval 2 (not the kill)
+    assert events[-1]["transaction"] == {"xid": xid} and events[-1]["snapshot_id"] is None
+    assert events[-1]["partition_key"] == start(2).strftime("%Y-%m-%dT%H:%M:%S")
+    assert events[-1]["lsn_ranges"][0]["applied_now"] and events[-1]["healed_gap"]
 
     # Interval 1 again, after interval 2: a backfill of the killed run. Every window is applied already.
     result = harness.run(start(2))
@@ -275,6 +310,9 @@ def test_example_dag_replicates_into_postgresql_through_a_kill_a_heal_and_a_back
     with postgres_server.connect(database) as pg:
         assert bookkeeping(pg) == applied  # not even the bookkeeping was written
     assert harness.watermarks() == marks
+    replayed = asset_events(customers_uri)[-1]  # the same marker: no new transaction
+    assert replayed["transaction"] == {"xid": xid} and not replayed["lsn_ranges"][0]["applied_now"]
+    assert replayed["partition_key"] == start(1).strftime("%Y-%m-%dT%H:%M:%S")
     comparisons = compare(postgres_server, database, harness)
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     assert all(c.source_rows > 0 and c.deleted_rows == 0 for c in comparisons), describe_all(comparisons)

@@ -11,12 +11,18 @@ from typing import Any
 
 import pytest
 from airflow.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowSkipException
 
+from airflow_provider_sqlserver_cdc.operators.committed_windows import (
+    committed_windows,
+    uncommitted_instances,
+)
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     CdcSparkMergeOperator,
     merge_job_arguments,
     window_manifest_uris,
 )
+from airflow_provider_sqlserver_cdc.operators.watermark import WatermarkCommitOperator
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, merge_job_py_files
 from airflow_provider_sqlserver_cdc.spark.merge.result_file import MergeResult
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
@@ -276,6 +282,96 @@ def test_the_job_result_file_fails_the_task_by_table_and_feeds_the_watermark(
     arguments = elsewhere.application_args
     assert arguments[arguments.index("--result-uri") + 1].startswith(f"{tmp_path}/results/_merge_results/")
     assert "result_path" in CdcSparkMergeOperator.template_fields
+
+
+def test_a_partly_failed_merge_pushes_the_committed_tables_windows_then_fails_and_a_retry_pushes_all(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The edge: spark-submit (run for real in tests/operators/test_partial_merge_dag.py).
+    submit = "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator.execute"
+    staging = tmp_path / "staging"
+    good, bad = _window("dbo_good", f"{staging}/dbo_good/w1"), _window("dbo_bad", f"{staging}/dbo_bad/w1")
+    good_label, bad_label = "dbo_good 0x00000000000000000001_0x00000000000000000002", "dbo_bad 0x1_0x2"
+    failed = {
+        "lake.cdc.dbo_good": {
+            "status": "committed",
+            "applied": [good_label],
+            "applied_lsn_ranges": {"dbo_good": "0x1-0x2"},
+        },
+        "lake.cdc.dbo_bad": {
+            "status": "failed",
+            "failed_windows": [bad_label],
+            "error": "key columns differ",
+        },
+    }
+    monkeypatch.setattr(submit, _submit_writing(failed, 2))
+    operator = CdcSparkMergeOperator(task_id="merge", extract_task_ids="extract", namespace="lake.cdc")
+    ti = _TaskInstanceOfARun([good.to_xcom(), bad.to_xcom()])
+    with pytest.raises(
+        AirflowException, match=r"failed for target table\(s\) lake.cdc.dbo_bad; committed: lake"
+    ):
+        operator.execute({"ti": ti})
+    # Only the committed table's window and ranges go to the watermark commit.
+    assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}, "merged_windows": [good.to_xcom()]}
+
+    # The retry (its own XComs cleared by Airflow): dbo_good skips the window it holds, dbo_bad merges.
+    retried = {
+        "lake.cdc.dbo_good": {**failed["lake.cdc.dbo_good"], "applied": [], "skipped": [good_label]},
+        "lake.cdc.dbo_bad": {
+            "status": "committed",
+            "applied": [bad_label],
+            "applied_lsn_ranges": {"dbo_bad": "0x1-0x2"},
+        },
+    }
+    monkeypatch.setattr(submit, _submit_writing(retried, 0))
+    ti = _TaskInstanceOfARun([good.to_xcom(), bad.to_xcom()])
+    operator.execute({"ti": ti})
+    assert ti.pushed["merged_windows"] == [good.to_xcom(), bad.to_xcom()]
+    assert ti.pushed["applied_lsn_ranges"] == {"dbo_good": "0x1-0x2", "dbo_bad": "0x1-0x2"}
+
+
+def test_committed_windows_leave_out_every_capture_instance_a_failed_table_names() -> None:
+    windows = [_window(name, f"/s/{name}/w") for name in ("dbo_a", "dbo_b", "dbo_b_v2", "dbo_c")]
+    result = MergeResult.from_summary(
+        {
+            "lake.cdc.a": {"status": "committed", "applied": ["dbo_a 0x1_0x2"]},
+            # A table fed by two capture instances (a schema switch) failed after committing one window.
+            "lake.cdc.b": {
+                "status": "failed",
+                "applied": ["dbo_b 0x1_0x2"],
+                "failed_windows": ["dbo_b_v2 0x3_0x4"],
+                "applied_lsn_ranges": {"dbo_b": "0x1-0x2"},
+            },
+            # dbo_c: in no table of the result (the job never got to it): not committed.
+        }
+    )
+    assert [w.capture_instance for w in committed_windows(windows, result)] == ["dbo_a"]
+    assert uncommitted_instances(windows, committed_windows(windows, result)) == [
+        "dbo_b",
+        "dbo_b_v2",
+        "dbo_c",
+    ]
+
+
+class _TaskInstanceOfTheCommit:
+    """The commit's XCom pull of the merge's pushes (the real one runs in test_partial_merge_dag.py)."""
+
+    def __init__(self, pushed: dict[str, Any]) -> None:
+        self.pushed = pushed
+
+    def xcom_pull(self, task_ids: str, key: str) -> Any:
+        assert task_ids == "group.merge"
+        return self.pushed.get(key)
+
+
+def test_the_commit_skips_when_the_merge_pushed_no_windows() -> None:
+    commit = WatermarkCommitOperator(task_id="commit_watermarks", merge_task_id="group.merge")
+    with pytest.raises(AirflowSkipException, match="pushed no merged windows"):
+        commit.execute({"ti": _TaskInstanceOfTheCommit({})})
+    nothing = _TaskInstanceOfTheCommit({"merged_windows": [], "applied_lsn_ranges": {}})
+    assert commit.execute({"ti": nothing}) == []  # every table failed: nothing to commit, nothing to skip
+    with pytest.raises(ValueError, match="pass windows"):
+        WatermarkCommitOperator(task_id="c")
 
 
 DAG_FILE = """

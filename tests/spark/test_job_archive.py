@@ -34,6 +34,9 @@ ALLOWED_IMPORTS = {
     "sys",
     "tempfile",
     "zipfile",
+    "base64",  # the reconcile's digests: binary key values in the request
+    "bisect",  # the reconcile's digests: a key's leaf
+    "decimal",  # the reconcile's digests: decimal values
     "collections",
     "contextlib",
     "dataclasses",

@@ -193,3 +193,167 @@ def test_the_operator_defers_and_fails_loudly_on_a_timeout(tmp_path: Path) -> No
     # The ranges for the watermark commit, and the windows it waited for (what the commit takes).
     assert ti.pushed["applied_lsn_ranges"] == {"dbo_orders": "0x1-0x2"}
     assert [w["capture_instance"] for w in ti.pushed["merged_windows"]] == ["dbo_orders"]
+
+
+def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_published(
+    tmp_path: Path,
+) -> None:
+    """Continuous mode's events: the snapshot that applied the window (not the table's newest), rows only once."""
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from airflow_provider_sqlserver_cdc.assets import target_asset
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+
+    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
+    window_dir.mkdir(parents=True)
+    created = "2026-11-28T15:00:01+00:00"
+    source = {"server": "db1:1433", "database": "shop", "schema": "dbo", "table": "orders"}
+    manifest = {
+        "format_version": 1,
+        "kind": "changes",
+        "capture_instance": "dbo_orders",
+        "source": source,
+        "from_lsn": LSN(0x101),
+        "to_lsn": LSN(0x200),
+        "from_time": None,
+        "to_time": None,
+        "mode": "interval",
+        "row_filter_option": "all update old",
+        "key_columns": ["id"],
+        "columns": [
+            {
+                "name": "id",
+                "ordinal": 1,
+                "sql_type": "int",
+                "max_length": 4,
+                "precision": 10,
+                "scale": 0,
+                "nullable": False,
+                "arrow_type": "int32",
+            }
+        ],
+        "files": [],
+        "row_count": 0,  # its Parquet files are not needed here: the rows come from the extract's XCom
+        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
+        "created_at": created,
+    }
+    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    window = ChangeWindow(
+        "dbo_orders",
+        source,
+        "changes",
+        "interval",
+        LSN(0x101),
+        LSN(0x200),
+        str(window_dir),
+        str(window_dir / "_manifest.json"),
+        "k",
+        from_time="2026-11-28T14:59:00+00:00",
+        to_time="2026-11-28T15:00:00+00:00",
+        operation_counts={"delete": 1, "insert": 2},
+    )
+    table = "lake.cdc.dbo_orders"
+    # The application applied the window in snapshot 111; a later micro-batch made 222 the table's newest.
+    state = ApplyState(
+        tables={
+            table: {
+                "status": "committed",
+                "applied_lsn_ranges": {"dbo_orders": f"{LSN(0x1)}-{LSN(0x300)}"},
+                "version": "222",
+                "applied_windows": {
+                    WINDOW.label: {
+                        "snapshot_id": "111",
+                        "manifest_created_at": created,
+                        "applied_at": "2026-11-28T15:00:04+00:00",
+                        "seconds": 2.5,
+                    }
+                },
+            }
+        },
+        capture_instances={"dbo_orders": table},
+    )
+    Path(state_uri(str(tmp_path))).parent.mkdir(parents=True)
+    Path(state_uri(str(tmp_path))).write_text(state.to_json())
+    asset = target_asset(table)
+    operator = WaitForAppliedWindowsOperator(
+        task_id="wait_for_apply", windows=[window.to_xcom()], staging_path=str(tmp_path), outlets=[asset]
+    )
+
+    class TaskInstance:
+        def xcom_push(self, key: str, value: Any) -> None:
+            pass
+
+    def complete() -> tuple[dict[str, Any], list[Any]]:
+        events = OutletEventAccessors()
+        recorded: list[Any] = []
+        start = dt.datetime(2026, 11, 28, 14, 59, tzinfo=dt.UTC)
+        context = {
+            "ti": TaskInstance(),
+            "outlet_events": events,
+            "data_interval_start": start,
+            "data_interval_end": start + dt.timedelta(minutes=1),
+        }
+        import airflow_provider_sqlserver_cdc.merge_outputs as outputs
+
+        emit, timing = outputs.emit_rows_applied, outputs.timing
+        outputs.emit_rows_applied = lambda *a: recorded.append(("rows", *a))
+        outputs.timing = lambda *a: recorded.append(("timing", *a))
+        try:
+            operator.execute_complete(context, {"status": "applied", "applied_lsn_ranges": {}})
+        finally:
+            outputs.emit_rows_applied, outputs.timing = emit, timing
+        return dict(events[asset].extra), recorded
+
+    extra, recorded = complete()
+    assert extra["snapshot_id"] == "111" and extra["capture_instances"] == ["dbo_orders"]
+    assert extra["lsn_ranges"] == [
+        {
+            "capture_instance": "dbo_orders",
+            "kind": "changes",
+            "from": LSN(0x101),
+            "to": LSN(0x200),
+            "position_kind": "lsn",
+            "applied_now": True,
+        }
+    ]
+    assert extra["rows"] == {"insert": 2, "update": 0, "delete": 1, "snapshot": 0}
+    assert extra["source"] == "mssql://db1:1433/shop/dbo/orders"
+    assert extra["partition_key"] == "2026-11-28T14:59:00"
+    assert extra["data_interval"]["end"] == "2026-11-28T15:00:00+00:00"
+    assert (extra["snapshot"], extra["healed_gap"], extra["schema_switch"]) == (False, False, False)
+    assert recorded == [
+        ("rows", "dbo_orders", {"insert": 2, "update": 0, "delete": 1, "snapshot": 0}),
+        ("timing", "merge_seconds", "dbo_orders", 2.5),
+    ]
+
+    # The interval re-run: the window re-extracted (a new manifest), already held: same snapshot, no metrics.
+    manifest["created_at"] = "2026-11-28T16:00:00+00:00"
+    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    extra, recorded = complete()
+    assert extra["snapshot_id"] == "111" and not extra["lsn_ranges"][0]["applied_now"]
+    assert recorded == []
+
+
+def test_the_application_remembers_a_bounded_number_of_applied_windows_newest_last() -> None:
+    from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
+        APPLIED_WINDOWS_REMEMBERED,
+        remember_applied_windows,
+        run_result,
+    )
+
+    entry: dict[str, Any] = {}
+    for k in range(APPLIED_WINDOWS_REMEMBERED + 5):
+        entry.update(applied=[f"dbo_orders w{k}"], version=str(1000 + k), seconds=1.0)
+        remember_applied_windows(entry, {f"dbo_orders w{k}": f"c{k}"}, applied_at=f"2026-11-28T15:{k:02d}:00")
+    records = entry["applied_windows"]
+    assert len(records) == APPLIED_WINDOWS_REMEMBERED and "dbo_orders w0" not in records
+    assert list(records)[-1] == f"dbo_orders w{APPLIED_WINDOWS_REMEMBERED + 4}"
+    state = ApplyState(tables={"t": entry}, capture_instances={"dbo_orders": "t"})
+    # A forgotten window: the table's latest snapshot (which holds it), not counted as applied now.
+    assert run_result(state, [("dbo_orders", "dbo_orders w0", "c0")])["t"] == {
+        "status": "committed",
+        "applied": [],
+        "version": str(1000 + APPLIED_WINDOWS_REMEMBERED + 4),
+        "seconds": None,
+    }
+    assert run_result(state, [("dbo_orders", "dbo_orders w20", "c20")])["t"]["version"] == "1020"

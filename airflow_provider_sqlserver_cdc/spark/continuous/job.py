@@ -31,6 +31,7 @@ from airflow_provider_sqlserver_cdc.spark.continuous.lock import ApplyLockError,
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     ApplyLock,
     ApplyState,
+    remember_applied_windows,
     state_uri,
     utc_now,
 )
@@ -201,10 +202,14 @@ class ContinuousApply:
                 self.state.unreadable[window.manifest.capture_instance] = merge_job.failure_reason(err)
             return 0
         applied = 0
+        created = {w.label: w.manifest.created_at for w in ready}
+        applied_at = utc_now().isoformat()
         for table, entry in summary.items():
             ranges = {ci: parse_ranges(text) for ci, text in (entry.get("applied_lsn_ranges") or {}).items()}
             self._remember(table, ranges)
             self.state.tables[table].update(entry)
+            # Which snapshot applied each window: the waiting task's asset events (published_state.run_result)
+            remember_applied_windows(self.state.tables[table], created, applied_at=applied_at)
             if entry.get("status") == FAILED:
                 LOG.error(
                     "target table %s is stopped until the application restarts: %s", table, entry.get("error")

@@ -31,6 +31,10 @@ APPLY_DIRECTORY = "_continuous_apply"
 APPLIED = "applied"
 FAILED = "failed"
 WAITING = "waiting"
+#: Per target table, how many applied windows ``state.json`` remembers (``applied_windows``): the waiting
+#: task reads a run's record within its timeout (10 minutely windows by default); older ones fall back to
+#: the table's last snapshot. About 200 bytes each, in a file rewritten every poll (20 tables: ~120 kB).
+APPLIED_WINDOWS_REMEMBERED = 30
 
 
 def lock_uri(staging: str) -> str:
@@ -108,8 +112,11 @@ class ApplyState:
     :param application_id: the application that wrote it.
     :param updated_at: when (ISO 8601, UTC).
     :param tables: target table -> entry: ``applied_lsn_ranges`` (capture instance -> ranges), ``status``
-        (``committed`` or ``failed``), for a failed table ``error`` and ``failed_windows``, and the
-        last micro-batch's figures (``applied``, ``rows``, ``snapshot_id``, ``seconds``).
+        (``committed`` or ``failed``), for a failed table ``error`` and ``failed_windows``, the
+        last micro-batch's figures (``applied``, ``rows``, ``snapshot_id``, ``version``, ``seconds``),
+        and ``applied_windows``: window label -> the snapshot that applied it (``snapshot_id``), its
+        manifest's ``manifest_created_at``, ``applied_at`` and the micro-batch's ``seconds`` (the last
+        :data:`APPLIED_WINDOWS_REMEMBERED`; :func:`remember_applied_windows`).
     :param capture_instances: capture instance -> its target table.
     :param held: windows waiting for their predecessor: ``label``, ``capture_instance``, ``waits_for``.
     :param unreadable: capture instance -> the error of a window manifest that cannot be read.
@@ -297,3 +304,71 @@ def _waiting_message(
             "driver log"
         )
     return "\n".join(lines)
+
+
+def remember_applied_windows(
+    entry: dict[str, Any],
+    created: Mapping[str, str | None],
+    *,
+    applied_at: str,
+) -> None:
+    """Record in a table's state entry which snapshot applied each window its last micro-batch applied.
+
+    The waiting task's asset events carry that snapshot (:func:`run_result`). Bounded: the oldest
+    records beyond :data:`APPLIED_WINDOWS_REMEMBERED` are dropped.
+
+    :param entry: the table's entry, already updated with the micro-batch's result (``applied``,
+        ``version``, ``seconds``).
+    :param created: window label -> its manifest's ``created_at`` (which extraction of the window it was).
+    :param applied_at: when the micro-batch committed (ISO 8601, UTC).
+    """
+    windows = entry.setdefault("applied_windows", {})
+    for label in entry.get("applied") or []:
+        windows.pop(label, None)  # re-inserted last: the dict's order is the records' age
+        windows[label] = {
+            "snapshot_id": entry.get("version"),
+            "manifest_created_at": created.get(label),
+            "applied_at": applied_at,
+            "seconds": entry.get("seconds"),
+        }
+    for label in list(windows)[: max(0, len(windows) - APPLIED_WINDOWS_REMEMBERED)]:
+        del windows[label]
+
+
+def run_result(
+    state: ApplyState, windows: Sequence[tuple[str, str, str | None]]
+) -> dict[str, dict[str, Any]]:
+    """Say, per target table, what the application did with a run's windows, in the merge job's result form.
+
+    Each table's entry has ``status`` ``committed``, ``applied`` (the run's windows that the application
+    applied from this run's extraction: a re-extracted window that the table already held is not),
+    ``version`` (the snapshot that applied the last of them: the first holding every window of the
+    run; the table's last one when a record is forgotten) and ``seconds`` (the micro-batches' time
+    for the windows applied now, else None).
+
+    :param state: the published state (read after the run's windows are applied).
+    :param windows: the run's windows: (capture instance, label, manifest ``created_at``).
+    """
+    result: dict[str, dict[str, Any]] = {}
+    newest: dict[str, str] = {}
+    forgotten: set[str] = set()
+    for capture_instance, label, created in windows:
+        table = state.capture_instances.get(capture_instance)
+        if table is None:
+            continue
+        entry = state.tables.get(table, {})
+        out = result.setdefault(
+            table, {"status": "committed", "applied": [], "version": None, "seconds": None}
+        )
+        record = (entry.get("applied_windows") or {}).get(label)
+        if record is None:
+            forgotten.add(table)
+            out["version"] = entry.get("version")
+            continue
+        if created is not None and record.get("manifest_created_at") == created:
+            out["applied"].append(label)
+            out["seconds"] = max(out["seconds"] or 0.0, float(record.get("seconds") or 0.0))
+        if table not in forgotten and str(record.get("applied_at") or "") >= newest.get(table, ""):
+            newest[table] = str(record.get("applied_at") or "")
+            out["version"] = record.get("snapshot_id")
+    return result

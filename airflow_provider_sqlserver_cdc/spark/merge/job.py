@@ -40,7 +40,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.window_reader import (
     read_window,
 )
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import covers, format_ranges
-from airflow_provider_sqlserver_cdc.window.manifest import ManifestError
+from airflow_provider_sqlserver_cdc.window.manifest import REPAIR, ManifestError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -110,6 +110,15 @@ def _pending(plan: TargetPlan, hard: bool) -> list[Window]:
     for window in plan.windows:
         manifest = window.manifest
         ranges = plan.applied.get(manifest.capture_instance, [])
+        if manifest.kind == REPAIR:
+            if hard:
+                raise MergeJobError(
+                    f"target table {plan.table}: window {window.label} is a reconcile repair; with --delete-mode "
+                    "hard the table keeps no trace of deleted keys, so the repair's rows could bring back a key "
+                    "deleted after them. Repair only targets merged with --delete-mode soft (docs/reconcile.md)"
+                )
+            pending.append(window)  # never skipped: its rows are older or newer than the table's per key
+            continue
         if covers(ranges, *manifest.lsn_range):
             LOG.info("target %s: window %s is already applied, skipped", plan.table, window.label)
             plan.skipped.append(window)
@@ -185,7 +194,7 @@ def _commit(spark: SparkSession, target: MergeTarget, plan: TargetPlan, hard: bo
         (w for w in plan.windows if w.manifest.kind == "snapshot"),
         key=lambda w: w.manifest.lsn_range[1],
     )
-    changes = [w for w in plan.windows if w.manifest.kind == "changes"]
+    changes = [w for w in plan.windows if w.manifest.kind in ("changes", REPAIR)]
     # one MERGE per run of windows carrying the same columns (one unless the source's schema changed)
     for batch in [*([s] for s in snapshots), *column_groups(changes)]:
         plan.applied = merge_batch(spark, target, plan, batch, plan.applied, hard)

@@ -25,6 +25,7 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     RunWindow,
     lock_uri,
     run_progress,
+    run_result,
     state_uri,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import MergeJobSettings
@@ -45,6 +46,22 @@ def run_window(manifest: str) -> RunWindow:
     data = json.loads(Path(manifest).read_text())
     return RunWindow.from_bounds(
         data["capture_instance"], data["kind"], data["from_lsn"], data["to_lsn"], data.get("applied_through")
+    )
+
+
+def as_run(manifest: str) -> tuple[str, str, str | None]:
+    """A window as the waiting task gives it to run_result: capture instance, label, its manifest's created_at."""
+    data = json.loads(Path(manifest).read_text())
+    return (
+        data["capture_instance"],
+        f"{data['capture_instance']} {data['from_lsn']}_{data['to_lsn']}",
+        data["created_at"],
+    )
+
+
+def current_snapshot(spark: Any, table: str) -> str:
+    return str(
+        spark.sql(f"SELECT snapshot_id FROM {table}.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
     )
 
 
@@ -101,10 +118,23 @@ def test_windows_apply_as_they_land_a_successor_waits_for_its_predecessor_and_re
     )
     entry = state.tables[table]
     assert entry["rows"]["update_after"] == 1 and entry["snapshot_id"] > 0
+    # The waiting task's asset events: the snapshot that applied the run's last window, and which windows
+    # this extraction brought (a run of w1 alone names the first micro-batch's snapshot, not the newest).
+    both = current_snapshot(spark, table)
+    assert run_result(state, [as_run(w2), as_run(w3)])[table] == {
+        "status": "committed",
+        "applied": [as_run(w2)[1], as_run(w3)[1]],
+        "version": both,
+        "seconds": entry["seconds"],
+    }
+    first_snapshot = run_result(state, [as_run(w1)])[table]["version"]
+    assert first_snapshot not in (None, both)
 
     # A re-extracted window (a retry rewrites its manifest) and an older backfill change nothing.
     write_window(staging, WindowSpec("dbo_orders", 0x100, end1, first))
     assert apply.poll() == 0
+    again_w1 = run_result(published(staging), [as_run(w1)])[table]
+    assert again_w1 == {"status": "committed", "applied": [], "version": first_snapshot, "seconds": None}
     old = ChangeLog(0x50)
     write_window(
         staging,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.window.lsn_ranges import LsnRange, add_range
+from airflow_provider_sqlserver_cdc.window.manifest import REPAIR
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -34,6 +35,8 @@ def ranges_after(applied: Mapping[str, list[LsnRange]], windows: Iterable[Window
     """
     after = {ci: list(ranges) for ci, ranges in applied.items()}
     for window in windows:
+        if window.manifest.kind == REPAIR:  # a repair re-copies rows; it applies no range of the change log
+            continue
         ci = window.manifest.capture_instance
         after[ci] = add_range(after.get(ci, []), *window.manifest.lsn_range)
     return after

@@ -45,6 +45,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.targets.postgres_sql import (
     create_deleted_keys_sql,
     create_stage_sql,
     create_table_sql,
+    last_apply_transaction_sql,
     postgres_type,
     quote,
     quote_table,
@@ -114,6 +115,15 @@ class PostgresTarget(MergeTarget):
         """Say whether ``schema.table`` exists."""
         with self._connect() as conn:
             return bool(conn.query("SELECT to_regclass(?) IS NOT NULL", [quote_table(table)])[0][0])
+
+    def version(self, table: str) -> str | None:
+        """Return the id of the transaction that last applied windows to ``table`` (None before the first)."""
+        schema, _ = split_table(table)
+        with self._connect() as conn:
+            if not conn.query("SELECT to_regclass(?) IS NOT NULL", [applied_ranges_table(schema)])[0][0]:
+                return None
+            rows = conn.query(last_apply_transaction_sql(schema), [table])
+        return str(rows[0][0]) if rows else None
 
     def applied_ranges(self, table: str) -> AppliedRanges:
         """Return the applied LSN ranges the schema's bookkeeping table holds for ``table``."""

@@ -361,3 +361,15 @@ def upsert_applied_ranges_sql(schema: str) -> str:
         "applied_lsn_ranges = excluded.applied_lsn_ranges, max_applied_lsn = excluded.max_applied_lsn, "
         "updated_at = now()"
     )
+
+
+def last_apply_transaction_sql(schema: str) -> str:
+    """Return the query of the transaction id (``xmin``) that last wrote a target table's bookkeeping rows.
+
+    The apply transaction upserts them with the table's data: its id is the asset events' marker
+    (``assets.py``); the rows it wrote in the table have the same ``xmin``. One parameter: the table.
+    """
+    return (
+        f"SELECT xmin::text FROM {applied_ranges_table(schema)} WHERE target_table = ? "
+        "ORDER BY updated_at DESC LIMIT 1"
+    )
