@@ -11,6 +11,7 @@ past) and when the capture job runs, as the batch-mode proof does.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
