@@ -25,6 +25,45 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
 from airflow_provider_sqlserver_cdc.triggers.applied_windows import AppliedWindowsTrigger
 
 LSN = "0x{:020X}".format
+
+
+def write_empty_window(staging: Path, source: dict[str, str], **extra: Any) -> Path:
+    """Write the manifest of an empty ``dbo_orders`` window 0x101..0x200 (one int key ``id``); return its directory."""
+    window_dir = staging / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
+    window_dir.mkdir(parents=True)
+    manifest = {
+        "format_version": 1,
+        "kind": "changes",
+        "capture_instance": "dbo_orders",
+        "source": source,
+        "from_lsn": LSN(0x101),
+        "to_lsn": LSN(0x200),
+        "from_time": None,
+        "to_time": None,
+        "mode": "interval",
+        "row_filter_option": "all update old",
+        "key_columns": ["id"],
+        "columns": [
+            {
+                "name": "id",
+                "ordinal": 1,
+                "sql_type": "int",
+                "max_length": 4,
+                "precision": 10,
+                "scale": 0,
+                "nullable": False,
+                "arrow_type": "int32",
+            }
+        ],
+        "files": [],
+        "row_count": 0,
+        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
+        **extra,
+    }
+    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    return window_dir
+
+
 WINDOW = RunWindow("dbo_orders", 0x101, 0x200, f"dbo_orders {LSN(0x101)}_{LSN(0x200)}")
 
 
@@ -120,40 +159,11 @@ def test_a_timeout_says_whether_the_application_is_down_or_behind(tmp_path: Path
 def test_the_operator_defers_and_fails_loudly_on_a_timeout(tmp_path: Path) -> None:
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
-    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
-    window_dir.mkdir(parents=True)
-    manifest = {
-        "format_version": 1,
-        "kind": "changes",
-        "capture_instance": "dbo_orders",
-        "source": {"server": "s", "database": "d", "schema": "dbo", "table": "orders"},
-        "from_lsn": LSN(0x101),
-        "to_lsn": LSN(0x200),
-        "from_time": None,
-        "to_time": None,
-        "mode": "interval",
-        "row_filter_option": "all update old",
-        "key_columns": ["id"],
-        "columns": [
-            {
-                "name": "id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
-        "files": [],
-        "row_count": 0,
-        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
-    }
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    source = {"server": "s", "database": "d", "schema": "dbo", "table": "orders"}
+    window_dir = write_empty_window(tmp_path, source)
     window = ChangeWindow(
         "dbo_orders",
-        manifest["source"],
+        source,
         "changes",
         "interval",
         LSN(0x101),
@@ -204,40 +214,10 @@ def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_p
     from airflow_provider_sqlserver_cdc.assets import target_asset
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
-    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
-    window_dir.mkdir(parents=True)
     created = "2026-11-28T15:00:01+00:00"
     source = {"server": "db1:1433", "database": "shop", "schema": "dbo", "table": "orders"}
-    manifest = {
-        "format_version": 1,
-        "kind": "changes",
-        "capture_instance": "dbo_orders",
-        "source": source,
-        "from_lsn": LSN(0x101),
-        "to_lsn": LSN(0x200),
-        "from_time": None,
-        "to_time": None,
-        "mode": "interval",
-        "row_filter_option": "all update old",
-        "key_columns": ["id"],
-        "columns": [
-            {
-                "name": "id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
-        "files": [],
-        "row_count": 0,  # its Parquet files are not needed here: the rows come from the extract's XCom
-        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
-        "created_at": created,
-    }
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    # its Parquet files are not needed here: the rows come from the extract's XCom
+    window_dir = write_empty_window(tmp_path, source, created_at=created)
     window = ChangeWindow(
         "dbo_orders",
         source,
@@ -327,8 +307,10 @@ def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_p
     ]
 
     # The interval re-run: the window re-extracted (a new manifest), already held: same snapshot, no metrics.
-    manifest["created_at"] = "2026-11-28T16:00:00+00:00"
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    manifest_path = window_dir / "_manifest.json"
+    manifest_path.write_text(
+        json.dumps({**json.loads(manifest_path.read_text()), "created_at": "2026-11-28T16:00:00+00:00"})
+    )
     extra, recorded = complete()
     assert extra["snapshot_id"] == "111" and not extra["lsn_ranges"][0]["applied_now"]
     assert recorded == []
