@@ -87,6 +87,30 @@ def bench_server(odbc_string: str | None) -> Iterator[BenchServer]:
         simulator.stop()
 
 
+def create_cdc_database(host: str, port: int, database: str) -> tuple[Any, Any]:
+    """
+    Create ``database`` with snapshot isolation allowed and CDC enabled; return an autocommit pyodbc
+    connection and a cursor on it, in that database.
+    """
+    import pyodbc
+
+    conn = pyodbc.connect(odbc(host, port), autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {database}")
+    cur.execute(f"ALTER DATABASE {database} SET ALLOW_SNAPSHOT_ISOLATION ON")
+    cur.execute(f"USE {database}")
+    cur.execute("EXEC sys.sp_cdc_enable_db")
+    return conn, cur
+
+
+def create_cdc_table(cursor: Any, table: str) -> None:
+    """Create ``dbo.<table>`` with the 10 benchmark columns (:data:`COLUMNS`) and enable CDC on it."""
+    cursor.execute(f"CREATE TABLE dbo.{table} ({COLUMNS})")
+    cursor.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = ?, @role_name = NULL", table
+    )
+
+
 def bench_row(i: int) -> tuple:
     """Row ``i`` of a benchmark table, one value per column of :data:`COLUMNS`."""
     return (
