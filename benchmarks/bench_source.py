@@ -10,6 +10,7 @@ so that its CPU time and peak RSS belong to that reader alone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import decimal
 import json
@@ -20,7 +21,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks.odbc_connection import odbc_connection_string
@@ -52,6 +53,62 @@ def start_simulator(*options: str) -> SimulatorProcess:
 def odbc(host: str, port: int, database: str | None = None) -> str:
     """The pyodbc + FreeTDS connection string of the simulator (as ``sa``)."""
     return odbc_connection_string(host=host, port=port, database=database, user="sa", password=PASSWORD)
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchServer:
+    """The server a benchmark reads: a fresh simulator, or the one ``--odbc`` names."""
+
+    #: the pyodbc connection string (of the server's default database).
+    connection_string: str
+    #: the simulator's process id (its CPU seconds are read), ``None`` for ``--odbc``.
+    pid: int | None
+    #: the connection string of another database on the same server.
+    database: Callable[[str], str]
+
+
+@contextlib.contextmanager
+def bench_server(odbc_string: str | None) -> Iterator[BenchServer]:
+    """
+    The server of a benchmark run: ``odbc_string`` (``--odbc``) as it is, or else a simulator
+    started for the block and stopped at its end.
+    """
+    if odbc_string:
+        yield BenchServer(odbc_string, None, lambda name: f"{odbc_string};DATABASE={name};")
+        return
+    simulator = start_simulator()
+    try:
+        yield BenchServer(
+            odbc(simulator.host, simulator.port),
+            simulator.pid,
+            lambda name: odbc(simulator.host, simulator.port, name),
+        )
+    finally:
+        simulator.stop()
+
+
+def create_cdc_database(host: str, port: int, database: str) -> tuple[Any, Any]:
+    """
+    Create ``database`` with snapshot isolation allowed and CDC enabled; return an autocommit pyodbc
+    connection and a cursor on it, in that database.
+    """
+    import pyodbc
+
+    conn = pyodbc.connect(odbc(host, port), autocommit=True)
+    cur = conn.cursor()
+    cur.execute(f"CREATE DATABASE {database}")
+    cur.execute(f"ALTER DATABASE {database} SET ALLOW_SNAPSHOT_ISOLATION ON")
+    cur.execute(f"USE {database}")
+    cur.execute("EXEC sys.sp_cdc_enable_db")
+    return conn, cur
+
+
+def create_cdc_table(cursor: Any, table: str) -> None:
+    """Create ``dbo.<table>`` with the 10 benchmark columns (:data:`COLUMNS`) and enable CDC on it."""
+    cursor.execute(f"CREATE TABLE dbo.{table} ({COLUMNS})")
+    cursor.execute(
+        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = ?, @role_name = NULL", table
+    )
 
 
 def bench_row(i: int) -> tuple:

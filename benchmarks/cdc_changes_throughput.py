@@ -22,7 +22,7 @@ import sys
 import time
 
 import pyodbc
-from bench_source import count_rows, odbc, process_cpu_seconds, start_simulator
+from bench_source import bench_server, count_rows, process_cpu_seconds
 
 TABLE = """CREATE TABLE dbo.bench (
     id bigint NOT NULL PRIMARY KEY,
@@ -102,15 +102,8 @@ def main() -> int:
     parser.add_argument("--odbc", help="run against this ODBC connection string instead of a fresh simulator")
     args = parser.parse_args()
 
-    simulator = None
-    if args.odbc:
-        connection_string, pid = args.odbc, None
-    else:
-        simulator = start_simulator()
-        connection_string = odbc(simulator.host, simulator.port)
-        pid = simulator.pid
-    try:
-        conn = pyodbc.connect(connection_string, autocommit=True)
+    with bench_server(args.odbc) as server:
+        conn = pyodbc.connect(server.connection_string, autocommit=True)
         load_s = load(conn, args.rows)
         capture_s = capture(conn)
         cursor = conn.cursor()
@@ -141,7 +134,7 @@ def main() -> int:
                 (low, high, "all"),
             ),
         ):
-            rows, seconds, cpu, client_cpu = stream(conn, sql, params, pid)
+            rows, seconds, cpu, client_cpu = stream(conn, sql, params, server.pid)
             results[label] = rows / seconds
             cpu_text = (
                 "" if cpu is None else f", server CPU {cpu:.1f} s"
@@ -161,9 +154,6 @@ def main() -> int:
         target = results["fn_cdc_get_all_changes (all)"] >= 100_000
         print(f"target >= 100,000 rows/s: {'met' if target else 'NOT met'}", flush=True)
         conn.close()
-    finally:
-        if simulator is not None:
-            simulator.stop()
     return 0
 
 

@@ -23,7 +23,7 @@ import sys
 import time
 
 import pyodbc
-from bench_source import count_rows, odbc, process_cpu_seconds, start_simulator
+from bench_source import bench_server, count_rows, process_cpu_seconds
 from cdc_changes_throughput import load
 
 from airflow_provider_sqlserver_cdc import tsql
@@ -78,14 +78,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000, help="changed keys (default 100,000)")
     parser.add_argument("--odbc", help="run against this ODBC connection string instead of a fresh simulator")
     args = parser.parse_args()
-    simulator = None
-    if args.odbc:
-        connection_string, pid = args.odbc, None
-    else:
-        simulator = start_simulator()
-        connection_string, pid = odbc(simulator.host, simulator.port), simulator.pid
-    try:
-        conn = pyodbc.connect(connection_string, autocommit=True)
+    with bench_server(args.odbc) as server:
+        conn = pyodbc.connect(server.connection_string, autocommit=True)
         prepare_s = prepare(conn, args.rows)
         cursor = conn.cursor()
         low = cursor.execute("SELECT sys.fn_cdc_get_min_lsn(N'dbo_bench')").fetchone()[0]
@@ -94,11 +88,7 @@ def main() -> int:
         print(f"{args.rows:,} keys inserted and updated once, captured, in {prepare_s:.1f} s", flush=True)
         print(f"load average before streaming: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
         cdc = [(tsql.all_changes_query("dbo_bench", COLUMNS), (low, high, "all update old"))]
-        ct_string = (
-            args.odbc + ";DATABASE=cdc_bench;"
-            if args.odbc
-            else odbc(simulator.host, simulator.port, "cdc_bench")
-        )
+        ct_string = server.database("cdc_bench")
         ct_conn = pyodbc.connect(ct_string, autocommit=True)
         ct_conn.cursor().execute(tsql.SET_SNAPSHOT_ISOLATION).close()
         ct_conn.autocommit = False
@@ -110,7 +100,7 @@ def main() -> int:
             ("CDC all changes", conn, cdc),
             ("CT CHANGETABLE join", ct_conn, ct),
         ):
-            rows, seconds, cpu = stream(connection, statements, pid)
+            rows, seconds, cpu = stream(connection, statements, server.pid)
             cpu_text = "" if cpu is None else f", server CPU {cpu:.1f} s"
             print(
                 f"{label:22s} {rows:>9,} rows in {seconds:6.2f} s = {rows / seconds:>9,.0f} rows/s, "
@@ -120,9 +110,6 @@ def main() -> int:
         ct_conn.rollback()
         ct_conn.close()
         conn.close()
-    finally:
-        if simulator is not None:
-            simulator.stop()
     return 0
 
 

@@ -37,6 +37,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -197,6 +198,46 @@ def change_positions(
     return all_ids[order], all_ops[order], all_start[order], all_seq[order]
 
 
+def interleaved_changes(
+    updated: np.ndarray,
+    inserted: np.ndarray,
+    deleted: np.ndarray,
+    first_lsn: int,
+    rng: np.random.Generator,
+    *,
+    version: int,
+    commit_offsets: Callable[[np.ndarray], np.ndarray],
+    per_transaction: int = CHANGES_PER_TRANSACTION,
+) -> pa.Table:
+    """The change rows of updates, inserts and deletes of these keys in random order (:func:`change_positions`).
+
+    As SQL Server sets ``__$update_mask``: every column for inserts and deletes; for updates the
+    columns they changed (name, status, amount, updated_at: ordinals 3-6), never the key.
+
+    :param version: the version of the rows' values (:func:`rows`).
+    :param commit_offsets: each row's ``__$commit_time`` after 2026-01-02 00:00, from its start LSNs.
+    """
+    # Interleave kinds: one change number per logical change, in random order.
+    counts = [len(updated), len(inserted), len(deleted)]
+    kinds = rng.permutation(np.repeat(np.array([4, 2, 1], dtype=np.int32), counts))
+    ids = np.empty(len(kinds), dtype=np.int64)
+    ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
+    all_ids, all_ops, all_start, all_seq = change_positions(ids, kinds, first_lsn, per_transaction)
+    return pa.table(
+        {
+            "__$start_lsn": lsn_bytes(all_start),
+            "__$seqval": lsn_bytes(all_seq),
+            "__$operation": pa.array(all_ops, pa.int32()),
+            "__$update_mask": pa.array(np.where(all_ops >= 3, b"\x3c", b"\x3f"), pa.binary()),
+            "__$commit_time": pa.array(
+                np.datetime64("2026-01-02T00:00:00") + commit_offsets(all_start),
+                pa.timestamp("us", tz="UTC"),
+            ),
+            **rows(all_ids, version, rng),
+        }
+    )
+
+
 def change_table(
     size: int, changes: int, rng: np.random.Generator, keys: str = "uniform"
 ) -> tuple[pa.Table, dict[str, int]]:
@@ -211,26 +252,15 @@ def change_table(
     existing = first + rng.permutation(size - first)[: updates + deletes] + 1
     updated, deleted = existing[:updates], existing[updates:]
     inserted = np.arange(size + 1, size + inserts + 1)
-    # Interleave kinds: one change number per logical change, in random order.
-    kinds = rng.permutation(np.repeat(np.array([4, 2, 1], dtype=np.int32), [updates, inserts, deletes]))
-    ids = np.empty(changes, dtype=np.int64)
-    ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
-    all_ids, all_ops, all_start, all_seq = change_positions(ids, kinds, SNAPSHOT_LSN + 0x10)
-    values = rows(all_ids, 2, rng)
-    table = pa.table(
-        {
-            "__$start_lsn": lsn_bytes(all_start),
-            "__$seqval": lsn_bytes(all_seq),
-            "__$operation": pa.array(all_ops, pa.int32()),
-            # As SQL Server sets it: every column for inserts and deletes; for updates the columns
-            # they changed (name, status, amount, updated_at: ordinals 3-6), never the key.
-            "__$update_mask": pa.array(np.where(all_ops >= 3, b"\x3c", b"\x3f"), pa.binary()),
-            "__$commit_time": pa.array(
-                np.datetime64("2026-01-02T00:00:00") + (all_start - SNAPSHOT_LSN).astype("timedelta64[ms]"),
-                pa.timestamp("us", tz="UTC"),
-            ),
-            **values,
-        }
+    table = interleaved_changes(
+        updated,
+        inserted,
+        deleted,
+        SNAPSHOT_LSN + 0x10,
+        rng,
+        version=2,
+        # The commit times follow the LSNs, a millisecond each.
+        commit_offsets=lambda starts: (starts - SNAPSHOT_LSN).astype("timedelta64[ms]"),
     )
     return table, {"updates": updates, "inserts": inserts, "deletes": deletes, "rows": table.num_rows}
 

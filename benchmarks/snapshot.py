@@ -25,27 +25,26 @@ import sys
 import tempfile
 import time
 
-from bench_source import COLUMNS, count_rows, insert_rows, measured, odbc, run_child, start_simulator
+from bench_source import (
+    count_rows,
+    create_cdc_database,
+    create_cdc_table,
+    insert_rows,
+    measured,
+    odbc,
+    run_child,
+    start_simulator,
+)
 
 DATABASE = "snap_bench"
 
 
 def load(host: str, port: int, tables: dict[str, int]) -> None:
     """Create the tables with CDC enabled and fill them."""
-    import pyodbc
-
-    conn = pyodbc.connect(odbc(host, port), autocommit=True)
-    cur = conn.cursor()
-    cur.execute(f"CREATE DATABASE {DATABASE}")
-    cur.execute(f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON")
-    cur.execute(f"USE {DATABASE}")
-    cur.execute("EXEC sys.sp_cdc_enable_db")
+    conn, cur = create_cdc_database(host, port, DATABASE)
     started = time.monotonic()
     for table, rows in tables.items():
-        cur.execute(f"CREATE TABLE dbo.{table} ({COLUMNS})")
-        cur.execute(
-            "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = ?, @role_name = NULL", table
-        )
+        create_cdc_table(cur, table)
         insert_rows(cur, table, 0, rows)
         print(f"  loaded dbo.{table}: {rows} rows ({time.monotonic() - started:.0f} s)", flush=True)
     conn.close()

@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-from merge import COLUMNS, change_positions, lsn_bytes, rows, snapshot_table, spark_session, write_window
+from merge import COLUMNS, interleaved_changes, last_start_lsn, snapshot_table, spark_session, write_window
 
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings
 from airflow_provider_sqlserver_cdc.spark.maintenance.job import maintain_table
@@ -76,26 +75,18 @@ def change_window(
 ) -> tuple[str, int]:
     """Write window ``number`` starting at ``first_lsn``; return its manifest and last LSN."""
     updated, inserted, deleted = keys.draw(changes, rng)
-    kinds = rng.permutation(
-        np.repeat(np.array([4, 2, 1], dtype=np.int32), [len(updated), len(inserted), len(deleted)])
+    table = interleaved_changes(
+        updated,
+        inserted,
+        deleted,
+        first_lsn,
+        rng,
+        version=number + 2,
+        per_transaction=CHANGES_PER_TRANSACTION,
+        # The whole window commits in minute ``number`` of the day.
+        commit_offsets=lambda starts: np.full(len(starts), number, dtype="timedelta64[m]"),
     )
-    ids = np.empty(len(kinds), dtype=np.int64)
-    ids[kinds == 4], ids[kinds == 2], ids[kinds == 1] = updated, inserted, deleted
-    all_ids, all_ops, all_start, all_seq = change_positions(ids, kinds, first_lsn, CHANGES_PER_TRANSACTION)
-    table = pa.table(
-        {
-            "__$start_lsn": lsn_bytes(all_start),
-            "__$seqval": lsn_bytes(all_seq),
-            "__$operation": pa.array(all_ops, pa.int32()),
-            "__$update_mask": pa.array(np.where(all_ops >= 3, b"\x3c", b"\x3f"), pa.binary()),
-            "__$commit_time": pa.array(
-                np.datetime64("2026-01-02T00:00:00") + np.full(len(all_ids), number, dtype="timedelta64[m]"),
-                pa.timestamp("us", tz="UTC"),
-            ),
-            **rows(all_ids, number + 2, rng),
-        }
-    )
-    last = int(all_start.max())
+    last = last_start_lsn(table)
     return write_window(base, "changes", first_lsn, last, table), last
 
 

@@ -292,14 +292,8 @@ def start_apply_application(settings: Any, env: dict[str, str]) -> Any:
     """Start the continuous apply application on the demo's staging path; wait until it holds the path's lock."""
     from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
 
-    app = ApplyApplication.start(
-        settings.staging_path,
-        settings.merge.namespace,
-        dict(settings.spark.conf),
-        settings.spark.jars,
-        log_path=DEMO_DIR / "logs" / "continuous-apply.log",
-        env=env,
-        poll_seconds=2.0,
+    app = ApplyApplication.for_settings(
+        settings, log_path=DEMO_DIR / "logs" / "continuous-apply.log", env=env
     )
     log("starting the continuous apply application (Spark, log in .demo/logs/continuous-apply.log)")
     try:

@@ -1,14 +1,18 @@
-"""Extract ``dbo_orders`` of connection ``sim`` (the simulator) for a data interval, by the library itself."""
+"""Extract ``dbo_orders`` of connection ``sim`` (the simulator) for a data interval, by the library itself;
+the ``shop`` database those tests start from."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
-from server_clock import utc
+import pytest
+from server_clock import ZONE, local, utc
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
+from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 def extract(tmp_path: Path, start: dt.datetime | None = None, end: dt.datetime | None = None, **options):
@@ -30,3 +34,15 @@ def extract(tmp_path: Path, start: dt.datetime | None = None, end: dt.datetime |
         )
     finally:
         hook.close()
+
+
+def orders_source(simulator: Any, monkeypatch: pytest.MonkeyPatch) -> ClockedCdcDatabase:
+    """
+    Database ``shop`` on the server clock from 09:00 with ``dbo.orders (order_id, note)`` captured,
+    snapshot isolation allowed at 09:01, and connection ``sim`` pointing at it.
+    """
+    monkeypatch.setenv("AIRFLOW_CONN_SIM", simulator.airflow_connection("shop"))
+    tables = {"orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
+    db = ClockedCdcDatabase(simulator, "shop", tables, time_zone=ZONE, start=local(9, 0))
+    db.commit_at(local(9, 1), ("ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON",))
+    return db

@@ -7,8 +7,8 @@ import itertools
 import json
 
 import pytest
+from variable_store import in_memory_variables
 
-from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.state import (
     Watermark,
@@ -20,19 +20,9 @@ from airflow_provider_sqlserver_cdc.state import (
 KEY = "sqlserver_cdc__src__shop__dbo_orders"
 
 
-class Variables(dict):
-    def get(self, key, default=None):
-        return super().get(key, default)
-
-    def set(self, key, value):
-        self[key] = value
-
-
 @pytest.fixture
 def variables(monkeypatch):
-    store = Variables()
-    monkeypatch.setattr(state, "_variable", lambda: store)
-    return store
+    return in_memory_variables(monkeypatch)
 
 
 def test_mirror_stores_the_ranges_and_their_applied_through_lsn(variables):

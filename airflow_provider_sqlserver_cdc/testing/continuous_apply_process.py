@@ -99,6 +99,21 @@ class ApplyApplication:
         )
         return cls(process, log_path, log)
 
+    @classmethod
+    def for_settings(
+        cls, settings: Any, *, log_path: Path, env: Mapping[str, str], **options: Any
+    ) -> ApplyApplication:
+        """:meth:`start` on a DAG's ``ReplicationSettings``: its staging path, namespace, Spark conf and jars."""
+        return cls.start(
+            settings.staging_path,
+            settings.merge.namespace,
+            dict(settings.spark.conf),
+            settings.spark.jars,
+            log_path=log_path,
+            env=env,
+            **options,
+        )
+
     def log_text(self) -> str:
         """Return what the application logged so far."""
         return self.log_path.read_text(errors="replace")

@@ -24,6 +24,7 @@ from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     OffsetDateTime,
     TableComparison,
     TimeOfDay,
+    compare_each_source,
     compare_rows,
     expected_target_type,
     read_source_rows,
@@ -165,13 +166,11 @@ def compare_postgres_tables(
     :param schema: the targets' schema (the merge job's ``--namespace``).
     :param template: the merge job's ``--table-name-template``.
     """
-    comparisons = []
-    for name in capture_instances:
-        instance = hook.get_capture_instance(name)
-        table = target_table_name(instance, schema, template)
-        conn = hook.new_connection()
-        try:
-            comparisons.append(compare_postgres_table(pg_conn, conn, instance, table))
-        finally:
-            conn.close()
-    return comparisons
+    return compare_each_source(
+        hook,
+        capture_instances,
+        hook.get_capture_instance,
+        lambda conn, instance: compare_postgres_table(
+            pg_conn, conn, instance, target_table_name(instance, schema, template)
+        ),
+    )

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     TableComparison,
+    compare_each_source,
     compare_table,
     target_table_name,
 )
 
 if TYPE_CHECKING:
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
+    from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 
@@ -47,16 +50,34 @@ def compare_replicated_tables(
         dropped or retyped on the source) is a difference; False for instances created with a
         ``@captured_column_list`` on purpose.
     """
-    comparisons = []
-    for name in capture_instances:
-        instance = hook.get_capture_instance(name)
+
+    def compare(conn: Any, instance: CaptureInstance) -> TableComparison:
         table = target_table_name(instance, namespace, table_name_template)
         if spark.catalog.tableExists(table):
             spark.catalog.refreshTable(table)
-        conn = hook.new_connection()
-        try:
-            source_columns = hook.get_source_columns(instance.name) if every_source_column else None
-            comparisons.append(compare_table(spark, conn, instance, table, source_columns))
-        finally:
-            conn.close()
-    return comparisons
+        source_columns = hook.get_source_columns(instance.name) if every_source_column else None
+        return compare_table(spark, conn, instance, table, source_columns)
+
+    return compare_each_source(hook, capture_instances, hook.get_capture_instance, compare)
+
+
+def compare_tracked_tables(
+    spark: Any,
+    hook: ChangeTrackingHook,
+    tables: Iterable[str],
+    namespace: str,
+    table_name_template: str = "{schema}_{table}",
+) -> list[TableComparison]:
+    """
+    Compare each Change Tracking table (``schema.table``) with its Iceberg target, in order: every
+    column the table has now (a tracked table is described as it is), each target read afresh.
+
+    :param hook: the Change Tracking hook of the source database.
+    """
+
+    def compare(conn: Any, instance: CaptureInstance) -> TableComparison:
+        table = target_table_name(instance, namespace, table_name_template)
+        spark.catalog.refreshTable(table)
+        return compare_table(spark, conn, instance, table)
+
+    return compare_each_source(hook, tables, hook.get_tracked_table, compare)

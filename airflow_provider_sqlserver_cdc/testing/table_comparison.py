@@ -451,6 +451,29 @@ def source_schema_differences(
     return differences
 
 
+def compare_each_source(
+    hook: Any,
+    names: Iterable[str],
+    describe: Callable[[str], CaptureInstance],
+    compare: Callable[[Any, CaptureInstance], TableComparison],
+) -> list[TableComparison]:
+    """
+    ``compare(conn, instance)`` for each name, in order, each source read on a new connection of its own.
+
+    :param hook: the source's hook (its ``new_connection``).
+    :param describe: the name's :class:`CaptureInstance` (a capture instance, or a tracked table).
+    """
+    comparisons = []
+    for name in names:
+        instance = describe(name)
+        conn = hook.new_connection()
+        try:
+            comparisons.append(compare(conn, instance))
+        finally:
+            conn.close()
+    return comparisons
+
+
 def compare_table(
     spark: Any,
     conn: Any,

@@ -8,6 +8,8 @@ message texts from SQL Server's error catalog (``sys.messages``).
 from __future__ import annotations
 
 
+# One function per SQL Server message, on purpose: each mirrors one catalogue entry (number, severity,
+# state, text) that a client may match, so these same-shape blocks stay one by one (issue 34 item 6).
 class SqlError(Exception):
     """An error with SQL Server's number, severity (class), state and message text."""
 

@@ -173,6 +173,21 @@ class ExtensionRegistry:
         """Register a computed table/view, e.g. ``sys.dm_cdc_log_scan_sessions`` or ``msdb.dbo.cdc_jobs``."""
         self.views[_key(name)] = fn
 
+    def functions_and_views(
+        self,
+        scalar_functions: dict[str, tuple[ScalarFn, Any]],
+        table_function_prefixes: dict[str, TableFn],
+        views: dict[str, ViewFn],
+    ) -> None:
+        """Register a feature's tables of scalar functions (name: (fn, returns)), table-valued function
+        prefixes and views, as :meth:`scalar_function`, :meth:`table_function_prefix` and :meth:`view`."""
+        for name, (fn, returns) in scalar_functions.items():
+            self.scalar_function(name, fn, returns)
+        for prefix, table_fn in table_function_prefixes.items():
+            self.table_function_prefix(prefix, table_fn)
+        for name, view in views.items():
+            self.view(name, view)
+
     def state_hook(self, name: str, dump: Callable[[Any], Any], load: Callable[[Any, Any], None]) -> None:
         """Persist per-database extension state in the data directory's snapshot."""
         self.state_hooks[name] = (dump, load)

@@ -123,6 +123,13 @@ class PipelineHarness:
         now = dt.datetime.now(dt.UTC)
         self.first_interval = (now - dt.timedelta(hours=hours_ago)).replace(second=0, microsecond=0)
 
+    def start_with_sample_source(self, hours_ago: float, workload: Any, initial_rows: int) -> Any:
+        """:meth:`start_intervals`, then create the sample source half a minute before interval 0
+        (:func:`create_sample_source`); return its connection for the workload."""
+        self.start_intervals(hours_ago)
+        self.set_server_time(self.interval_start(0) - dt.timedelta(seconds=30))
+        return create_sample_source(self, workload, initial_rows)
+
     def interval_start(self, k: int) -> dt.datetime:
         """The start of interval ``k`` (UTC); interval ``k`` ends where ``k + 1`` starts."""
         assert self.first_interval is not None, "call start_intervals() first"

@@ -22,21 +22,21 @@ including the added and widened columns. Real pieces only (see cdc_pipeline_harn
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_pipeline_harness import NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook, version_lsn
-from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
+from airflow_provider_sqlserver_cdc.testing.replication_check import (
+    compare_replicated_tables,
+    compare_tracked_tables,
+)
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     TableComparison,
-    compare_table,
     describe_all,
-    target_table_name,
 )
 from sqlserver_cdc_simulator.workload import Workload
 
@@ -52,17 +52,8 @@ def compare_targets(harness: PipelineHarness, spark: Any) -> list[TableCompariso
     """Compare the CDC table through its capture instance and each CT table with every column it has now."""
     hook = ChangeTrackingHook(harness.conn_id)
     try:
-        comparisons = compare_replicated_tables(spark, hook, ["dbo_customers"], NAMESPACE)
-        for name in TRACKED:
-            instance = hook.get_tracked_table(name)
-            table = target_table_name(instance, NAMESPACE)
-            spark.catalog.refreshTable(table)
-            conn = hook.new_connection()
-            try:
-                comparisons.append(compare_table(spark, conn, instance, table))
-            finally:
-                conn.close()
-        return comparisons
+        cdc = compare_replicated_tables(spark, hook, ["dbo_customers"], NAMESPACE)
+        return cdc + compare_tracked_tables(spark, hook, TRACKED, NAMESPACE)
     finally:
         hook.close()
 
@@ -75,11 +66,9 @@ def test_change_tracking_tables_follow_their_sources_through_the_example_dag(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    harness.start_intervals(hours_ago=2)
-    start = harness.interval_start
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     workload = Workload(seed=SEED)
-    conn = create_sample_source(harness, workload, initial_rows=20)
+    conn = harness.start_with_sample_source(hours_ago=2, workload=workload, initial_rows=20)
+    start = harness.interval_start
     admin = harness.connect()
     admin.execute(f"ALTER DATABASE [{harness.database}] SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 2 DAYS)")
     for table in TRACKED:

@@ -20,19 +20,12 @@ from cdc_pipeline_harness import NAMESPACE, WATERMARK_DAG, PipelineHarness
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ONLY_PRICED = {f"AIRFLOW_VAR_{WATERMARK_DAG.upper()}__TABLES": json.dumps(["dbo_priced"])}
 COMPUTED = ("total", "total_kept", "label", "doubled")
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
 
 
 def test_computed_columns_are_absent_from_the_target_never_null(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_pipeline_harness import NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar, iceberg_spark_conf
@@ -52,11 +52,9 @@ def test_continuous_mode_applies_every_run_and_replays_change_nothing(
 ) -> None:
     harness = pipeline_harness
     began = dt.datetime.now(dt.UTC)
-    harness.start_intervals(hours_ago=3)
-    start = harness.interval_start
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     workload = Workload(seed=20261128)
-    conn = create_sample_source(harness, workload, 20)
+    conn = harness.start_with_sample_source(hours_ago=3, workload=workload, initial_rows=20)
+    start = harness.interval_start
     conf = {**iceberg_spark_conf(harness.warehouse), "spark.sql.shuffle.partitions": "2"}
     app = ApplyApplication.start(
         str(harness.staging),

@@ -34,7 +34,6 @@ the bookkeeping never let an older window in alone.)
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import random
 import signal
@@ -46,7 +45,7 @@ from typing import Any
 
 import psutil
 import pytest
-from cdc_pipeline_harness import RUNNER, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import RUNNER, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.pipeline.table_list import tables_variable_key
@@ -218,10 +217,8 @@ def test_example_dag_replicates_into_postgresql_through_a_kill_a_heal_and_a_back
             f"AIRFLOW_VAR_{tables_variable_key('sqlserver_cdc_to_iceberg').upper()}": json.dumps(TABLES),
         }
     )
-    harness.start_intervals(hours_ago=2)
+    conn = harness.start_with_sample_source(hours_ago=2, workload=Workload(seed=SEED), initial_rows=30)
     start = harness.interval_start
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))  # the source exists before interval 0
-    conn = create_sample_source(harness, Workload(seed=SEED), 30)
     workload = Workload(seed=SEED, tables=[t for t in SAMPLE_TABLES if t.capture_instance in TABLES], mix=MIX)
     rng = random.Random(SEED)
     outputs = []

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
@@ -123,7 +123,9 @@ def test_production_corners_through_the_example_dag(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    harness.start_intervals(hours_ago=2)
+    conn = harness.start_with_sample_source(
+        hours_ago=2, workload=Workload(seed=SEED), initial_rows=INITIAL_ROWS
+    )
     start = harness.interval_start
     zone = harness.simulator.clock.zone
 
@@ -133,8 +135,6 @@ def test_production_corners_through_the_example_dag(
     def run(k: int, **kwargs):
         return harness.run(start(k), env=TABLES_VARIABLE, **kwargs)
 
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
-    conn = create_sample_source(harness, Workload(seed=SEED), INITIAL_ROWS)
     orders = Workload(seed=SEED + 1, tables=[table("dbo.orders")])
     customers = Workload(seed=SEED + 2, tables=[table("dbo.customers")])
 

@@ -23,13 +23,12 @@ source.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import threading
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import CAPTURE_INSTANCES, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import CAPTURE_INSTANCES, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from sqlserver_cdc_simulator.workload import Workload
@@ -51,12 +50,9 @@ def test_target_equals_source_through_the_example_dag(
 ) -> None:
     harness = pipeline_harness
     # Minutely intervals three hours in the past (Airflow runs them like any past interval).
-    harness.start_intervals(hours_ago=3)
-    start = harness.interval_start
-
-    harness.set_server_time(start(0) - dt.timedelta(seconds=30))
     workload = Workload(seed=SEED)
-    conn = create_sample_source(harness, workload, INITIAL_ROWS)
+    conn = harness.start_with_sample_source(hours_ago=3, workload=workload, initial_rows=INITIAL_ROWS)
+    start = harness.interval_start
 
     def write_interval(k: int) -> None:
         harness.write_interval(k, workload, conn, TRANSACTIONS_PER_INTERVAL)

@@ -13,13 +13,14 @@ import datetime as dt
 import json
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.testing.replication_check import compare_replicated_tables
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from sqlserver_cdc_simulator.workload import Workload
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -27,14 +28,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ONLY_CUSTOMERS = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(["dbo_customers"])}
 CREATE = {**ONLY_CUSTOMERS, "SQLSERVER_CDC_CREATE_CAPTURE_INSTANCE": "true"}
 OPT_IN = {**CREATE, "SQLSERVER_CDC_DISABLE_OLD_CAPTURE_INSTANCE": "true"}
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
 
 
 def compare(harness: PipelineHarness, spark) -> list:
@@ -60,9 +53,7 @@ def test_add_widen_and_drop_are_followed_through_instance_switches(
     harness = pipeline_harness
     workload = Workload(seed=19)
     # The source is created half a minute before interval 0 (LSN times rise with LSNs, as on a server).
-    harness.start_intervals(hours_ago=1)
-    harness.set_server_time(harness.interval_start(0) - dt.timedelta(seconds=30))
-    conn = create_sample_source(harness, workload, initial_rows=20)
+    conn = harness.start_with_sample_source(hours_ago=1, workload=workload, initial_rows=20)
     spark = request.getfixturevalue("spark_reader")
 
     # interval 0: the first run snapshots the tables and merges the interval

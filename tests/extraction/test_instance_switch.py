@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from server_clock import ZONE, local, utc
-from simulator_extraction import extract
+from server_clock import local, utc
+from simulator_extraction import extract, orders_source
+from variable_store import in_memory_variables
 
-from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.errors import SchemaChangeError
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
     CaptureInstanceLimitError,
@@ -24,27 +24,16 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 
 @pytest.fixture
 def store(monkeypatch) -> dict[str, str]:
-    values: dict[str, str] = {}
-
-    class Variables:
-        get = staticmethod(lambda k, default=None: values.get(k, default))
-        set = staticmethod(values.__setitem__)
-
-    monkeypatch.setattr(state, "_variable", lambda: Variables)
-    return values
+    return in_memory_variables(monkeypatch)
 
 
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch, store):
-    monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
-    tables = {"orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
-    db = ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone=ZONE, start=local(9, 0))
-    db.commit_at(local(9, 1), ("ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON",))
+    db = orders_source(sqlserver_simulator, monkeypatch)
     db.commit_at(local(10, 5), ("INSERT INTO dbo.orders VALUES (1, N'a'), (2, N'b'), (3, N'c')",))
     db.commit_at(local(10, 10), ("ALTER TABLE dbo.orders ADD loyalty int NULL",))
     db.commit_at(

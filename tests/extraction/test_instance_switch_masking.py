@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from server_clock import ZONE, local
-from simulator_extraction import extract
+from server_clock import local
+from simulator_extraction import extract, orders_source
+from variable_store import in_memory_variables
 
-from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, ColumnMaskingError
-from sqlserver_cdc_simulator.clocked_database import ClockedCdcDatabase
 
 SALT = "switch-salt"
 ENABLE_V2 = (
@@ -26,17 +25,8 @@ ENABLE_V2 = (
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
     """``dbo.orders`` gains a column at 10:10; a DBA creates its second instance at 10:20."""
-    values: dict[str, str] = {}
-
-    class Variables:
-        get = staticmethod(lambda k, default=None: values.get(k, default))
-        set = staticmethod(values.__setitem__)
-
-    monkeypatch.setattr(state, "_variable", lambda: Variables)
-    monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
-    tables = {"orders": "order_id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
-    db = ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone=ZONE, start=local(9, 0))
-    db.commit_at(local(9, 1), ("ALTER DATABASE shop SET ALLOW_SNAPSHOT_ISOLATION ON",))
+    in_memory_variables(monkeypatch)
+    db = orders_source(sqlserver_simulator, monkeypatch)
     db.commit_at(local(10, 5), ("INSERT INTO dbo.orders VALUES (1, N'secret-a'), (2, N'secret-b')",))
     db.commit_at(local(10, 10), ("ALTER TABLE dbo.orders ADD loyalty int NULL",))
     db.commit_at(

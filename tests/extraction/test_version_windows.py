@@ -5,10 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
+from change_tracking_source import tracked_database, window_rows
 
 from airflow_provider_sqlserver_cdc.extraction.version_windows import (
     VersionWindow,
@@ -25,44 +24,21 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
-from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
-from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
-from sqlserver_cdc_simulator.connections import mssql_connection_json
 
 CONN = "ct_src"
+# The tracked table and its first rows.
+TABLES = (
+    "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, customer nvarchar(40) NULL, "
+    "amount decimal(12,2) NULL, placed datetime2(7) NULL);"
+    "ALTER TABLE dbo.orders ENABLE CHANGE_TRACKING;"
+    "INSERT INTO dbo.orders VALUES (1, N'ann', 10.50, '2026-01-01 10:00:00.1234567'), (2, N'bob', 20, NULL)"
+)
 
 
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
     """A database ``ctshop`` with change tracking, snapshot isolation and a tracked ``dbo.orders``."""
-    sqlserver_simulator.clock.set(dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC), frozen=True)
-    sqlserver_simulator.execute("CREATE DATABASE ctshop")
-    sqlserver_simulator.execute(
-        "ALTER DATABASE ctshop SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 1 DAYS, AUTO_CLEANUP = ON);"
-        "ALTER DATABASE ctshop SET ALLOW_SNAPSHOT_ISOLATION ON"
-    )
-    sqlserver_simulator.execute(
-        "CREATE TABLE dbo.orders (order_id int NOT NULL PRIMARY KEY, customer nvarchar(40) NULL, "
-        "amount decimal(12,2) NULL, placed datetime2(7) NULL);"
-        "ALTER TABLE dbo.orders ENABLE CHANGE_TRACKING;"
-        "INSERT INTO dbo.orders VALUES (1, N'ann', 10.50, '2026-01-01 10:00:00.1234567'), (2, N'bob', 20, NULL)",
-        "ctshop",
-    )
-    monkeypatch.setenv(
-        connection_variable(CONN),
-        mssql_connection_json(
-            sqlserver_simulator.host, sqlserver_simulator.port, "sa", sqlserver_simulator.password, "ctshop"
-        ),
-    )
-    return sqlserver_simulator
-
-
-def _rows(window_uri: str) -> list[dict]:
-    manifest = WindowManifest.from_json(Path(window_uri, "_manifest.json").read_text())
-    rows = []
-    for f in manifest.files:
-        rows += pq.read_table(f"{window_uri}/{f.path}").to_pylist()
-    return rows
+    return tracked_database(sqlserver_simulator, monkeypatch, CONN, "ctshop", TABLES)
 
 
 def test_version_positions_encode_as_lsns_that_sort_like_versions():
@@ -88,7 +64,7 @@ def test_snapshot_then_change_windows(source, tmp_path):
     hook = ChangeTrackingHook(CONN)
     [snap] = snapshot_tracked_tables(hook, ["dbo.orders"], conn_id=CONN, base_uri=str(tmp_path))
     assert (snap.kind, snap.to_position) == ("snapshot", version_lsn(1).hex)
-    assert sorted(r["order_id"] for r in _rows(snap.window_uri)) == [1, 2]
+    assert sorted(r["order_id"] for r in window_rows(snap.window_uri)) == [1, 2]
     source.execute(
         "UPDATE dbo.orders SET amount = 11 WHERE order_id = 1;"
         "DELETE FROM dbo.orders WHERE order_id = 2;"
@@ -103,7 +79,7 @@ def test_snapshot_then_change_windows(source, tmp_path):
     assert not empty
     m = result.manifest
     assert (m.from_lsn, m.to_lsn) == (version_lsn(2).hex, version_lsn(5).hex)
-    rows = {r["order_id"]: r for r in _rows(result.window_uri)}
+    rows = {r["order_id"]: r for r in window_rows(result.window_uri)}
     assert {k: (r["__$operation"], lsn_version(Lsn(r["__$start_lsn"]))) for k, r in rows.items()} == {
         1: (4, 2),
         2: (1, 3),
@@ -231,7 +207,7 @@ def _positions(window_uri: str) -> list[tuple[int, int, str | None, str | None]]
     """(order_id, version, channel, note) of every row of a window, sorted."""
     return sorted(
         (r["order_id"], lsn_version(Lsn(r["__$start_lsn"])), r.get("channel"), r.get("note"))
-        for r in _rows(window_uri)
+        for r in window_rows(window_uri)
     )
 
 

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import hmac
 import json
-from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
+from change_tracking_source import read_window, tracked_database
 
 from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
 from airflow_provider_sqlserver_cdc.extraction.version_windows import extract_version_windows
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
-from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
-from airflow_provider_sqlserver_cdc.window.manifest import WindowManifest
-from sqlserver_cdc_simulator.connections import mssql_connection_json
 
 CONN = "ct_masked"
+# The tracked table and its first rows.
+TABLES = (
+    "CREATE TABLE dbo.members (member_id int NOT NULL PRIMARY KEY, email nvarchar(80) NULL, "
+    "notes nvarchar(200) NULL, level int NULL);"
+    "ALTER TABLE dbo.members ENABLE CHANGE_TRACKING;"
+    "INSERT INTO dbo.members VALUES (1, N'ann@club.example', N'allergic to cats', 1), "
+    "(2, N'bob@club.example', N'owes fees', 2)"
+)
 SALT = "ct-salt-77"
 MASKING = ColumnMasking(
     {"dbo.members.member_id": "hash", "dbo.members.email": "hash", "dbo.members.notes": "drop"}, salt=SALT
@@ -29,39 +32,11 @@ MASKING = ColumnMasking(
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
     """A database ``ctclub`` with change tracking and a tracked ``dbo.members``."""
-    sqlserver_simulator.clock.set(dt.datetime(2026, 1, 1, 9, 0, tzinfo=dt.UTC), frozen=True)
-    sqlserver_simulator.execute("CREATE DATABASE ctclub")
-    sqlserver_simulator.execute(
-        "ALTER DATABASE ctclub SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 1 DAYS, AUTO_CLEANUP = ON);"
-        "ALTER DATABASE ctclub SET ALLOW_SNAPSHOT_ISOLATION ON"
-    )
-    sqlserver_simulator.execute(
-        "CREATE TABLE dbo.members (member_id int NOT NULL PRIMARY KEY, email nvarchar(80) NULL, "
-        "notes nvarchar(200) NULL, level int NULL);"
-        "ALTER TABLE dbo.members ENABLE CHANGE_TRACKING;"
-        "INSERT INTO dbo.members VALUES (1, N'ann@club.example', N'allergic to cats', 1), "
-        "(2, N'bob@club.example', N'owes fees', 2)",
-        "ctclub",
-    )
-    monkeypatch.setenv(
-        connection_variable(CONN),
-        mssql_connection_json(
-            sqlserver_simulator.host, sqlserver_simulator.port, "sa", sqlserver_simulator.password, "ctclub"
-        ),
-    )
-    return sqlserver_simulator
+    return tracked_database(sqlserver_simulator, monkeypatch, CONN, "ctclub", TABLES)
 
 
 def digest(value: object) -> str:
     return hmac.new(SALT.encode(), str(value).encode(), hashlib.sha256).hexdigest()
-
-
-def rows_of(window_uri: str) -> tuple[WindowManifest, list[dict]]:
-    manifest = WindowManifest.from_json(Path(window_uri, "_manifest.json").read_text())
-    rows = []
-    for f in manifest.files:
-        rows += pq.read_table(f"{window_uri}/{f.path}").to_pylist()
-    return manifest, rows
 
 
 def test_tracked_snapshot_and_change_windows_are_masked(source, tmp_path, monkeypatch):
@@ -70,7 +45,7 @@ def test_tracked_snapshot_and_change_windows_are_masked(source, tmp_path, monkey
     [snap] = snapshot_tracked_tables(
         hook, ["dbo.members"], conn_id=CONN, base_uri=str(tmp_path), masking=MASKING
     )
-    manifest, rows = rows_of(snap.window_uri)
+    manifest, rows = read_window(snap.window_uri)
     assert manifest.masking == {"member_id": "hash", "email": "hash", "notes": "drop"}
     assert {(r["member_id"], r["email"], r["level"]) for r in rows} == {
         (digest(1), digest("ann@club.example"), 1),
@@ -92,7 +67,7 @@ def test_tracked_snapshot_and_change_windows_are_masked(source, tmp_path, monkey
         window_mode="watermark",
         masking=MASKING,
     )
-    manifest, rows = rows_of(window.window_uri)
+    manifest, rows = read_window(window.window_uri)
     assert manifest.masking == {"member_id": "hash", "email": "hash", "notes": "drop"}
     assert {(r["__$operation"], r["member_id"], r["email"]) for r in rows} == {
         (4, digest(1), digest("ann@new.example")),

@@ -24,12 +24,8 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
-from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
-    iceberg_spark_conf,
-    local_spark_session,
-    release_local_spark_session,
-)
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = pytest.mark.spark
 
@@ -45,26 +41,8 @@ RULES = {
 }
 
 
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """A local Spark session with Iceberg and a catalog of this module's own."""
-    conf = iceberg_spark_conf(tmp_path_factory.mktemp("mask-warehouse"), catalog=CATALOG)
-    session = local_spark_session(conf, app_name="sqlserver-cdc-masking-tests")
-    yield session
-    release_local_spark_session(session)
-
-
 def digest(value: object) -> str:
     return hmac.new(SALT.encode(), str(value).encode(), hashlib.sha256).hexdigest()
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
-    cursor.close()
 
 
 def source_rows(conn) -> dict[int, tuple]:

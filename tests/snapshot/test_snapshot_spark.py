@@ -14,11 +14,6 @@ from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
-from airflow_provider_sqlserver_cdc.testing.local_iceberg import (
-    iceberg_spark_conf,
-    local_spark_session,
-    release_local_spark_session,
-)
 from airflow_provider_sqlserver_cdc.testing.table_comparison import (
     compare_table,
     describe_all,
@@ -29,15 +24,6 @@ pytestmark = pytest.mark.spark
 
 CATALOG = "snaplake"
 NAMESPACE = f"{CATALOG}.cdc"
-
-
-@pytest.fixture(scope="module")
-def spark(tmp_path_factory):
-    """A local Spark session with Iceberg (the one of tests/spark when it already runs) and a catalog of our own."""
-    conf = iceberg_spark_conf(tmp_path_factory.mktemp("snap-warehouse"), catalog=CATALOG)
-    session = local_spark_session(conf, app_name="sqlserver-cdc-snapshot-tests")
-    yield session
-    release_local_spark_session(session)
 
 
 def assert_replicated(comparisons) -> None:

@@ -7,6 +7,7 @@ extraction's own writer).
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -197,3 +198,41 @@ class ChangeLog:
 def flatten(groups: Iterable[Iterable[Row]]) -> list[Row]:
     """Concatenate the rows of several transactions."""
     return [row for group in groups for row in group]
+
+
+def rolling_windows(
+    base: Path,
+    count: int,
+    *,
+    keys: int,
+    updates: int,
+    deletes: int,
+    updated_name: str = "u{number}",
+    log: ChangeLog | None = None,
+) -> list[str]:
+    """
+    Write ``count`` windows of ``dbo_orders`` (``id``, ``name`` ``n<id>``, ``amount`` ``id``); return their manifests.
+
+    Window ``number`` inserts ``keys`` new keys; from the second window on it also updates the first
+    ``updates`` keys of the previous window (``name`` set to ``updated_name`` formatted with ``number``)
+    and deletes the ``deletes`` keys after them.
+    """
+    log = log or ChangeLog()
+    manifests = []
+    for number in range(count):
+        start = log.lsn + 1
+        new = range(number * keys, number * keys + keys)
+        rows = [log.insert(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in new]
+        if number:
+            old = range((number - 1) * keys, number * keys)
+            name = updated_name.format(number=number)
+            rows += [
+                log.update({"id": k, "name": f"n{k}", "amount": decimal.Decimal(k)}, name=name)
+                for k in old[:updates]
+            ]
+            rows += [
+                log.delete(id=k, name=f"n{k}", amount=decimal.Decimal(k))
+                for k in old[updates : updates + deletes]
+            ]
+        manifests.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, flatten(rows))))
+    return manifests

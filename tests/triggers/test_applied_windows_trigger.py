@@ -25,6 +25,61 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
 from airflow_provider_sqlserver_cdc.triggers.applied_windows import AppliedWindowsTrigger
 
 LSN = "0x{:020X}".format
+
+
+def empty_window(
+    staging: Path, source: dict[str, str], manifest_extra: dict[str, Any] | None = None, **window_fields: Any
+) -> Any:
+    """Write the manifest of an empty ``dbo_orders`` window 0x101..0x200 (one int key ``id``) under
+    ``staging``; return its ``ChangeWindow`` (state key ``k``, with ``window_fields``)."""
+    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
+
+    window_dir = staging / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
+    window_dir.mkdir(parents=True)
+    manifest = {
+        "format_version": 1,
+        "kind": "changes",
+        "capture_instance": "dbo_orders",
+        "source": source,
+        "from_lsn": LSN(0x101),
+        "to_lsn": LSN(0x200),
+        "from_time": None,
+        "to_time": None,
+        "mode": "interval",
+        "row_filter_option": "all update old",
+        "key_columns": ["id"],
+        "columns": [
+            {
+                "name": "id",
+                "ordinal": 1,
+                "sql_type": "int",
+                "max_length": 4,
+                "precision": 10,
+                "scale": 0,
+                "nullable": False,
+                "arrow_type": "int32",
+            }
+        ],
+        "files": [],
+        "row_count": 0,
+        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
+        **(manifest_extra or {}),
+    }
+    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    return ChangeWindow(
+        "dbo_orders",
+        source,
+        "changes",
+        "interval",
+        LSN(0x101),
+        LSN(0x200),
+        str(window_dir),
+        str(window_dir / "_manifest.json"),
+        "k",
+        **window_fields,
+    )
+
+
 WINDOW = RunWindow("dbo_orders", 0x101, 0x200, f"dbo_orders {LSN(0x101)}_{LSN(0x200)}")
 
 
@@ -118,50 +173,7 @@ def test_a_timeout_says_whether_the_application_is_down_or_behind(tmp_path: Path
 
 
 def test_the_operator_defers_and_fails_loudly_on_a_timeout(tmp_path: Path) -> None:
-    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
-
-    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
-    window_dir.mkdir(parents=True)
-    manifest = {
-        "format_version": 1,
-        "kind": "changes",
-        "capture_instance": "dbo_orders",
-        "source": {"server": "s", "database": "d", "schema": "dbo", "table": "orders"},
-        "from_lsn": LSN(0x101),
-        "to_lsn": LSN(0x200),
-        "from_time": None,
-        "to_time": None,
-        "mode": "interval",
-        "row_filter_option": "all update old",
-        "key_columns": ["id"],
-        "columns": [
-            {
-                "name": "id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
-        "files": [],
-        "row_count": 0,
-        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
-    }
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
-    window = ChangeWindow(
-        "dbo_orders",
-        manifest["source"],
-        "changes",
-        "interval",
-        LSN(0x101),
-        LSN(0x200),
-        str(window_dir),
-        str(window_dir / "_manifest.json"),
-        "k",
-    )
+    window = empty_window(tmp_path, {"server": "s", "database": "d", "schema": "dbo", "table": "orders"})
     operator = WaitForAppliedWindowsOperator(
         task_id="wait_for_apply",
         windows=[window.to_xcom(), None],
@@ -202,52 +214,14 @@ def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_p
     from airflow.sdk.execution_time.context import OutletEventAccessors
 
     from airflow_provider_sqlserver_cdc.assets import target_asset
-    from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
-    window_dir = tmp_path / "dbo_orders" / f"{LSN(0x101)}_{LSN(0x200)}"
-    window_dir.mkdir(parents=True)
     created = "2026-11-28T15:00:01+00:00"
     source = {"server": "db1:1433", "database": "shop", "schema": "dbo", "table": "orders"}
-    manifest = {
-        "format_version": 1,
-        "kind": "changes",
-        "capture_instance": "dbo_orders",
-        "source": source,
-        "from_lsn": LSN(0x101),
-        "to_lsn": LSN(0x200),
-        "from_time": None,
-        "to_time": None,
-        "mode": "interval",
-        "row_filter_option": "all update old",
-        "key_columns": ["id"],
-        "columns": [
-            {
-                "name": "id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
-        "files": [],
-        "row_count": 0,  # its Parquet files are not needed here: the rows come from the extract's XCom
-        "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},
-        "created_at": created,
-    }
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
-    window = ChangeWindow(
-        "dbo_orders",
+    # its Parquet files are not needed here: the rows come from the extract's XCom
+    window = empty_window(
+        tmp_path,
         source,
-        "changes",
-        "interval",
-        LSN(0x101),
-        LSN(0x200),
-        str(window_dir),
-        str(window_dir / "_manifest.json"),
-        "k",
+        {"created_at": created},
         from_time="2026-11-28T14:59:00+00:00",
         to_time="2026-11-28T15:00:00+00:00",
         operation_counts={"delete": 1, "insert": 2},
@@ -327,8 +301,10 @@ def test_the_wait_emits_the_batch_merges_asset_event_from_what_the_application_p
     ]
 
     # The interval re-run: the window re-extracted (a new manifest), already held: same snapshot, no metrics.
-    manifest["created_at"] = "2026-11-28T16:00:00+00:00"
-    (window_dir / "_manifest.json").write_text(json.dumps(manifest))
+    manifest_path = Path(window.manifest_uri)
+    manifest_path.write_text(
+        json.dumps({**json.loads(manifest_path.read_text()), "created_at": "2026-11-28T16:00:00+00:00"})
+    )
     extra, recorded = complete()
     assert extra["snapshot_id"] == "111" and not extra["lsn_ranges"][0]["applied_now"]
     assert recorded == []

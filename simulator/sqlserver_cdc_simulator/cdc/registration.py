@@ -31,12 +31,9 @@ def register_cdc(registry: ExtensionRegistry, engine: Any = None) -> None:
 
     for name, procedure in CdcProcedures(jobs.add).procedures().items():
         registry.procedure(name, procedure)
-    for name, (fn, returns) in functions.SCALAR_FUNCTIONS.items():
-        registry.scalar_function(name, fn, returns)
-    for prefix, fn in functions.TABLE_FUNCTION_PREFIXES.items():
-        registry.table_function_prefix(prefix, fn)
-    for name, view in catalog.STATIC_VIEWS.items():
-        registry.view(name, view)
+    registry.functions_and_views(
+        functions.SCALAR_FUNCTIONS, functions.TABLE_FUNCTION_PREFIXES, catalog.STATIC_VIEWS
+    )
     registry.ddl_hook(ddl_hook)
     registry.value_check(lob_limit.check_replicated_lob)
     registry.procedure("sys.sp_configure", lob_limit.sp_configure)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from sqlserver_cdc_simulator.errors import SqlError
 
 
+# One function per SQL Server message, on purpose: each mirrors one catalogue entry (number, severity,
+# state, text) that a client may match, so these same-shape blocks stay one by one (issue 34 item 6).
 def database_not_enabled_for_table(database: str, table: str) -> SqlError:
     """Msg 1718: ENABLE CHANGE_TRACKING on a table of a database without change tracking."""
     return SqlError(

@@ -22,12 +22,9 @@ from .statements import alter_statement, rewrite_changetable
 
 def register_change_tracking(registry: ExtensionRegistry) -> None:
     """Add the change tracking statements, functions, views, procedure and hooks to *registry*."""
-    for name, (fn, returns) in functions.SCALAR_FUNCTIONS.items():
-        registry.scalar_function(name, fn, returns)
-    for prefix, fn in functions.TABLE_FUNCTION_PREFIXES.items():
-        registry.table_function_prefix(prefix, fn)
-    for name, view in functions.VIEWS.items():
-        registry.view(name, view)
+    registry.functions_and_views(
+        functions.SCALAR_FUNCTIONS, functions.TABLE_FUNCTION_PREFIXES, functions.VIEWS
+    )
     registry.procedure("sys.sp_flush_CT_internal_table_on_demand", flush_on_demand)
     registry.commit_hook(record_commit)
     registry.statement_hook(alter_statement)

@@ -62,6 +62,7 @@ class ServerState(Protocol):
         statement: str,
     ) -> tuple[str, Any]: ...
 
+    # The signature repeats Engine.log_ddl on purpose: this Protocol is how sql/ names the engine without importing it.
     def log_ddl(
         self,
         xact: Transaction,

@@ -159,17 +159,11 @@ def _parse_type(c: _Cursor) -> T.SqlType:
     return T.make_type(tname, args)
 
 
-_COLUMN_STOP = {
-    "CONSTRAINT",
-    "PRIMARY",
-    "UNIQUE",
-    "NOT",
-    "NULL",
+# words that start a column constraint (a computed column's expression also ends at them)
+_CONSTRAINT_START = {"CONSTRAINT", "PRIMARY", "UNIQUE", "NOT", "NULL", "CHECK", "REFERENCES", "FOREIGN"}
+_COLUMN_STOP = _CONSTRAINT_START | {
     "IDENTITY",
     "DEFAULT",
-    "CHECK",
-    "REFERENCES",
-    "FOREIGN",
     "COLLATE",
     "ROWGUIDCOL",
     "CLUSTERED",
@@ -243,17 +237,7 @@ class _ColumnSpec:
 
 
 # words that end a computed column's expression written without parentheses
-_COMPUTED_STOP = {
-    "PERSISTED",
-    "CONSTRAINT",
-    "PRIMARY",
-    "UNIQUE",
-    "NOT",
-    "NULL",
-    "CHECK",
-    "REFERENCES",
-    "FOREIGN",
-}
+_COMPUTED_STOP = _CONSTRAINT_START | {"PERSISTED"}
 
 
 def _computed_expression(c: _Cursor) -> str:

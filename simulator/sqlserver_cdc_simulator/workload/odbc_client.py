@@ -69,3 +69,18 @@ def drain(cursor: Any) -> None:
     """
     while cursor.nextset():
         pass
+
+
+def execute_statements(conn: Any, *statements: str) -> None:
+    """
+    Run each statement on one cursor of ``conn``, reading past what it returns (:func:`drain`).
+
+    :param conn: a pyodbc connection (autocommit, or the caller commits).
+    """
+    cursor = conn.cursor()
+    try:
+        for statement in statements:
+            cursor.execute(statement)
+            drain(cursor)
+    finally:
+        cursor.close()

@@ -87,3 +87,18 @@ def outcome(results: dict[str, tuple[bool, str]], name: str) -> str:
     ok, detail = results[name]
     assert ok, f"{name}: {detail}"
     return detail
+
+
+#: the checks both batteries run with the same outcome: the CDC query functions take binary(10) LSN parameters,
+#: and a 400,000-row result arrives whole
+COMMON_OUTCOMES = {
+    "cdc_binary10_parameters": "10/10|2:3|4:2|1:3",
+    "large_result": f"400000|{sum(range(400000))}",
+}
+
+
+def assert_snapshot_hides_later_commits(results: dict[str, tuple[bool, str]]) -> None:
+    """The ``snapshot_isolation`` check: a count read before, during and after another session's commit."""
+    before, during, after = outcome(results, "snapshot_isolation").split("|")
+    assert before == during
+    assert int(after) == int(before) + 1

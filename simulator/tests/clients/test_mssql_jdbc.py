@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_battery_support import CLIENTS, ClientSimulator, outcome, require_program, run_battery
+from client_battery_support import (
+    CLIENTS,
+    COMMON_OUTCOMES,
+    ClientSimulator,
+    assert_snapshot_hides_later_commits,
+    outcome,
+    require_program,
+    run_battery,
+)
 
 JAR = CLIENTS / "mssql-jdbc-12.4.2.jre8.jar"
 BATTERY = Path(__file__).with_name("JdbcBattery.java")
@@ -27,25 +35,29 @@ def jdbc(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
     )
 
 
-def test_login_with_the_drivers_default_tls(jdbc: Any) -> None:
-    assert outcome(jdbc, "login_tls_default") == "clientdb 16.00.4120"
+#: check: its outcome (what the battery printed)
+OUTCOMES = {
+    **COMMON_OUTCOMES,
+    "login_tls_default": "clientdb 16.00.4120",
+    "login_login_only_tls": "1",
+    "login_strict_tds8": "2",
+    # serverproperty-transact-sql.md: the return type is sql_variant (EngineEdition's base type int)
+    "serverproperty_sql_variant": "sql_variant|16.0.4120.1|Integer:3|null",
+    # setAutoCommit(false) sends SET IMPLICIT_TRANSACTIONS ON: the INSERT opens a transaction
+    "transactions": "1|0|1",
+    "metadata_tables": "items:TABLE",
+    "metadata_primary_keys": "id:1",
+    "metadata_columns": "id:int name:nvarchar",
+}
 
 
-def test_login_with_login_only_tls(jdbc: Any) -> None:
-    assert outcome(jdbc, "login_login_only_tls") == "1"
-
-
-def test_login_with_tds8_strict(jdbc: Any) -> None:
-    assert outcome(jdbc, "login_strict_tds8") == "2"
+@pytest.mark.parametrize("check", OUTCOMES)
+def test_check_outcome(jdbc: Any, check: str) -> None:
+    assert outcome(jdbc, check) == OUTCOMES[check]
 
 
 def test_types_at_their_edges(jdbc: Any) -> None:
     assert outcome(jdbc, "types_at_edges").split("|") == TYPES_EXPECTED
-
-
-def test_serverproperty_is_sql_variant(jdbc: Any) -> None:
-    """serverproperty-transact-sql.md: the return type is sql_variant (EngineEdition's base type int)."""
-    assert outcome(jdbc, "serverproperty_sql_variant") == "sql_variant|16.0.4120.1|Integer:3|null"
 
 
 def test_errors_keep_the_connection_usable(jdbc: Any) -> None:
@@ -55,35 +67,8 @@ def test_errors_keep_the_connection_usable(jdbc: Any) -> None:
     assert after == "42"
 
 
-def test_transactions_through_set_auto_commit(jdbc: Any) -> None:
-    """setAutoCommit(false) sends SET IMPLICIT_TRANSACTIONS ON: the INSERT opens a transaction."""
-    assert outcome(jdbc, "transactions") == "1|0|1"
-
-
 def test_snapshot_isolation_hides_later_commits(jdbc: Any) -> None:
-    before, during, after = outcome(jdbc, "snapshot_isolation").split("|")
-    assert before == during
-    assert int(after) == int(before) + 1
-
-
-def test_cdc_functions_with_binary10_parameters(jdbc: Any) -> None:
-    assert outcome(jdbc, "cdc_binary10_parameters") == "10/10|2:3|4:2|1:3"
-
-
-def test_metadata_get_tables(jdbc: Any) -> None:
-    assert outcome(jdbc, "metadata_tables") == "items:TABLE"
-
-
-def test_metadata_get_primary_keys(jdbc: Any) -> None:
-    assert outcome(jdbc, "metadata_primary_keys") == "id:1"
-
-
-def test_metadata_get_columns(jdbc: Any) -> None:
-    assert outcome(jdbc, "metadata_columns") == "id:int name:nvarchar"
-
-
-def test_a_400k_row_result(jdbc: Any) -> None:
-    assert outcome(jdbc, "large_result") == f"400000|{sum(range(400000))}"
+    assert_snapshot_hides_later_commits(jdbc)
 
 
 # what SQL Server sends for these values, as mssql-jdbc's getString renders them

@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_battery_support import CLIENTS, ClientSimulator, outcome, require_program, run_battery
+from client_battery_support import (
+    CLIENTS,
+    COMMON_OUTCOMES,
+    ClientSimulator,
+    assert_snapshot_hides_later_commits,
+    outcome,
+    require_program,
+    run_battery,
+)
 
 NODE_MODULES = CLIENTS / "node" / "node_modules"
 BATTERY = Path(__file__).with_name("tedious_battery.js")
@@ -30,17 +38,24 @@ def tedious(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
     )
 
 
-def test_login_with_the_drivers_default_tls(tedious: Any) -> None:
-    assert outcome(tedious, "login_tls_default") == "clientdb 16.0.4120.1"
+#: check: its outcome (what the battery printed)
+OUTCOMES = {
+    **COMMON_OUTCOMES,
+    "login_tls_default": "clientdb 16.0.4120.1",
+    # encrypt: false sends ENCRYPT_OFF: SQL Server still encrypts the login packet
+    "login_without_tls_request": "1",
+    "login_strict_tds8": "2",
+    "serverproperty_sql_variant": "Variant,Variant|16.0.4120.1|number:3",
+    # named transactions through the transaction-manager request
+    "named_transaction": "1|0|1",
+    # catalog procedures and table variables
+    "metadata_procedures": "items:TABLE|id|id:int,name:nvarchar|3",
+}
 
 
-def test_login_with_encrypt_false(tedious: Any) -> None:
-    """encrypt: false sends ENCRYPT_OFF: SQL Server still encrypts the login packet."""
-    assert outcome(tedious, "login_without_tls_request") == "1"
-
-
-def test_login_with_tds8_strict(tedious: Any) -> None:
-    assert outcome(tedious, "login_strict_tds8") == "2"
+@pytest.mark.parametrize("check", OUTCOMES)
+def test_check_outcome(tedious: Any, check: str) -> None:
+    assert outcome(tedious, check) == OUTCOMES[check]
 
 
 def test_types_at_their_edges(tedious: Any) -> None:
@@ -59,10 +74,6 @@ def test_types_at_their_edges(tedious: Any) -> None:
     ]
 
 
-def test_serverproperty_is_sql_variant(tedious: Any) -> None:
-    assert outcome(tedious, "serverproperty_sql_variant") == "Variant,Variant|16.0.4120.1|number:3"
-
-
 def test_errors_keep_the_connection_usable(tedious: Any) -> None:
     first, duplicate, infos, after = outcome(tedious, "error_then_usable").split("|")
     assert first == "208/16/Invalid object name 'dbo.no_such_table'."
@@ -71,23 +82,5 @@ def test_errors_keep_the_connection_usable(tedious: Any) -> None:
     assert after == "42"
 
 
-def test_named_transactions_through_the_transaction_manager_request(tedious: Any) -> None:
-    assert outcome(tedious, "named_transaction") == "1|0|1"
-
-
 def test_snapshot_isolation_hides_later_commits(tedious: Any) -> None:
-    before, during, after = outcome(tedious, "snapshot_isolation").split("|")
-    assert before == during
-    assert int(after) == int(before) + 1
-
-
-def test_cdc_functions_with_binary10_parameters(tedious: Any) -> None:
-    assert outcome(tedious, "cdc_binary10_parameters") == "10/10|2:3|4:2|1:3"
-
-
-def test_catalog_procedures_and_table_variables(tedious: Any) -> None:
-    assert outcome(tedious, "metadata_procedures") == "items:TABLE|id|id:int,name:nvarchar|3"
-
-
-def test_a_400k_row_result(tedious: Any) -> None:
-    assert outcome(tedious, "large_result") == f"400000|{sum(range(400000))}"
+    assert_snapshot_hides_later_commits(tedious)

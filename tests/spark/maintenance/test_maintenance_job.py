@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from merge_runs import contents, run
-from window_builder import ChangeLog, WindowSpec, flatten, write_window
+from window_builder import ChangeLog, WindowSpec, flatten, rolling_windows, write_window
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import MaintenanceSettings, Thresholds
@@ -26,20 +26,7 @@ NO_TIME_TRAVEL = {"snapshot_retention_hours": 0.0, "retain_last": 1}
 
 def _windows(base: Path, count: int, log: ChangeLog | None = None) -> list[str]:
     """Windows of 6 inserts each, then an update and a delete of the previous window's keys."""
-    log = log or ChangeLog()
-    manifests = []
-    for number in range(count):
-        start = log.lsn + 1
-        keys = range(number * 6, number * 6 + 6)
-        rows = [log.insert(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in keys]
-        if number:
-            k = (number - 1) * 6
-            rows += [
-                log.update({"id": k, "name": f"n{k}", "amount": decimal.Decimal(k)}, name="u"),
-                log.delete(id=k + 1, name=f"n{k + 1}", amount=decimal.Decimal(k + 1)),
-            ]
-        manifests.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, flatten(rows))))
-    return manifests
+    return rolling_windows(base, count, keys=6, updates=1, deletes=1, updated_name="u", log=log)
 
 
 def test_maintenance_compacts_expires_and_keeps_the_applied_state(

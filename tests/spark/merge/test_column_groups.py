@@ -6,6 +6,7 @@ import decimal
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -112,45 +113,27 @@ def test_a_dropped_column_keeps_its_last_value_and_an_added_one_gets_the_back_fi
     }
 
 
+def _name_window(base: Path, start: int, name_column: Column, **row: Any) -> str:
+    """A window ``start``..``start + 0xFF`` inserting ``row``, with ``name_column`` as the name column."""
+    log = ChangeLog(start=start)
+    columns = (INT_KEY, name_column, AMOUNT)
+    spec = WindowSpec("dbo_orders", start, start + 0xFF, log.insert(**row), columns=columns)
+    return write_window(base, spec)
+
+
 @pytest.mark.spark
 def test_a_widened_string_is_recorded_so_a_later_narrowing_below_the_new_width_is_refused(
     spark, base, namespace, table
 ):
-    log = ChangeLog(start=0x100)
     narrow = Column("name", "varchar", pa.string(), max_length=20)
-    run(
-        spark,
-        namespace,
-        write_window(
-            base,
-            WindowSpec(
-                "dbo_orders", 0x100, 0x1FF, log.insert(id=1, name="a"), columns=(INT_KEY, narrow, AMOUNT)
-            ),
-        ),
-    )
+    run(spark, namespace, _name_window(base, 0x100, narrow, id=1, name="a"))
 
     wide = Column("name", "varchar", pa.string(), max_length=50)
-    log = ChangeLog(start=0x200)
-    run(
-        spark,
-        namespace,
-        write_window(
-            base,
-            WindowSpec(
-                "dbo_orders", 0x200, 0x2FF, log.insert(id=2, name="b"), columns=(INT_KEY, wide, AMOUNT)
-            ),
-        ),
-    )
+    run(spark, namespace, _name_window(base, 0x200, wide, id=2, name="b"))
     comments = {f.name: f.metadata.get("comment") for f in spark.table(table).schema.fields}
     assert comments["name"] == "SQL Server varchar(50)"
 
     between = Column("name", "varchar", pa.string(), max_length=30)  # wider than the first, narrower than now
-    log = ChangeLog(start=0x300)
-    third = write_window(
-        base,
-        WindowSpec(
-            "dbo_orders", 0x300, 0x3FF, log.insert(id=3, name="c"), columns=(INT_KEY, between, AMOUNT)
-        ),
-    )
+    third = _name_window(base, 0x300, between, id=3, name="c")
     with merge_fails(table, SchemaEvolutionError, match=r"narrowed \(varchar\(50\) -> varchar\(30\)\)"):
         run(spark, namespace, third)

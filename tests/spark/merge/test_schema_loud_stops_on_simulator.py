@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from merge_runs import contents, merge_fails, run, snapshot_count
+from variable_store import in_memory_variables
 
-from airflow_provider_sqlserver_cdc import state
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
@@ -37,13 +37,9 @@ def at(hh: int, mm: int) -> dt.datetime:
 
 @pytest.fixture
 def source(sqlserver_simulator, monkeypatch):
-    values: dict[str, str] = {}
-
-    class Variables:  # the watermark Variables, which only the DAG's watermark task would write
-        get = staticmethod(lambda k, default=None: values.get(k, default))
-        set = staticmethod(values.__setitem__)
-
-    monkeypatch.setattr(state, "_variable", lambda: Variables)
+    in_memory_variables(
+        monkeypatch
+    )  # the watermark Variables, which only the DAG's watermark task would write
     monkeypatch.setenv("AIRFLOW_CONN_SIM", sqlserver_simulator.airflow_connection("shop"))
     tables = {"orders": "id int NOT NULL PRIMARY KEY, name varchar(40) NULL, qty int NULL"}
     return ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone="UTC", start=at(9, 0))

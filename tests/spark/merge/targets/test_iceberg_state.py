@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from merge_runs import contents, run, snapshot_count
-from window_builder import ChangeLog, WindowSpec, flatten, write_window
+from window_builder import rolling_windows
 
 from airflow_provider_sqlserver_cdc.spark.merge.errors import TableMergeError
 from airflow_provider_sqlserver_cdc.spark.merge.targets import iceberg as iceberg_target
@@ -69,21 +68,7 @@ def _max_lsn(spark: Any, table: str) -> str:
 
 def _windows(base: Path, count: int) -> list[str]:
     """Windows of 8 keys each: inserts, then updates and deletes of the previous window's keys."""
-    log = ChangeLog()
-    manifests = []
-    for number in range(count):
-        start = log.lsn + 1
-        keys = range(number * 8, number * 8 + 8)
-        rows = [log.insert(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in keys]
-        if number:
-            old = range((number - 1) * 8, number * 8)
-            rows += [
-                log.update({"id": k, "name": f"n{k}", "amount": decimal.Decimal(k)}, name=f"u{number}")
-                for k in old[:3]
-            ]
-            rows += [log.delete(id=k, name=f"n{k}", amount=decimal.Decimal(k)) for k in old[3:5]]
-        manifests.append(write_window(base, WindowSpec("dbo_orders", start, log.lsn, flatten(rows))))
-    return manifests
+    return rolling_windows(base, count, keys=8, updates=3, deletes=2)
 
 
 #: Every delete mode with every write mode: what a rewrite does to the files differs (copy-on-write has no
