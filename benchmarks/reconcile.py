@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_source import COLUMNS, PASSWORD, insert_rows, odbc, start_simulator
+from bench_source import PASSWORD, create_cdc_database, create_cdc_table, insert_rows, odbc, start_simulator
 
 DATABASE = "reconcile_bench"
 CATALOG = "bench"
@@ -38,18 +38,8 @@ TABLE = f"{CATALOG}.cdc.dbo_bench"
 
 def load(host: str, port: int, rows: int) -> None:
     """Create dbo.bench with CDC enabled and fill it."""
-    import pyodbc
-
-    conn = pyodbc.connect(odbc(host, port), autocommit=True)
-    cur = conn.cursor()
-    cur.execute(f"CREATE DATABASE {DATABASE}")
-    cur.execute(f"ALTER DATABASE {DATABASE} SET ALLOW_SNAPSHOT_ISOLATION ON")
-    cur.execute(f"USE {DATABASE}")
-    cur.execute("EXEC sys.sp_cdc_enable_db")
-    cur.execute(f"CREATE TABLE dbo.bench ({COLUMNS})")
-    cur.execute(
-        "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'bench', @role_name = NULL"
-    )
+    conn, cur = create_cdc_database(host, port, DATABASE)
+    create_cdc_table(cur, "bench")
     started = time.monotonic()
     # a part with parameters, then doubled inside the server (ids shifted): far faster than parameters alone
     part, doublings = rows, 0

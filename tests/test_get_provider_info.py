@@ -77,6 +77,7 @@ def _defined_classes() -> dict[str, set[type]]:
     ``testing`` (the opt-in test harness) is not part of what the provider registers.
     """
     import importlib
+    import importlib.util
     import inspect
     import pkgutil
 
@@ -89,6 +90,11 @@ def _defined_classes() -> dict[str, set[type]]:
     for module_info in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
         if ".testing" in module_info.name:
             continue
+        if (
+            module_info.name.endswith(".lineage")
+            and importlib.util.find_spec("airflow.providers.openlineage") is None
+        ):
+            continue  # imported only when the OpenLineage provider is installed; it defines no task or hook
         module = importlib.import_module(module_info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != module.__name__:

@@ -22,6 +22,7 @@ from airflow_provider_sqlserver_cdc.testing.airflow_connections import connectio
 from airflow_provider_sqlserver_cdc.testing.dag_runs import DagTestRun, run_dag_test
 from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS_FOLDER = REPO / "dags"
@@ -88,6 +89,21 @@ class PipelineHarness:
         import pyodbc
 
         return pyodbc.connect(self.simulator.odbc_connection_string(database=self.database), autocommit=True)
+
+    def create_cdc_database(self) -> Any:
+        """Create the sample database with snapshot isolation allowed and CDC enabled; connect to it."""
+        admin = self.simulator.connect()
+        try:
+            execute_statements(admin, f"CREATE DATABASE [{self.database}]")
+        finally:
+            admin.close()
+        conn = self.connect()
+        execute_statements(
+            conn,
+            f"ALTER DATABASE [{self.database}] SET ALLOW_SNAPSHOT_ISOLATION ON",
+            "EXEC sys.sp_cdc_enable_db",
+        )
+        return conn
 
     def capture(self) -> None:
         """

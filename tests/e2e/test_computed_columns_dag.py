@@ -32,13 +32,9 @@ def test_computed_columns_are_absent_from_the_target_never_null(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    admin = harness.simulator.connect()
-    execute(admin, f"CREATE DATABASE [{harness.database}]")
-    conn = harness.connect()
+    conn = harness.create_cdc_database()
     execute(
         conn,
-        f"ALTER DATABASE [{harness.database}] SET ALLOW_SNAPSHOT_ISOLATION ON",
-        "EXEC sys.sp_cdc_enable_db",
         # computed columns between the others: the captured columns' ordinals (update-mask bits) have gaps
         "CREATE TABLE dbo.priced (id int NOT NULL PRIMARY KEY, qty int NOT NULL, total AS (qty * price), "
         "price decimal(9,2) NULL, total_kept AS (qty * price) PERSISTED, name nvarchar(20) NULL, "
@@ -92,4 +88,3 @@ def test_computed_columns_are_absent_from_the_target_never_null(
         hook.close()
     assert all(c.matches for c in comparisons), describe_all(comparisons, limit=10)
     conn.close()
-    admin.close()

@@ -33,13 +33,9 @@ def test_a_keyless_table_is_replicated_as_a_change_log(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    admin = harness.simulator.connect()
-    execute(admin, f"CREATE DATABASE [{harness.database}]")
-    conn = harness.connect()
+    conn = harness.create_cdc_database()
     execute(
         conn,
-        f"ALTER DATABASE [{harness.database}] SET ALLOW_SNAPSHOT_ISOLATION ON",
-        "EXEC sys.sp_cdc_enable_db",
         "CREATE TABLE dbo.heap (x int NULL, name nvarchar(20) NULL)",  # no primary key, no unique index
         "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'heap', @role_name = NULL",
         "INSERT INTO dbo.heap (x, name) VALUES (1, N'a'), (1, N'a'), (2, N'b')",
@@ -76,4 +72,3 @@ def test_a_keyless_table_is_replicated_as_a_change_log(
     properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
     assert properties["sqlserver-cdc.table-mode"] == "changelog"
     conn.close()
-    admin.close()
