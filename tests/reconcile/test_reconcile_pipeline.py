@@ -40,7 +40,7 @@ def test_reconcile_schedule_adds_a_mapped_task_per_table_after_the_watermark_com
     assert kwargs["sqlserver_cdc_conn_id"] == "shop" and kwargs["jars"] == "/jars/iceberg.jar"
     jdbc = settings(
         reconcile={"schedule": "@daily"},
-        merge={"namespace": "public", "target": {"kind": "jdbc", "conn_id": "pg"}},
+        merge={"namespace": "public", "target": {"kind": "postgres", "conn_id": "pg"}},
     )
     assert "reconcile" not in cdc_replication_dag(jdbc, dag_id="jdbc_reconcile").task_dict  # Iceberg only
     with pytest.raises(Exception, match="reconcile.schedule"):
