@@ -98,7 +98,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
 
     def current_version(self) -> int:
         """``CHANGE_TRACKING_CURRENT_VERSION()``; raises when change tracking is off for the database."""
-        value = self._scalar(tsql.CT_CURRENT_VERSION, doing="reading CHANGE_TRACKING_CURRENT_VERSION()")
+        value = self.query_value(tsql.CT_CURRENT_VERSION, doing="reading CHANGE_TRACKING_CURRENT_VERSION()")
         if value is None:
             raise ChangeTrackingNotEnabledError(
                 f"CHANGE_TRACKING_CURRENT_VERSION() is NULL on {self.server}, database {self.database}: change "
@@ -110,7 +110,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
     def min_valid_version(self, instance: CaptureInstance) -> int | None:
         """``CHANGE_TRACKING_MIN_VALID_VERSION(OBJECT_ID(t))``; None when the table is not tracked."""
         sql = tsql.ct_min_valid_version_query(instance.source_schema, instance.source_table)
-        value = self._scalar(sql, doing=f"reading the min valid version of {instance.source}")
+        value = self.query_value(sql, doing=f"reading the min valid version of {instance.source}")
         return None if value is None else int(value)
 
     def get_tracked_table(self, name: str) -> CaptureInstance:
@@ -121,7 +121,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
         :raises ChangeTrackingNotEnabledError: the table does not exist or is not tracked.
         """
         schema, table = split_table_name(name)
-        rows = self._query(
+        rows = self.query(
             tsql.CT_TRACKED_TABLE, schema, table, doing=f"reading the tracking of {schema}.{table}"
         )
         if not rows:
@@ -141,7 +141,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
                 nullable=bool(r[6]),
             )
             for position, r in enumerate(
-                self._query(
+                self.query(
                     tsql.TABLE_COLUMNS, schema, table, doing=f"reading the columns of {schema}.{table}"
                 ),
                 start=1,
@@ -149,7 +149,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
         )
         keys = tuple(
             r[0]
-            for r in self._query(
+            for r in self.query(
                 tsql.PRIMARY_KEY_COLUMNS, schema, table, doing=f"reading the primary key of {schema}.{table}"
             )
         )

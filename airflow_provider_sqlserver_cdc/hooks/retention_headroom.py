@@ -281,15 +281,8 @@ def read_retention_headroom(
         start = hook.increment_lsn(applied_through)
         if not min_lsn.is_zero and start < min_lsn:
             lost, start = True, min_lsn
-        rows = hook._query(
-            tsql.first_change_query(capture_instance),
-            start.value,
-            max_lsn.value,
-            doing=f"reading the oldest unapplied change of {capture_instance}",
-            capture_instance=capture_instance,
-        )
-        if rows and rows[0][0] is not None:
-            oldest = Lsn(rows[0][0])
+        oldest = hook.first_change_lsn(capture_instance, start, max_lsn)
+        if oldest is not None:
             local = hook.map_lsn_to_time(oldest)
             oldest_time = time_zone.to_utc(local) if local is not None else None
     return RetentionHeadroom(
@@ -369,7 +362,7 @@ def read_change_tracking_headroom(
     """
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import version_lsn
 
-    rows = hook._query(tsql.CT_DATABASE_RETENTION, doing="reading the database's CHANGE_RETENTION")
+    rows = hook.query(tsql.CT_DATABASE_RETENTION, doing="reading the database's CHANGE_RETENTION")
     value, units = rows[0] if rows else (None, None)
     if value is None or str(units).upper() not in RETENTION_UNIT_MINUTES:
         raise SqlServerCdcError(
@@ -383,7 +376,7 @@ def read_change_tracking_headroom(
         min_valid = hook.min_valid_version(table) or 0
         next_commit: datetime | None = None
         if version is not None:
-            found = hook._scalar(
+            found = hook.query_value(
                 tsql.CT_FIRST_COMMIT_AFTER, version, doing=f"reading the commit after version {version}"
             )
             if isinstance(found, datetime):

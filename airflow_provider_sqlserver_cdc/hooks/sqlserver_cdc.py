@@ -157,7 +157,8 @@ class SqlServerCdcHook(BaseHook):
         probe = SqlServerCdcHook(self.sqlserver_cdc_conn_id, database="master", driver=self._driver)
         try:
             exists = (
-                probe._scalar(tsql.DATABASE_ID, self.database, doing="looking up the database") is not None
+                probe.query_value(tsql.DATABASE_ID, self.database, doing="looking up the database")
+                is not None
             )
         except SqlServerCdcError:
             return refused  # the login itself is refused
@@ -196,7 +197,14 @@ class SqlServerCdcHook(BaseHook):
         )
         return translate_driver_error(err, doing, context, capture_instance)
 
-    def _query(self, sql: str, *params: Any, doing: str, capture_instance: str | None = None) -> list[Any]:
+    def query(self, sql: str, *params: Any, doing: str, capture_instance: str | None = None) -> list[Any]:
+        """Run one query and return its rows; a driver error becomes the provider's error.
+
+        :param sql: the query (from ``tsql``), with ``?`` parameters.
+        :param params: its parameters.
+        :param doing: what it does, for the error message.
+        :param capture_instance: the capture instance it concerns, for the error message.
+        """
         import pyodbc
 
         cursor = self.get_conn().cursor()
@@ -230,24 +238,25 @@ class SqlServerCdcHook(BaseHook):
     def _query_instance(self, sql: str, capture_instance: str, *, doing: str) -> list[Any]:
         """Run ``sql`` with the capture instance (checked to be a valid name) as its one parameter."""
         tsql.validate_capture_instance(capture_instance)
-        return self._query(sql, capture_instance, doing=doing, capture_instance=capture_instance)
+        return self.query(sql, capture_instance, doing=doing, capture_instance=capture_instance)
 
-    def _scalar(self, sql: str, *params: Any, doing: str, capture_instance: str | None = None) -> Any:
-        rows = self._query(sql, *params, doing=doing, capture_instance=capture_instance)
+    def query_value(self, sql: str, *params: Any, doing: str, capture_instance: str | None = None) -> Any:
+        """Run one query (as :meth:`query`) and return the first column of its first row, None without rows."""
+        rows = self.query(sql, *params, doing=doing, capture_instance=capture_instance)
         return rows[0][0] if rows else None
 
     # --- server clock ---------------------------------------------------------------------
 
     def get_server_now(self) -> datetime:
         """The server's clock as an aware datetime (``SYSDATETIMEOFFSET()``)."""
-        value = self._scalar(tsql.SERVER_NOW, doing="reading the server clock")
+        value = self.query_value(tsql.SERVER_NOW, doing="reading the server clock")
         if not isinstance(value, datetime) or value.tzinfo is None:
             raise SqlServerCdcError(f"SYSDATETIMEOFFSET() returned {value!r}, expected a datetimeoffset")
         return value
 
     def get_database_name(self) -> str:
         """``DB_NAME()``: the database the connection uses."""
-        return str(self._scalar(tsql.CURRENT_DATABASE, doing="reading DB_NAME()"))
+        return str(self.query_value(tsql.CURRENT_DATABASE, doing="reading DB_NAME()"))
 
     def source_database(self) -> str:
         """The configured database, else the one the login lands in (``DB_NAME()``): part of watermark keys."""
@@ -279,7 +288,7 @@ class SqlServerCdcHook(BaseHook):
 
     def get_max_lsn(self) -> Lsn:
         """``sys.fn_cdc_get_max_lsn()``: the highest LSN the capture job has processed."""
-        value = self._scalar(tsql.MAX_LSN, doing="reading sys.fn_cdc_get_max_lsn()")
+        value = self.query_value(tsql.MAX_LSN, doing="reading sys.fn_cdc_get_max_lsn()")
         if value is None:
             raise CdcNotEnabledError(
                 f"sys.fn_cdc_get_max_lsn() returned NULL on {self.server}, database {self.database}: CDC is not "
@@ -295,11 +304,11 @@ class SqlServerCdcHook(BaseHook):
 
     def increment_lsn(self, lsn: Lsn) -> Lsn:
         """``sys.fn_cdc_increment_lsn``: the next LSN after ``lsn``."""
-        return Lsn(self._scalar(tsql.INCREMENT_LSN, lsn.value, doing="incrementing an LSN"))
+        return Lsn(self.query_value(tsql.INCREMENT_LSN, lsn.value, doing="incrementing an LSN"))
 
     def decrement_lsn(self, lsn: Lsn) -> Lsn:
         """``sys.fn_cdc_decrement_lsn``: the LSN before ``lsn``."""
-        return Lsn(self._scalar(tsql.DECREMENT_LSN, lsn.value, doing="decrementing an LSN"))
+        return Lsn(self.query_value(tsql.DECREMENT_LSN, lsn.value, doing="decrementing an LSN"))
 
     def count_changes(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> ChangeCount:
         """
@@ -309,7 +318,7 @@ class SqlServerCdcHook(BaseHook):
         :param from_lsn: the first LSN of the range.
         :param to_lsn: the last LSN of the range.
         """
-        rows = self._query(
+        rows = self.query(
             tsql.change_count_query(capture_instance),
             from_lsn.value,
             to_lsn.value,
@@ -323,6 +332,21 @@ class SqlServerCdcHook(BaseHook):
             Lsn(last) if last is not None else None,
         )
 
+    def first_change_lsn(self, capture_instance: str, from_lsn: Lsn, to_lsn: Lsn) -> Lsn | None:
+        """
+        The LSN of the instance's first change in ``[from_lsn, to_lsn]`` (both inside its valid range); None: none.
+
+        :param capture_instance: the capture instance.
+        :param from_lsn: the first LSN of the range.
+        :param to_lsn: the last LSN of the range.
+        """
+        sql = tsql.first_change_query(capture_instance)
+        doing = f"reading the oldest unapplied change of {capture_instance}"
+        value = self.query_value(
+            sql, from_lsn.value, to_lsn.value, doing=doing, capture_instance=capture_instance
+        )
+        return None if value is None else Lsn(value)
+
     def map_time_to_lsn(self, relational_operator: str, local_time: datetime) -> Lsn | None:
         """
         ``sys.fn_cdc_map_time_to_lsn``: an LSN from ``cdc.lsn_time_mapping`` by commit time.
@@ -332,20 +356,20 @@ class SqlServerCdcHook(BaseHook):
         """
         if relational_operator not in tsql.RELATIONAL_OPERATORS:
             raise ValueError(f"Unknown relational operator {relational_operator!r}")
-        value = self._scalar(
+        value = self.query_value(
             tsql.MAP_TIME_TO_LSN, relational_operator, local_time, doing="mapping a time to an LSN"
         )
         return Lsn(value) if value is not None and any(value) else None
 
     def map_lsn_to_time(self, lsn: Lsn) -> datetime | None:
         """``sys.fn_cdc_map_lsn_to_time``: the server-local commit time of an LSN."""
-        return self._scalar(tsql.MAP_LSN_TO_TIME, lsn.value, doing="mapping an LSN to a time")
+        return self.query_value(tsql.MAP_LSN_TO_TIME, lsn.value, doing="mapping an LSN to a time")
 
     # --- database, capture instances, columns -----------------------------------------------
 
     def is_cdc_enabled(self) -> bool:
         """Whether ``sys.databases.is_cdc_enabled`` is set for the current database."""
-        rows = self._query(tsql.DATABASE_CDC_ENABLED, doing="checking sys.databases.is_cdc_enabled")
+        rows = self.query(tsql.DATABASE_CDC_ENABLED, doing="checking sys.databases.is_cdc_enabled")
         return bool(rows and rows[0][1])
 
     def ensure_cdc_enabled(self) -> None:
@@ -360,7 +384,7 @@ class SqlServerCdcHook(BaseHook):
     def get_capture_instances(self) -> list[CaptureInstance]:
         """Every capture instance of the database with its source table (columns not loaded)."""
         self.ensure_cdc_enabled()
-        rows = self._query(tsql.CAPTURE_INSTANCES, doing="listing capture instances (cdc.change_tables)")
+        rows = self.query(tsql.CAPTURE_INSTANCES, doing="listing capture instances (cdc.change_tables)")
         return [
             CaptureInstance(
                 name=r[0],
@@ -402,7 +426,7 @@ class SqlServerCdcHook(BaseHook):
         :param from_lsn: the first LSN.
         :param to_lsn: the last LSN.
         """
-        rows = self._query(
+        rows = self.query(
             tsql.DDL_EVENTS,
             capture_instance,
             from_lsn.value,
@@ -414,7 +438,7 @@ class SqlServerCdcHook(BaseHook):
 
     def get_key_columns(self, instance: CaptureInstance) -> list[str]:
         """Key columns: ``cdc.index_columns`` of the instance, else the source table's primary key."""
-        rows = self._query(
+        rows = self.query(
             tsql.INDEX_COLUMNS,
             instance.name,
             doing="reading cdc.index_columns",
@@ -422,7 +446,7 @@ class SqlServerCdcHook(BaseHook):
         )
         if rows:
             return [r[0] for r in rows]
-        rows = self._query(
+        rows = self.query(
             tsql.PRIMARY_KEY_COLUMNS,
             instance.source_schema,
             instance.source_table,
@@ -491,7 +515,7 @@ class SqlServerCdcHook(BaseHook):
 
     def _is_tracked_by_cdc(self, schema: str, table: str) -> bool | None:
         """``sys.tables.is_tracked_by_cdc`` of a table; None when there is no such table."""
-        rows = self._query(
+        rows = self.query(
             tsql.TABLE_CDC_TRACKED, schema, table, doing="checking sys.tables.is_tracked_by_cdc"
         )
         return bool(rows[0][0]) if rows else None
