@@ -51,7 +51,7 @@ def add_change_tracking_tasks(settings: ReplicationSettings, *, window_mode: str
         """The tracked tables the plan extracts a version window for."""
         return list(names)
 
-    source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    source = settings.source.operator_arguments()
     sizes = {
         "batch_size": settings.extract.batch_size,
         "max_file_bytes": settings.extract.max_file_bytes,
@@ -74,10 +74,7 @@ def add_change_tracking_tasks(settings: ReplicationSettings, *, window_mode: str
     wait = ChangeTrackingVersionSensor.partial(
         task_id="ct_wait_for_version",
         window_mode=window_mode,
-        mode=settings.sensor.mode,
-        poke_interval=settings.sensor.poke_interval_seconds,
-        timeout=settings.sensor.timeout_seconds,
-        retries=0,
+        **settings.sensor.operator_arguments(),
         **source,
     ).expand(capture_instance=to_extract)
     extract = ChangeTrackingExtractOperator.partial(

@@ -221,9 +221,9 @@ def add_replication_tasks(
         """The capture instances the plan extracts a change window for."""
         return list(names)
 
-    source = {"sqlserver_cdc_conn_id": settings.source.conn_id, "database": settings.source.database}
+    source = settings.source.operator_arguments()
+    reader = settings.source.operator_arguments(time_zone=True)  # the tasks that read the server's clock
     masking = settings.masking.operator_arguments()
-    zone = settings.source.server_time_zone
     run_table_list = tables()
     plan = CdcLoadPlanOperator(task_id="plan", capture_instances=run_table_list, **source)
     to_snapshot = snapshot_list(plan.output["snapshot"])
@@ -233,28 +233,22 @@ def add_replication_tasks(
         allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
         chunk_rows=settings.snapshot.chunk_rows,
         require_key_columns=settings.merge.target.require_key_columns,  # keyless: a change log
-        server_time_zone=zone,
         execution_timeout=_minutes(settings.snapshot.execution_timeout_minutes),
-        **source,
+        **reader,
         **masking,
     ).expand(capture_instance=to_snapshot)
     to_extract = extract_list(plan.output["extract"])
     wait = LsnSensor.partial(
         task_id="wait_for_capture",
         window_mode=window_mode,
-        server_time_zone=zone,
-        mode=settings.sensor.mode,
         deferrable=settings.sensor.deferrable,
-        poke_interval=settings.sensor.poke_interval_seconds,
-        timeout=settings.sensor.timeout_seconds,
-        retries=0,  # a timeout is an answer (the capture job is behind), not a glitch to retry
-        **source,
+        **settings.sensor.operator_arguments(),
+        **reader,
     ).expand(capture_instance=to_extract)
     extract = CdcExtractOperator.partial(
         task_id="extract",
         base_path=settings.staging_path,
         window_mode=window_mode,
-        server_time_zone=zone,
         row_filter_option=settings.extract.row_filter_option,
         batch_size=settings.extract.batch_size,
         max_file_bytes=settings.extract.max_file_bytes,
@@ -264,7 +258,7 @@ def add_replication_tasks(
         disable_old_capture_instance=settings.extract.disable_old_capture_instance,
         require_key_columns=settings.merge.target.require_key_columns,  # keyless: a change log
         execution_timeout=_minutes(settings.extract.execution_timeout_minutes),
-        **source,
+        **reader,
         **masking,
     ).expand(capture_instance=to_extract)
     wait >> extract
@@ -459,15 +453,13 @@ def add_headroom_check(settings: ReplicationSettings, capture_instances: Any, *,
     check = CdcRetentionHeadroomOperator(
         task_id="retention_headroom",
         capture_instances=capture_instances,
-        sqlserver_cdc_conn_id=settings.source.conn_id,
-        database=settings.source.database,
-        server_time_zone=settings.source.server_time_zone,
         warning_minutes=headroom.warning_minutes,
         critical_minutes=headroom.critical_minutes,
         retention_minutes=headroom.retention_minutes,
         change_tracking_tables=list(settings.change_tracking.tables),
         trigger_rule=TriggerRule.ALL_DONE,
         retries=0,
+        **settings.source.operator_arguments(time_zone=True),
     )
     if after is not None:
         after >> check
@@ -544,12 +536,11 @@ def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[
         orphan_age_hours=maintenance.orphan_age_hours,
         tombstone_margin_hours=maintenance.tombstone_margin_hours,
         capture_instances=list(settings.tables),
-        sqlserver_cdc_conn_id=settings.source.conn_id,
-        database=settings.source.database,
         conn_id=settings.spark.conn_id,
         jars=settings.spark.jars,
         conf=dict(settings.spark.conf),
         execution_timeout=_minutes(maintenance.execution_timeout_minutes),
+        **settings.source.operator_arguments(),
     )
     after >> due >> maintain
     return {"maintenance_window": due, "maintain": maintain}
@@ -588,12 +579,11 @@ def add_reconcile_tasks(
         max_reported_keys=reconcile.max_reported_keys,
         fail_on_difference=reconcile.fail_on_difference,
         allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
-        sqlserver_cdc_conn_id=settings.source.conn_id,
-        database=settings.source.database,
         spark_conn_id=settings.spark.conn_id,
         jars=settings.spark.jars,
         spark_conf=dict(settings.spark.conf),
         execution_timeout=_minutes(reconcile.execution_timeout_minutes),
+        **settings.source.operator_arguments(),
     ).expand(capture_instance=capture_instances)
     after >> due >> compare
     return {"reconcile_window": due, "reconcile": compare}

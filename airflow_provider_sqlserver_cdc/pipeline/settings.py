@@ -129,6 +129,15 @@ class SourceSettings(Section):
     database: str | None = None
     server_time_zone: str | None = None
 
+    def operator_arguments(self, *, time_zone: bool = False) -> dict[str, Any]:
+        """
+        The source operators' connection arguments: ``sqlserver_cdc_conn_id`` and ``database``.
+
+        :param time_zone: also ``server_time_zone``, for the tasks that turn server times into UTC.
+        """
+        arguments = {"sqlserver_cdc_conn_id": self.conn_id, "database": self.database}
+        return arguments | {"server_time_zone": self.server_time_zone} if time_zone else arguments
+
 
 @dataclass(frozen=True)
 class SensorSettings(Section):
@@ -152,6 +161,15 @@ class SensorSettings(Section):
         self._require("mode", self.mode in SENSOR_MODES, f"must be one of {SENSOR_MODES}, got {self.mode!r}")
         self._require("poke_interval_seconds", self.poke_interval_seconds > 0, "must be positive")
         self._require("timeout_seconds", self.timeout_seconds > 0, "must be positive")
+
+    def operator_arguments(self) -> dict[str, Any]:
+        """The wait tasks' sensor arguments; ``retries`` 0: a timeout is an answer (the source is behind), not a glitch."""
+        return {
+            "mode": self.mode,
+            "poke_interval": self.poke_interval_seconds,
+            "timeout": self.timeout_seconds,
+            "retries": 0,
+        }
 
 
 @dataclass(frozen=True)

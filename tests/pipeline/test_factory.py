@@ -16,19 +16,9 @@ from airflow_provider_sqlserver_cdc.pipeline import (
 )
 from airflow_provider_sqlserver_cdc.pipeline.table_list import run_tables, tables_variable_key
 
-TASK_IDS = {
-    "run_outcome",
-    "tables",
-    "retention_headroom",
-    "plan",
-    "snapshot_list",
-    "extract_list",
-    "snapshot",
-    "wait_for_capture",
-    "extract",
-    "merge",
-    "commit_watermarks",
-}
+#: The tasks whose failure fails the run: ``run_outcome`` follows and watches them.
+WATCHED_TASK_IDS = {"plan", "snapshot", "wait_for_capture", "extract", "merge", "commit_watermarks"}
+TASK_IDS = WATCHED_TASK_IDS | {"run_outcome", "tables", "retention_headroom", "snapshot_list", "extract_list"}
 
 
 def settings(**overrides: Any) -> ReplicationSettings:
@@ -59,14 +49,7 @@ def assert_pipeline(tasks: dict[str, Any], prefix: str, mode: str, s: Replicatio
     assert up("extract") == {"wait_for_capture", "extract_list"}
     assert up("merge") == {"snapshot", "extract"}
     assert up("commit_watermarks") == {"merge"}  # the windows come from the merge's XCom
-    assert up("run_outcome") >= {
-        "plan",
-        "snapshot",
-        "wait_for_capture",
-        "extract",
-        "merge",
-        "commit_watermarks",
-    }
+    assert up("run_outcome") >= WATCHED_TASK_IDS
     merge, commit = tasks[prefix + "merge"], tasks[prefix + "commit_watermarks"]
     assert merge.extract_task_ids == [prefix + "snapshot", prefix + "extract"]
     # A path with nothing to do is skipped and a failed extract[i] leaves no window: the merge runs on
