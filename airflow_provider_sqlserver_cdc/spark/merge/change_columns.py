@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from airflow_provider_sqlserver_cdc.window.net_effect import DELETE
+
 SOURCE_META_COLUMNS = ("__$start_lsn", "__$seqval", "__$operation", "__$update_mask", "__$commit_time")
 START_LSN = "_cdc_start_lsn"
 SEQVAL = "_cdc_seqval"
@@ -18,3 +20,8 @@ TARGET_META_COLUMNS = (
 )
 #: A change's position in the log: the newest position per key wins (``window.net_effect``).
 POSITION_COLUMNS = (START_LSN, SEQVAL, OPERATION)
+
+
+def retired_row_values(lsn: str) -> dict[str, str]:
+    """The change columns (SQL) of a target row a snapshot at ``lsn`` (an SQL literal) lacks: a delete there."""
+    return {START_LSN: lsn, SEQVAL: lsn, OPERATION: str(DELETE), DELETED: "true"}

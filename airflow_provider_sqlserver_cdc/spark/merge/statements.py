@@ -12,6 +12,7 @@ from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     SEQVAL,
     START_LSN,
     TARGET_META_COLUMNS,
+    retired_row_values,
 )
 
 
@@ -86,7 +87,5 @@ def snapshot_clause(snapshot_lsn: str, hard: bool) -> str:
     )
     if hard:
         return f" WHEN NOT MATCHED BY SOURCE AND {older} THEN DELETE"
-    return (
-        f" WHEN NOT MATCHED BY SOURCE AND {older} AND NOT t.{DELETED} THEN UPDATE SET "
-        f"t.{START_LSN} = {lsn}, t.{SEQVAL} = {lsn}, t.{OPERATION} = 1, t.{DELETED} = true"
-    )
+    retired = ", ".join(f"t.{column} = {value}" for column, value in retired_row_values(lsn).items())
+    return f" WHEN NOT MATCHED BY SOURCE AND {older} AND NOT t.{DELETED} THEN UPDATE SET {retired}"

@@ -24,11 +24,9 @@ from typing import Any
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     COMMIT_TIME,
     DELETED,
-    OPERATION,
     POSITION_COLUMNS,
-    SEQVAL,
-    START_LSN,
     TARGET_META_COLUMNS,
+    retired_row_values,
 )
 from airflow_provider_sqlserver_cdc.spark.merge.errors import SchemaEvolutionError
 
@@ -257,9 +255,10 @@ class ApplyStatements:
                 + f" WHERE {_position(self.deleted_keys)} < {_position('excluded')}"
             )
         cleared = [f"{quote(c)} = NULL" for c in self.columns if c not in self.key_columns]
+        retired = [f"{column} = {value}" for column, value in retired_row_values(lsn).items()]
         return (
-            f"UPDATE {self.target} t SET {', '.join([*cleared, f'{START_LSN} = {lsn}', f'{SEQVAL} = {lsn}'])}, "
-            f"{OPERATION} = 1, {DELETED} = true WHERE NOT t.{DELETED} AND {older} AND {absent}"
+            f"UPDATE {self.target} t SET {', '.join([*cleared, *retired])} "
+            f"WHERE NOT t.{DELETED} AND {older} AND {absent}"
         )
 
     def remove_older(self) -> list[str]:
@@ -285,7 +284,7 @@ class ApplyStatements:
             else f"CASE WHEN s.{DELETED} THEN NULL ELSE {self.staged[name]} END"
             for name in self.columns
         ]
-        values += [f"s.{START_LSN}", f"s.{SEQVAL}", f"s.{OPERATION}"]
+        values += [f"s.{c}" for c in POSITION_COLUMNS]
         values += [f"(s.{COMMIT_TIME} || '+00')::timestamp with time zone", f"s.{DELETED}"]
         insert = (
             f"INSERT INTO {self.target} ({', '.join(quote(n) for n in names)}) "
