@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable
+from dataclasses import asdict
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
@@ -33,19 +34,9 @@ from airflow_provider_sqlserver_cdc.testing.table_comparison import (
 )
 
 
-def _column_entry(column: CapturedColumn) -> dict[str, Any]:
-    return {
-        "name": column.name,
-        "sql_type": column.sql_type,
-        "precision": column.precision,
-        "scale": column.scale,
-        "max_length": column.max_length,
-    }
-
-
 def expected_postgres_type(column: CapturedColumn) -> str:
     """The PostgreSQL type the target documents for a captured column (``format_type`` spelling)."""
-    return postgres_type(_column_entry(column), expected_target_type(column))
+    return postgres_type(asdict(column), expected_target_type(column))
 
 
 def _time_micros(value: TimeOfDay) -> dt.time:

@@ -20,7 +20,7 @@ import decimal
 import struct
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
@@ -216,17 +216,11 @@ def _python_type_ok(column: CapturedColumn, value: Any) -> bool:
 
 
 def expected_target_type(column: CapturedColumn) -> str:
-    """The Spark SQL type the merge job documents for a captured column (e.g. ``DECIMAL(18,2)``)."""
-    return spark_type(
-        {
-            "name": column.name,
-            "sql_type": column.sql_type,
-            "precision": column.precision,
-            "scale": column.scale,
-            "max_length": column.max_length,
-        },
-        column.name,
-    )
+    """The Spark SQL type the merge job documents for a captured column (e.g. ``DECIMAL(18,2)``).
+
+    The job types a column by its manifest entry, whose type fields are the column's own.
+    """
+    return spark_type(asdict(column), column.name)
 
 
 def _spark_type_name(data_type: Any) -> str:
