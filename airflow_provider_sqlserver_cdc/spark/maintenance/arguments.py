@@ -64,6 +64,17 @@ class MaintenanceSettings:
     tombstone_margin_hours: float | None = None
 
 
+#: The settings whose option has the field's name and is taken as parsed.
+_AS_GIVEN = (
+    "namespace",
+    "force",
+    "snapshot_retention_hours",
+    "retain_last",
+    "orphan_age_hours",
+    "tombstone_margin_hours",
+)
+
+
 def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
     """Parse the command line of the maintenance job.
 
@@ -110,9 +121,9 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
         parser.error("--full-rewrite-delete-ratio must be above 0 and at most 1")
     if args.tombstone_margin_hours is not None and args.tombstone_margin_hours < 0:
         parser.error("--tombstone-margin-hours must not be negative")
+    as_given = {name: getattr(args, name) for name in _AS_GIVEN}
     return MaintenanceSettings(
         tables=tuple(args.table),
-        namespace=args.namespace,
         thresholds=Thresholds(
             args.min_delete_files,
             args.min_small_files,
@@ -120,10 +131,6 @@ def parse_args(argv: Sequence[str]) -> MaintenanceSettings:
             args.min_metadata_bytes,
             args.full_rewrite_delete_ratio,
         ),
-        force=args.force,
-        snapshot_retention_hours=args.snapshot_retention_hours,
-        retain_last=args.retain_last,
-        orphan_age_hours=args.orphan_age_hours,
         cdc_min_lsn=min_lsns,
-        tombstone_margin_hours=args.tombstone_margin_hours,
+        **as_given,
     )
