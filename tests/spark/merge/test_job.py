@@ -200,10 +200,18 @@ def test_a_failed_table_leaves_the_others_committed_and_a_rerun_merges_only_it(
     assert contents(spark, notes_table) == {1: (False, "n", None)}
 
 
-def test_empty_window_starts_no_merge(spark: Any, base: Path, namespace: str, table: str) -> None:
-    w1, _ = two_windows(base)
+@pytest.fixture
+def first_merged(spark: Any, base: Path, namespace: str, table: str) -> tuple[str, int]:
+    """The first of ``two_windows`` merged into ``table``: the second window, and the table's snapshots now."""
+    w1, w2 = two_windows(base)
     run(spark, namespace, w1)
-    snapshots = snapshot_count(spark, table)
+    return w2, snapshot_count(spark, table)
+
+
+def test_empty_window_starts_no_merge(
+    spark: Any, base: Path, namespace: str, table: str, first_merged: tuple[str, int]
+) -> None:
+    _, snapshots = first_merged
     empty = write_window(base, WindowSpec("dbo_orders", 0x9000, 0x9100, []))
     result = run(spark, namespace, empty)
     assert result[table]["applied"] == [f"dbo_orders {lsn_hex(0x9000)}_{lsn_hex(0x9100)}"]
@@ -211,11 +219,9 @@ def test_empty_window_starts_no_merge(spark: Any, base: Path, namespace: str, ta
 
 
 def test_invalid_window_is_refused_before_the_table_is_touched(
-    spark: Any, base: Path, namespace: str, table: str
+    spark: Any, base: Path, namespace: str, table: str, first_merged: tuple[str, int]
 ) -> None:
-    w1, w2 = two_windows(base)
-    run(spark, namespace, w1)
-    snapshots = snapshot_count(spark, table)
+    w2, snapshots = first_merged
     doc = json.loads(Path(w2).read_text())
     doc["files"][0]["rows"] += 1
     doc["row_count"] += 1
@@ -433,11 +439,9 @@ def test_windows_continuing_the_applied_lsn_coalesce_into_one_range(
 
 
 def test_window_continuing_an_lsn_the_table_lacks_is_refused(
-    spark: Any, base: Path, namespace: str, table: str
+    spark: Any, base: Path, namespace: str, table: str, first_merged: tuple[str, int]
 ) -> None:
-    w1, _ = two_windows(base)
-    run(spark, namespace, w1)
-    snapshots = snapshot_count(spark, table)
+    _, snapshots = first_merged
     ahead = write_window(
         base,
         WindowSpec(
