@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.merge.changelog_append import changelog_frame
@@ -296,6 +297,7 @@ def with_commit_properties(
         raise
 
 
+@dataclass(eq=False)
 class IcebergTarget(MergeTarget):
     """Iceberg tables of the session's catalogs, created with identifier fields and merged with MERGE INTO.
 
@@ -309,38 +311,23 @@ class IcebergTarget(MergeTarget):
         ``changelog``.
     """
 
-    def __init__(
-        self,
-        spark: SparkSession,
-        write_mode: str = DEFAULT_WRITE_MODE,
-        table_properties: Mapping[str, str] | None = None,
-        partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS,
-        merge_strategy: str = DEFAULT_MERGE_STRATEGY,
-        table_mode: str = CURRENT,
-    ) -> None:
-        if table_mode not in TABLE_MODES:
-            raise MergeJobError(f"table mode {table_mode!r}: expected one of {TABLE_MODES}")
-        self.spark = spark
-        self.write_mode = write_mode
-        self.table_properties = dict(table_properties or {})
-        self.partition_buckets = partition_buckets
-        self.merge_strategy = merge_strategy
-        self.table_mode = table_mode
+    spark: SparkSession
+    write_mode: str = DEFAULT_WRITE_MODE
+    table_properties: Mapping[str, str] | None = None
+    partition_buckets: int | None = DEFAULT_PARTITION_BUCKETS
+    merge_strategy: str = DEFAULT_MERGE_STRATEGY
+    table_mode: str = CURRENT
+
+    def __post_init__(self) -> None:
+        if self.table_mode not in TABLE_MODES:
+            raise MergeJobError(f"table mode {self.table_mode!r}: expected one of {TABLE_MODES}")
+        self.table_properties = dict(self.table_properties or {})
         # History and change-log tables keep deletes as rows: they take windows in any order.
-        self.remembers_hard_deletes = table_mode != CURRENT
+        self.remembers_hard_deletes = self.table_mode != CURRENT
 
     def for_mode(self, mode: str) -> IcebergTarget:
         """Return this target writing tables of table mode ``mode`` (history, change log or current)."""
-        if mode == self.table_mode:
-            return self
-        return IcebergTarget(
-            self.spark,
-            self.write_mode,
-            self.table_properties,
-            self.partition_buckets,
-            merge_strategy=self.merge_strategy,
-            table_mode=mode,
-        )
+        return self if mode == self.table_mode else replace(self, table_mode=mode)
 
     def check_table_mode(self, table: str) -> None:
         """Refuse an existing table created in another table mode (``sqlserver-cdc.table-mode``)."""

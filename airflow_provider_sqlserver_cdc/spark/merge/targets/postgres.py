@@ -17,6 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
@@ -73,6 +74,7 @@ _AS_TEXT = ("TIMESTAMP_NTZ", "TIMESTAMP", "DATE")
 _WIDER_INTEGERS = ("smallint", "integer", "bigint")
 
 
+@dataclass(eq=False)
 class PostgresTarget(MergeTarget):
     """PostgreSQL tables ``schema.table`` of the database the JDBC URL names.
 
@@ -85,16 +87,15 @@ class PostgresTarget(MergeTarget):
     #: Hard deletes keep the key and the delete's position in ``<table>_cdc_deleted_keys``: windows in any order.
     remembers_hard_deletes = True
 
-    def __init__(
-        self, spark: SparkSession, url: str, credentials: JdbcCredentials, connections: int = 4
-    ) -> None:
-        check_jdbc_url(url)
-        if connections < 1:
-            raise MergeJobError(f"--jdbc-connections must be at least 1, got {connections}")
-        self.spark = spark
-        self.url = url
-        self.credentials = credentials
-        self.connections = connections
+    spark: SparkSession
+    url: str
+    credentials: JdbcCredentials
+    connections: int = 4
+
+    def __post_init__(self) -> None:
+        check_jdbc_url(self.url)
+        if self.connections < 1:
+            raise MergeJobError(f"--jdbc-connections must be at least 1, got {self.connections}")
 
     def check_session(self) -> None:
         """Fail unless the session's JVM can load the PostgreSQL JDBC driver."""
