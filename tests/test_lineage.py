@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import subprocess
@@ -10,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from server_clock import local
 
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
@@ -71,15 +71,10 @@ def test_the_provider_and_its_dags_load_without_the_openlineage_provider():
 
 @pytest.fixture
 def source(sqlserver_simulator, airflow_db, shared_fernet_key):
-    db = ClockedCdcDatabase(
-        sqlserver_simulator,
-        "shop",
-        {"orders": "id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"},
-        time_zone="UTC",
-        start=dt.datetime(2026, 3, 2, 9, 0),
-    )
-    db.commit_at(dt.datetime(2026, 3, 2, 10, 1), ("INSERT INTO dbo.orders VALUES (?, ?)", 1, "a"))
-    db.capture(until=dt.datetime(2026, 3, 2, 10, 15))
+    tables = {"orders": "id int NOT NULL PRIMARY KEY, note nvarchar(20) NULL"}
+    db = ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone="UTC", start=local(9, 0))
+    db.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (?, ?)", 1, "a"))
+    db.capture(until=local(10, 15))
     return sqlserver_simulator
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import socket
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from server_clock import local
 
 from airflow_provider_sqlserver_cdc.metrics import metric_name
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
@@ -63,16 +63,11 @@ with DAG(cfg["dag_id"], schedule=dt.timedelta(minutes=10), start_date=dt.datetim
 
 @pytest.fixture
 def source(sqlserver_simulator, airflow_db, shared_fernet_key):
-    db = ClockedCdcDatabase(
-        sqlserver_simulator,
-        "shop",
-        {"orders": "id int NOT NULL PRIMARY KEY"},
-        time_zone="UTC",
-        start=dt.datetime(2026, 3, 2, 9, 0),
-    )
-    db.commit_at(dt.datetime(2026, 3, 2, 10, 1), ("INSERT INTO dbo.orders VALUES (?)", 1))
-    db.commit_at(dt.datetime(2026, 3, 2, 10, 2), ("UPDATE dbo.orders SET id = 2 WHERE id = 1",))
-    db.capture(until=dt.datetime(2026, 3, 2, 10, 15))
+    tables = {"orders": "id int NOT NULL PRIMARY KEY"}
+    db = ClockedCdcDatabase(sqlserver_simulator, "shop", tables, time_zone="UTC", start=local(9, 0))
+    db.commit_at(local(10, 1), ("INSERT INTO dbo.orders VALUES (?)", 1))
+    db.commit_at(local(10, 2), ("UPDATE dbo.orders SET id = 2 WHERE id = 1",))
+    db.capture(until=local(10, 15))
     return sqlserver_simulator
 
 
