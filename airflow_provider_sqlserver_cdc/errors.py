@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from airflow.exceptions import AirflowException
 
+# One class per error, so that a caller can catch each: the classes are alike in form only.
+
 
 class SqlServerCdcError(AirflowException):
     """Base class of every error the provider raises on purpose."""

@@ -98,6 +98,7 @@ class ChangeTrackingHook(SqlServerCdcHook):
 
     def current_version(self) -> int:
         """``CHANGE_TRACKING_CURRENT_VERSION()``; raises when change tracking is off for the database."""
+        # Alike SqlServerCdcHook.get_max_lsn in form only (NULL: the feature is off): its own function and remedy.
         value = self.query_value(tsql.CT_CURRENT_VERSION, doing="reading CHANGE_TRACKING_CURRENT_VERSION()")
         if value is None:
             raise ChangeTrackingNotEnabledError(

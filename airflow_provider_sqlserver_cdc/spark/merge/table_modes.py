@@ -37,6 +37,7 @@ DEFAULT_KEYLESS = CHANGELOG
 #: The table property that records a table's mode when the job creates it.
 TABLE_MODE_PROPERTY = "sqlserver-cdc.table-mode"
 
+# Declared as change_columns declares the change columns (names, then name/type/nullable): alike in form only.
 VALID_FROM = "_valid_from"
 VALID_TO = "_valid_to"
 IS_CURRENT = "_is_current"
