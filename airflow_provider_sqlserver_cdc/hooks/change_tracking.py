@@ -84,6 +84,17 @@ def retention_error(instance: CaptureInstance, database: str, last_version: int,
     )
 
 
+def database_not_tracked_error(where: str) -> ChangeTrackingNotEnabledError:
+    """The failure for a database whose ``CHANGE_TRACKING_CURRENT_VERSION()`` is NULL: change tracking is off.
+
+    :param where: the server and database, e.g. ``host:1433, database shop``.
+    """
+    return ChangeTrackingNotEnabledError(
+        f"CHANGE_TRACKING_CURRENT_VERSION() is NULL on {where}: change tracking is not enabled for the "
+        "database. Run ALTER DATABASE [<db>] SET CHANGE_TRACKING = ON (CHANGE_RETENTION = 2 DAYS, AUTO_CLEANUP = ON)."
+    )
+
+
 class ChangeTrackingHook(SqlServerCdcHook):
     """
     Talk to a database with Change Tracking through pyodbc (same connections as SqlServerCdcHook).
@@ -98,14 +109,9 @@ class ChangeTrackingHook(SqlServerCdcHook):
 
     def current_version(self) -> int:
         """``CHANGE_TRACKING_CURRENT_VERSION()``; raises when change tracking is off for the database."""
-        # Alike SqlServerCdcHook.get_max_lsn in form only (NULL: the feature is off): its own function and remedy.
         value = self.query_value(tsql.CT_CURRENT_VERSION, doing="reading CHANGE_TRACKING_CURRENT_VERSION()")
         if value is None:
-            raise ChangeTrackingNotEnabledError(
-                f"CHANGE_TRACKING_CURRENT_VERSION() is NULL on {self.server}, database {self.database}: change "
-                "tracking is not enabled for the database. Run ALTER DATABASE [<db>] SET CHANGE_TRACKING = ON "
-                "(CHANGE_RETENTION = 2 DAYS, AUTO_CLEANUP = ON)."
-            )
+            raise database_not_tracked_error(f"{self.server}, database {self.database}")
         return int(value)
 
     def min_valid_version(self, instance: CaptureInstance) -> int | None:
