@@ -311,10 +311,10 @@ class Engine:
                                 "NULL" if after[p] is None else str(_display(after[p])) for p in ix.positions
                             )
                             raise duplicate_key(
-                                ix.name,
-                                "PRIMARY KEY" if ix.is_primary_key else "UNIQUE KEY",
-                                f"{table.schema.name}.{table.name}",
-                                shown,
+                                constraint=ix.name,
+                                kind="PRIMARY KEY" if ix.is_primary_key else "UNIQUE KEY",
+                                table=f"{table.schema.name}.{table.name}",
+                                key=shown,
                             )
             # version, index entries, log records
             kind = "insert" if before is None else ("delete" if after is None else "update")

@@ -689,7 +689,7 @@ class Session:
         verb, permission, grantee = m.group(1), m.group(2), m.group(3).strip()
         login = self.engine.logins.get(grantee.lower())
         if login is None:
-            raise missing_principal("find", "login", grantee)
+            raise missing_principal(action="find", kind="login", name=grantee)
         if verb == "GRANT":
             login.server_permissions.add(permission)
         else:

@@ -866,7 +866,7 @@ def _add_computed_column(
     def extended(values: tuple[Any, ...]) -> tuple[Any, ...]:
         value = value_of(values)
         if value is None and not col.nullable:
-            raise null_not_allowed(col.name, label, "ALTER TABLE")
+            raise null_not_allowed(column=col.name, table=label, statement="ALTER TABLE")
         return (*values, value)
 
     table.add_column(col)
@@ -988,7 +988,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 if table is None:
                     if node.args.get("exists"):
                         continue
-                    raise cannot_drop("table", tnode.sql(dialect="tsql"), 5)
+                    raise cannot_drop(kind="table", name=tnode.sql(dialect="tsql"), state=5)
                 _fire(session, "before", "drop_table", db, table, "", "", (), text)
                 xact = session.write_xact()
                 session.acquire_table_lock(table, "X", True)
@@ -1016,7 +1016,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 (i for i in table.indexes if i.name.lower() == ixname.lower() and i.kind == "INDEX"), None
             )
             if ix is None:
-                raise cannot_drop("index", f"{table.name}.{ixname}", 7)
+                raise cannot_drop(kind="index", name=f"{table.name}.{ixname}", state=7)
             xact = session.write_xact()
             table.indexes.remove(ix)
             engine.log_ddl(xact, db, table, "drop_index", (), text, lambda: table.indexes.append(ix))
@@ -1152,7 +1152,7 @@ def _drop_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
     with session.engine.mutex:
         db = session.engine.databases.get(name.lower())
         if db is None:
-            raise cannot_drop("database", name)
+            raise cannot_drop(kind="database", name=name)
         if name.lower() in ("master", "tempdb", "model", "msdb"):
             raise SqlError(3708, 16, 1, f"Cannot drop the database '{name}' because it is a system database.")
         del session.engine.databases[name.lower()]
@@ -1225,7 +1225,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise cannot_drop("schema", name)
+        raise cannot_drop(kind="schema", name=name)
     if sch.tables:
         first = next(iter(sch.tables.values()))
         raise SqlError(
@@ -1342,12 +1342,12 @@ def _alter_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
     db = session.current_db()
     role = db.principals.get(name.lower())
     if role is None or role.type != "R":
-        raise missing_principal("alter", "role", name)
+        raise missing_principal(action="alter", kind="role", name=name)
     if c.accept("ADD"):
         c.expect("MEMBER")
         member = c.name()
         if member.lower() not in db.principals:
-            raise missing_principal("add", "principal", member)
+            raise missing_principal(action="add", kind="principal", name=member)
         xact = session.write_xact()
         role.members.add(member.lower())
         _log_principal_ddl(
@@ -1397,9 +1397,9 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
     name = c.name()
     if kind == "LOGIN":
         if name.lower() == "sa":
-            raise missing_principal("drop", "login", "sa")
+            raise missing_principal(action="drop", kind="login", name="sa")
         if session.engine.logins.pop(name.lower(), None) is None and "EXISTS" not in raw.words:
-            raise missing_principal("drop", "login", name)
+            raise missing_principal(action="drop", kind="login", name=name)
         if session.engine.durable is not None:
             session.engine.durable.record_server(("drop_login", name))
         yield _done()
@@ -1411,7 +1411,7 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise missing_principal("drop", kind.lower(), name)
+        raise missing_principal(action="drop", kind=kind.lower(), name=name)
     if key in _FIXED_PRINCIPALS:
         raise SqlError(15150, 16, 1, f"Cannot drop the {kind.lower()} '{p.name}'.")
     if p.type == "R" and any(m in db.principals for m in p.members):

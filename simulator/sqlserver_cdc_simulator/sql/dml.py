@@ -75,11 +75,13 @@ def _with_computed_values(session: ExecutionContext, db: Any, table: Table, comp
 def _check_value(table: Table, db: Any, col: Column, value: Any, stmt: str) -> Any:
     if value is None:
         if not col.nullable:
-            raise null_not_allowed(col.name, f"{db.name}.{table.schema.name}.{table.name}", stmt)
+            raise null_not_allowed(
+                column=col.name, table=f"{db.name}.{table.schema.name}.{table.name}", statement=stmt
+            )
         return None
     if not V.check_fits(value, col.type):
         shown = value if isinstance(value, str) else "0x" + value.hex().upper()
-        raise truncation(f"{db.name}.{table.schema.name}.{table.name}", col.name, shown)
+        raise truncation(table=f"{db.name}.{table.schema.name}.{table.name}", column=col.name, value=shown)
     return value
 
 
@@ -390,7 +392,9 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                     v = full[ident]
                     if v is None:
                         raise null_not_allowed(
-                            columns[ident].name, f"{db.name}.{table.schema.name}.{table.name}", stmt
+                            column=columns[ident].name,
+                            table=f"{db.name}.{table.schema.name}.{table.name}",
+                            statement=stmt,
                         )
                     if table.identity_current is None or v > table.identity_current:
                         table.identity_current = v
