@@ -31,7 +31,7 @@ from sqlserver_cdc_simulator.events import StatementDone
 from sqlserver_cdc_simulator.extensions import DdlEvent
 from sqlserver_cdc_simulator.storage import Column, Index, Principal, Schema, Table
 
-from . import computed_columns
+from . import computed_columns, statement_errors
 from .context import ExecutionContext
 from .dialect import RawStatement, parse_expression
 from .dml import default_value
@@ -785,16 +785,9 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
         cname = c.name()
         i = table.column_index(cname)
         if i is None:
-            raise SqlError(
-                4924,
-                16,
-                1,
-                f"ALTER TABLE ALTER COLUMN failed because column '{cname}' does not exist in table '{table.name}'.",
-            )
+            raise statement_errors.alter_column_missing(column=cname, table=table.name)
         if table.columns[i].computed:
-            raise SqlError(
-                4928, 16, 1, f"Cannot alter column '{table.columns[i].name}' because it is 'COMPUTED'."
-            )
+            raise statement_errors.alter_computed_column(table.columns[i].name)
         _refuse_computed_dependency(table, table.columns[i].name)
         new_type = _parse_type(c)
         nullable = table.columns[i].nullable

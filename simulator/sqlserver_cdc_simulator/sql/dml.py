@@ -26,7 +26,7 @@ from sqlserver_cdc_simulator.errors import (
 from sqlserver_cdc_simulator.extensions import ResultColumn, Rowset
 from sqlserver_cdc_simulator.storage import Column, Table
 
-from . import computed_columns
+from . import computed_columns, statement_errors
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import parse_expression
@@ -213,12 +213,7 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 if c.identity is None and c.type.name != "timestamp" and not c.computed
             ]
             if table.identity_column is not None and table.object_id in session.options.identity_insert:
-                raise SqlError(
-                    8101,
-                    16,
-                    1,
-                    f"An explicit value for the identity column in table '{table.name}' can only be specified when a column list is used and IDENTITY_INSERT is ON.",
-                )
+                raise statement_errors.identity_insert_needs_column_list(table.name)
         else:
             cols = []
             for n in columns_given:
@@ -226,31 +221,16 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 if i is None:
                     raise invalid_column(n)
                 if i in cols:
-                    raise SqlError(
-                        264,
-                        16,
-                        1,
-                        f"The column name '{n}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause.",
-                    )
+                    raise statement_errors.column_listed_twice(n)
                 if table.columns[i].computed:
                     raise computed_columns.cannot_modify(table.columns[i].name)
                 if table.columns[i].type.name == "timestamp":
-                    raise SqlError(
-                        273,
-                        16,
-                        1,
-                        "Cannot insert an explicit value into a timestamp column. Use INSERT with a column list to exclude the timestamp column, or insert a DEFAULT into the timestamp column.",
-                    )
+                    raise statement_errors.timestamp_insert()
                 if (
                     table.columns[i].identity is not None
                     and table.object_id not in session.options.identity_insert
                 ):
-                    raise SqlError(
-                        544,
-                        16,
-                        1,
-                        f"Cannot insert explicit value for identity column in table '{table.name}' when IDENTITY_INSERT is set to OFF.",
-                    )
+                    raise statement_errors.identity_insert_off(table.name)
                 cols.append(i)
         # source rows with their types
         source = node.args.get("expression")
@@ -269,18 +249,8 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
                 if len(items) != len(cols):
                     if len(items) > len(cols):
-                        raise SqlError(
-                            110,
-                            15,
-                            1,
-                            "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
-                        )
-                    raise SqlError(
-                        109,
-                        15,
-                        1,
-                        "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
-                    )
+                        raise statement_errors.more_values_than_columns()
+                    raise statement_errors.fewer_values_than_columns()
                 vals = []
                 types = []
                 for it in items:
@@ -302,22 +272,15 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
         elif source is not None:
             q = compile_query(session, source)
             if len(q.columns) != len(cols):
-                raise SqlError(
-                    121 if len(q.columns) > len(cols) else 120,
-                    15,
-                    1,
-                    "The select list for the INSERT statement contains "
-                    + ("more" if len(q.columns) > len(cols) else "fewer")
-                    + " items than the insert list. The number of SELECT values must match the number of INSERT columns.",
-                )
+                if len(q.columns) > len(cols):
+                    raise statement_errors.more_selected_than_columns()
+                raise statement_errors.fewer_selected_than_columns()
             rows = list(q.run())
             src_types = [c.type for c in q.columns]
         elif getattr(session, "insert_exec_source", None) is not None:  # INSERT ... EXEC
             rows, exec_types = session.insert_exec_source
             if exec_types is not None and len(exec_types) != len(cols):
-                raise SqlError(
-                    213, 16, 7, "Column name or number of supplied values does not match table definition."
-                )
+                raise statement_errors.exec_columns_mismatch()
             src_types = exec_types or []
         else:
             raise not_supported("this INSERT form")
