@@ -29,7 +29,7 @@ from .clock import ServerClock
 from .collation import ci_key
 from .errors import SqlError, duplicate_key, login_failed, unknown_database
 from .extensions import ExtensionRegistry
-from .log import CommittedTransaction, DdlOperation, RowOperation
+from .log import CommittedTransaction, DdlOperation, RowOperation, SchemaChange
 from .login import Login
 from .persistence import Durability
 from .session import Session
@@ -349,24 +349,8 @@ class Engine:
             xact.undo.append((table, rowid, newest, version, db, op))
             return "done", kind
 
-    def log_ddl(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table | None,
-        kind: str,
-        columns: tuple[str, ...],
-        statement: str,
-        undo: Any,
-        replay_sql: str | None = None,
-        schema: str = "",
-        name: str = "",
-        column_types: tuple[Any, ...] = (),
-    ) -> None:
-        """Record DDL in the transaction (its undo callable runs on rollback).
-
-        :param column_types: the new types of ``columns`` (``alter_column``), for the capture job.
-        """
+    def log_ddl(self, xact: Transaction, db: Database, table: Table | None, change: SchemaChange) -> None:
+        """Record a schema change of ``table`` (None: of no table) in the transaction; its undo runs on rollback."""
         with self.mutex:
             dbname = db.name
             if dbname not in xact.begin_lsn:
@@ -374,16 +358,16 @@ class Engine:
                 xact.begin_ticks[dbname] = self.clock.local_ticks()
             op = DdlOperation(
                 db.log.allocate_lsn(),
-                table.schema.name if table else schema,
-                table.name if table else name,
+                table.schema.name if table else change.schema,
+                table.name if table else change.name,
                 table.object_id if table else 0,
-                kind,
-                columns,
-                statement,
-                column_types,
+                change.kind,
+                change.columns,
+                change.statement,
+                change.column_types,
             )
             xact.ops.setdefault(dbname, []).append(op)
-            xact.undo.append(("ddl", undo, db, replay_sql if replay_sql is not None else statement, op))
+            xact.undo.append(("ddl", change.undo, db, change.statement, op))
 
     def commit(self, xact: Transaction) -> None:
         """Make a transaction's writes visible and durable, and release its locks."""

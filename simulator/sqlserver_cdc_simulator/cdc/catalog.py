@@ -22,7 +22,7 @@ from sqlserver_cdc_simulator.cdc.session_access import (
     databases_of,
     server_of,
 )
-from sqlserver_cdc_simulator.extensions import Rowset, result_columns
+from sqlserver_cdc_simulator.extensions import Rowset, ViewFn, result_columns
 
 
 def _require(session: Any, database: Any, table: str) -> CdcDatabase:
@@ -58,7 +58,7 @@ def instance_settings(ci: CaptureInstance) -> tuple[Any, ...]:
 
 def _cdc_schema_view(
     table: str, columns: str, rows: Callable[[CdcDatabase], Iterable[tuple[Any, ...]]]
-) -> Callable[[Any, Any], Rowset]:
+) -> ViewFn:
     """
     A ``cdc.<table>`` view: error 208 where CDC is not enabled, else its rows from the database's CDC state.
 

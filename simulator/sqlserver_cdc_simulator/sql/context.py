@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from sqlserver_cdc_simulator.clock import ServerClock
 from sqlserver_cdc_simulator.extensions import ExtensionRegistry, ResultColumn
+from sqlserver_cdc_simulator.log import SchemaChange
 from sqlserver_cdc_simulator.login import Login
 from sqlserver_cdc_simulator.storage import Database, Table, Transaction
 
@@ -52,6 +53,7 @@ class ServerState(Protocol):
 
     def next_rowversion(self, db: Database) -> bytes: ...
 
+    # The signature repeats Engine.write_row on purpose: this Protocol is how sql/ names the engine without importing it.
     def write_row(
         self,
         xact: Transaction,
@@ -62,21 +64,7 @@ class ServerState(Protocol):
         statement: str,
     ) -> tuple[str, Any]: ...
 
-    # The signature repeats Engine.log_ddl on purpose: this Protocol is how sql/ names the engine without importing it.
-    def log_ddl(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table | None,
-        kind: str,
-        columns: tuple[str, ...],
-        statement: str,
-        undo: Any,
-        replay_sql: str | None = None,
-        schema: str = "",
-        name: str = "",
-        column_types: tuple[Any, ...] = (),
-    ) -> None: ...
+    def log_ddl(self, xact: Transaction, db: Database, table: Table | None, change: SchemaChange) -> None: ...
 
 
 class SubqueryPlan(Protocol):

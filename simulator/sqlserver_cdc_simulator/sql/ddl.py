@@ -29,6 +29,7 @@ from sqlserver_cdc_simulator.errors import (
 )
 from sqlserver_cdc_simulator.events import StatementDone
 from sqlserver_cdc_simulator.extensions import DdlEvent
+from sqlserver_cdc_simulator.log import SchemaChange
 from sqlserver_cdc_simulator.storage import Column, Index, Principal, Schema, Table
 
 from . import computed_columns, statement_errors
@@ -591,7 +592,12 @@ def create_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         if schema.tables.get(name.lower()) is table:
             del schema.tables[name.lower()]
 
-    engine.log_ddl(xact, db, table, "create_table", tuple(col.name for col in table.columns), raw.text, undo)
+    engine.log_ddl(
+        xact,
+        db,
+        table,
+        SchemaChange("create_table", raw.text, undo, tuple(col.name for col in table.columns)),
+    )
     _fire(
         session,
         "after",
@@ -637,7 +643,7 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             with engine.mutex:
                 for cname, kind, clustered, cols, desc in items:
                     _add_constraint(session, db, table, cname, kind, clustered, cols, desc)
-            engine.log_ddl(xact, db, table, "add_constraint", (), raw.text, undo_ix)
+            engine.log_ddl(xact, db, table, SchemaChange("add_constraint", raw.text, undo_ix))
             yield _done()
             return
         specs = []
@@ -702,7 +708,9 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                     _add_constraint(session, db, table, cname, kind, clustered, cols_, desc)
             table.schema_version += 1
             table.modify_ticks = engine.clock.local_ticks()
-        engine.log_ddl(xact, db, table, "add_column", cols, raw.text, lambda: _restore_table(table, state))
+        engine.log_ddl(
+            xact, db, table, SchemaChange("add_column", raw.text, lambda: _restore_table(table, state), cols)
+        )
         _fire(session, "after", "add_column", db, table, "", "", cols, raw.text)
         yield _done()
         return
@@ -727,7 +735,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                     dcol.default_name = None
                     dcol.default_object_id = 0
             engine.log_ddl(
-                xact, db, table, "drop_constraint", (), raw.text, lambda: _restore_table(table, state)
+                xact,
+                db,
+                table,
+                SchemaChange("drop_constraint", raw.text, lambda: _restore_table(table, state)),
             )
             yield _done()
             return
@@ -775,7 +786,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             table.schema_version += 1
             table.modify_ticks = engine.clock.local_ticks()
         engine.log_ddl(
-            xact, db, table, "drop_column", tuple(cols), raw.text, lambda: _restore_table(table, state)
+            xact,
+            db,
+            table,
+            SchemaChange("drop_column", raw.text, lambda: _restore_table(table, state), tuple(cols)),
         )
         _fire(session, "after", "drop_column", db, table, "", "", tuple(cols), raw.text)
         yield _done()
@@ -833,16 +847,14 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                 old.default_object_id,
             )
             table.schema_version += 1
-        engine.log_ddl(
-            xact,
-            db,
-            table,
+        change = SchemaChange(
             "alter_column",
-            (old.name,),
             raw.text,
             lambda: _restore_table(table, state),
+            (old.name,),
             column_types=(new_type,),
         )
+        engine.log_ddl(xact, db, table, change)
         _fire(session, "after", "alter_column", db, table, "", "", (old.name,), raw.text)
         yield _done()
         return
@@ -959,7 +971,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                     ix.keys = k
                 table.identity_current = saved_ident
 
-            engine.log_ddl(xact, db, table, "truncate_table", (), text, undo)
+            engine.log_ddl(xact, db, table, SchemaChange("truncate_table", text, undo))
             _fire(session, "after", "truncate_table", db, table, "", "", (), text)
         yield _done()
         return
@@ -992,7 +1004,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 def undo(sch: Schema = sch, table: Table = table) -> None:
                     sch.tables[table.name.lower()] = table
 
-                engine.log_ddl(xact, db, table, "drop_table", (), text, undo)
+                engine.log_ddl(xact, db, table, SchemaChange("drop_table", text, undo))
                 _fire(session, "after", "drop_table", db, table, "", "", (), text)
             yield _done()
             return
@@ -1012,7 +1024,9 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 raise cannot_drop(kind="index", name=f"{table.name}.{ixname}", state=7)
             xact = session.write_xact()
             table.indexes.remove(ix)
-            engine.log_ddl(xact, db, table, "drop_index", (), text, lambda: table.indexes.append(ix))
+            engine.log_ddl(
+                xact, db, table, SchemaChange("drop_index", text, lambda: table.indexes.append(ix))
+            )
             yield _done()
             return
         raise not_supported(f"DROP {kind}")
@@ -1075,7 +1089,7 @@ def _create_index(session: ExecutionContext, node: exp.Create, text: str, kind: 
         if ix in table.indexes:
             table.indexes.remove(ix)
 
-    session.engine.log_ddl(xact, db, table, "create_index", (), text, undo)
+    session.engine.log_ddl(xact, db, table, SchemaChange("create_index", text, undo))
     yield _done()
 
 
@@ -1205,7 +1219,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
     def undo() -> None:
         db.schemas.pop(name.lower(), None)
 
-    session.engine.log_ddl(xact, db, None, "create_schema", (), raw.text, undo, schema=name, name="")
+    session.engine.log_ddl(xact, db, None, SchemaChange("create_schema", raw.text, undo, schema=name))
     yield _done()
 
 
@@ -1233,12 +1247,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         xact,
         db,
         None,
-        "drop_schema",
-        (),
-        raw.text,
-        lambda: db.schemas.__setitem__(name.lower(), sch),
-        schema=name,
-        name="",
+        SchemaChange("drop_schema", raw.text, lambda: db.schemas.__setitem__(name.lower(), sch), schema=name),
     )
     yield _done()
 
@@ -1317,7 +1326,7 @@ def _log_principal_ddl(
     undo: Callable[[], Any],
 ) -> None:
     """Log DDL on database principal ``name``; ``undo`` reverses it on rollback."""
-    session.engine.log_ddl(xact, db, None, operation, (), raw.text, undo, schema="", name=name)
+    session.engine.log_ddl(xact, db, None, SchemaChange(operation, raw.text, undo, name=name))
 
 
 def _create_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
