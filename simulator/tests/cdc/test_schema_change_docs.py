@@ -21,6 +21,8 @@ TABLE = (
 )
 CAPTURED = "EXEC sys.sp_cdc_get_captured_columns @capture_instance = ?"
 HISTORY = "EXEC sys.sp_cdc_get_ddl_history @capture_instance = ?"
+# both procedures' result sets start with the capture instance and its source table (as _described gives them)
+INSTANCE_COLUMNS = [("source_schema", str, 128), ("source_table", str, 128), ("capture_instance", str, 128)]
 
 
 @pytest.fixture
@@ -48,9 +50,7 @@ def test_get_captured_columns_result_set_and_only_the_type_follows_the_source(or
     """
     cursor = orders.execute(CAPTURED, "dbo_orders")
     assert _described(cursor) == [
-        ("source_schema", str, 128),
-        ("source_table", str, 128),
-        ("capture_instance", str, 128),
+        *INSTANCE_COLUMNS,
         ("column_name", str, 128),
         ("column_id", int, 10),
         ("column_ordinal", int, 10),
@@ -109,9 +109,7 @@ def test_get_ddl_history_lists_add_drop_and_alter_in_lsn_order_for_each_instance
 
     cursor = orders.execute(HISTORY, "dbo_orders")
     assert _described(cursor) == [
-        ("source_schema", str, 128),
-        ("source_table", str, 128),
-        ("capture_instance", str, 128),
+        *INSTANCE_COLUMNS,
         ("required_column_update", bool, 1),
         ("ddl_command", str, 0),  # nvarchar(max)
         ("ddl_lsn", bytearray, 10),
