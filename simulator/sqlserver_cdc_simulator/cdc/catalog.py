@@ -250,15 +250,15 @@ def dm_cdc_errors(session: Any, database: Any) -> Rowset:
     rows = [
         (
             e.session_id,
-            e.phase_number,
+            e.failure.phase,
             datetime_ticks(e.entry_time),
-            e.error_number,
-            e.error_severity,
-            e.error_state,
-            e.error_message,
-            lsn_to_dmv_text(e.start_lsn),
-            lsn_to_dmv_text(e.begin_lsn),
-            lsn_to_dmv_text(e.sequence_value),
+            e.failure.number,
+            e.failure.severity,
+            e.failure.state,
+            e.failure.message[:1024],
+            lsn_to_dmv_text(e.failure.xact.commit_lsn),
+            lsn_to_dmv_text(e.failure.xact.begin_lsn),
+            lsn_to_dmv_text(e.failure.lsn),
         )
         for e in (list(state.errors) if state is not None else [])
     ]
