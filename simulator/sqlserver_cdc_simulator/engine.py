@@ -242,13 +242,7 @@ class Engine:
         return v.to_bytes(8, "big")
 
     def write_row(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table,
-        rowid: int | None,
-        compute: Any,
-        statement: str,
+        self, xact: Transaction, db: Database, table: Table, rowid: int | None, compute: Any
     ) -> tuple[str, Any]:
         """Insert (rowid None), update or delete one row.
 

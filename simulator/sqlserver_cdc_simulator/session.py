@@ -622,7 +622,7 @@ class Session:
         if isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
             with self.statement_locks() as lock_owner:
                 self.lock_owner = lock_owner
-                n, output = dml.execute(self, node, raw.text)
+                n, output = dml.execute(self, node)
             self.last_rowcount = n
             if output is not None:
                 yield ResultSet(output.columns, output.rows)
@@ -933,7 +933,7 @@ class Session:
         try:
             with self.statement_locks() as lock_owner:
                 self.lock_owner = lock_owner
-                n, _output = dml.execute(self, node, raw.text)
+                n, _output = dml.execute(self, node)
         finally:
             self.insert_exec_source = None
         self.last_rowcount = n

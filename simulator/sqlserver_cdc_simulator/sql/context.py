@@ -53,15 +53,8 @@ class ServerState(Protocol):
 
     def next_rowversion(self, db: Database) -> bytes: ...
 
-    # The signature repeats Engine.write_row on purpose: this Protocol is how sql/ names the engine without importing it.
     def write_row(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table,
-        rowid: int | None,
-        compute: Any,
-        statement: str,
+        self, xact: Transaction, db: Database, table: Table, rowid: int | None, compute: Any
     ) -> tuple[str, Any]: ...
 
     def log_ddl(self, xact: Transaction, db: Database, table: Table | None, change: SchemaChange) -> None: ...

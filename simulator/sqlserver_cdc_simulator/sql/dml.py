@@ -47,12 +47,12 @@ def default_value(session: ExecutionContext, col: Column) -> Any:
 
 
 def _write(
-    session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
+    session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any
 ) -> str:
     engine = session.engine
     compute = _with_computed_values(session, db, table, compute, "INSERT" if rowid is None else "UPDATE")
     while True:
-        status, info = engine.write_row(xact, db, table, rowid, compute, text)
+        status, info = engine.write_row(xact, db, table, rowid, compute)
         if status == "wait":
             engine.locks.wait_for_transaction(xact, info, session.lock_timeout)
             continue
@@ -127,7 +127,7 @@ def _assign_converter(src: T.SqlType, col: Column) -> Any:
     return converter(src, dst)
 
 
-def execute(session: ExecutionContext, node: exp.Expression, text: str) -> tuple[int, Any]:
+def execute(session: ExecutionContext, node: exp.Expression) -> tuple[int, Any]:
     """Run INSERT / UPDATE / DELETE: (row count, OUTPUT rowset or None)."""
     returning = node.args.get("returning")
     if returning is not None:
@@ -138,11 +138,11 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> tuple
     xact = session.write_xact()
     mark = len(xact.undo)
     if isinstance(node, exp.Insert):
-        n = _insert(session, node, text)
+        n = _insert(session, node)
     elif isinstance(node, exp.Update):
-        n = _update(session, node, text)
+        n = _update(session, node)
     elif isinstance(node, exp.Delete):
-        n = _delete(session, node, text)
+        n = _delete(session, node)
     else:
         raise not_supported(type(node).__name__)
     if returning is None:
@@ -193,7 +193,7 @@ def _target(session: ExecutionContext, tnode: exp.Expression) -> tuple[Any, Tabl
     return db, table
 
 
-def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
+def _insert(session: ExecutionContext, node: exp.Insert) -> int:
     target = node.this
     columns_given = None
     if isinstance(target, exp.Schema):
@@ -372,7 +372,7 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 full[i] = engine.next_rowversion(db)
             return tuple(full)
 
-        _write(session, xact, db, table, None, compute, text)
+        _write(session, xact, db, table, None, compute)
         count += 1
     return count
 
@@ -529,7 +529,6 @@ def _database_id_of(session: ExecutionContext, table: Table) -> int:
 def _joined_write(
     session: ExecutionContext,
     node: exp.Expression,
-    text: str,
     target: exp.Table,
     frm: Any,
     joins: list[Any],
@@ -572,7 +571,7 @@ def _joined_write(
                 return None
             return _updated_row(session, db, table, current, joined, assignments, rv_cols)
 
-        if _write(session, xact, db, table, rowid, compute, text) == "done":
+        if _write(session, xact, db, table, rowid, compute) == "done":
             count += 1
     return count
 
@@ -602,7 +601,7 @@ def _updated_row(
     return tuple(values)
 
 
-def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
+def _update(session: ExecutionContext, node: exp.Update) -> int:
     if not node.expressions:
         raise SqlError(102, 15, 1, f"Incorrect syntax near '{node.this.name if node.this else 'UPDATE'}'.")
     frm = node.args.get("from_") or node.args.get("from")
@@ -610,7 +609,6 @@ def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
         return _joined_write(
             session,
             node,
-            text,
             node.this,
             frm.this,
             list(frm.args.get("joins") or []),
@@ -665,18 +663,17 @@ def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
         where,
         where_fn,
         lambda current: _updated_row(session, db, table, current, current, sets, rv_cols),
-        text,
     )
 
 
-def _delete(session: ExecutionContext, node: exp.Delete, text: str) -> int:
+def _delete(session: ExecutionContext, node: exp.Delete) -> int:
     tnode = node.this
     tables = node.args.get("tables") or []
     if tables and not isinstance(tnode, exp.Expression):
         tnode = tables[0]
     elif tables:
         # DELETE t FROM dbo.t AS t JOIN ... : the target is named first, the FROM clause follows
-        return _joined_write(session, node, text, tables[0], tnode, [], None)
+        return _joined_write(session, node, tables[0], tnode, [], None)
     if node.args.get("using"):
         raise not_supported("DELETE ... FROM with joins")
     xact = session.write_xact()
@@ -684,7 +681,7 @@ def _delete(session: ExecutionContext, node: exp.Delete, text: str) -> int:
     compiler = Compiler(session, _table_scope(table, tnode.alias or None))
     where = node.args.get("where")
     where_fn = compiler.predicate(where.this) if where is not None else None
-    return _write_where(session, node, xact, db, table, tnode, where, where_fn, lambda current: None, text)
+    return _write_where(session, node, xact, db, table, tnode, where, where_fn, lambda current: None)
 
 
 def _write_where(
@@ -697,7 +694,6 @@ def _write_where(
     where: Any,
     where_fn: Any,
     new_row: Callable[[Any], Any],
-    text: str,
 ) -> int:
     """Write ``new_row(current)`` over each row the WHERE clause selects (``None`` deletes it); return the count.
 
@@ -719,6 +715,6 @@ def _write_where(
                 return ...
             return new_row(current)
 
-        if _write(session, xact, db, table, rowid, compute, text) == "done":
+        if _write(session, xact, db, table, rowid, compute) == "done":
             count += 1
     return count
