@@ -17,6 +17,8 @@ NODE_MODULES = CLIENTS / "node" / "node_modules"
 BATTERY = Path(__file__).with_name("tedious_battery.js")
 
 
+# Shaped like test_mssql_jdbc.TestJdbcBattery on purpose: each client states its own expected outcomes, the
+# tests are BatteryChecks' (issue 34 item 6).
 class TestTediousBattery(BatteryChecks):
     """What tedious's battery prints."""
 
