@@ -8,6 +8,7 @@ catalog, ``sys.messages``) and builds the :class:`SqlError` when called with the
 
 from __future__ import annotations
 
+import functools
 import string
 from dataclasses import dataclass
 
@@ -21,6 +22,12 @@ class SqlError(Exception):
         self.severity = severity
         self.state = state
         self.message = message
+
+
+@functools.cache
+def _field_names(text: str) -> tuple[str, ...]:
+    """The names of a :meth:`str.format` template's fields, each once, in order."""
+    return tuple(dict.fromkeys(name for _, name, _, _ in string.Formatter().parse(text) if name))
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,10 @@ class Message:
     def __call__(self, *value: object, state: int | None = None, **values: object) -> SqlError:
         """The :class:`SqlError` this message gives with these values."""
         if value:
-            fields = {name for _, name, _, _ in string.Formatter().parse(self.text) if name}
+            fields = _field_names(self.text)
             if len(value) > 1 or len(fields) != 1:
-                raise TypeError(f"message {self.number} takes its values by name: {sorted(fields)}")
-            values[fields.pop()] = value[0]
+                raise TypeError(f"message {self.number} takes its values by name: {list(fields)}")
+            values[fields[0]] = value[0]
         text = self.text.format(**values)
         return SqlError(self.number, self.severity, self.state if state is None else state, text)
 

@@ -828,11 +828,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                             raise
                         if val is None and not nullable:
                             _restore_table(table, state)
-                            raise SqlError(
-                                515,
-                                16,
-                                2,
-                                f"Cannot insert the value NULL into column '{old.name}', table '{db.name}.{table.schema.name}.{table.name}'; column does not allow nulls. UPDATE fails.",
+                            raise null_not_allowed(
+                                column=old.name,
+                                table=f"{db.name}.{table.schema.name}.{table.name}",
+                                statement="UPDATE",
                             )
                         cur.values = cur.values[:i] + (val,) + cur.values[i + 1 :]
                     cur = cur.prev
@@ -1209,7 +1208,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
         raise not_supported("CREATE SCHEMA with schema elements")
     db = session.current_db()
     if db.schema(name) is not None:
-        raise SqlError(2714, 16, 6, f"There is already an object named '{name}' in the database.")
+        raise object_exists(name)
     xact = session.write_xact()
     with session.engine.mutex:
         sch = Schema(db.next_schema_id, name)

@@ -21,6 +21,7 @@ from sqlserver_cdc_simulator.errors import (
     invalid_object,
     not_supported,
     null_not_allowed,
+    syntax_error,
     truncation,
 )
 from sqlserver_cdc_simulator.extensions import ResultColumn, Rowset
@@ -603,7 +604,7 @@ def _updated_row(
 
 def _update(session: ExecutionContext, node: exp.Update) -> int:
     if not node.expressions:
-        raise SqlError(102, 15, 1, f"Incorrect syntax near '{node.this.name if node.this else 'UPDATE'}'.")
+        raise syntax_error(node.this.name if node.this else "UPDATE")
     frm = node.args.get("from_") or node.args.get("from")
     if frm is not None:
         return _joined_write(
