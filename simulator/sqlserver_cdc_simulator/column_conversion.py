@@ -41,7 +41,7 @@ def convert_column_value(value: Any, src: T.SqlType, dst: T.SqlType, *, table: s
         whole = convert(value, src, wide)
         if dst.length != T.MAX and not check_fits(_without_trailing_blanks(whole, dst), dst):
             shown = whole if isinstance(whole, str) else "0x" + bytes(whole).hex().upper()
-            raise truncation(table, column, shown)
+            raise truncation(table=table, column=column, value=shown)
     try:
         return convert(value, src, dst)
     except SqlError as error:

@@ -29,7 +29,7 @@ from .clock import ServerClock
 from .collation import ci_key
 from .errors import SqlError, duplicate_key, login_failed, unknown_database
 from .extensions import ExtensionRegistry
-from .log import CommittedTransaction, DdlOperation, RowOperation
+from .log import CommittedTransaction, DdlOperation, RowOperation, SchemaChange
 from .login import Login
 from .persistence import Durability
 from .session import Session
@@ -242,13 +242,7 @@ class Engine:
         return v.to_bytes(8, "big")
 
     def write_row(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table,
-        rowid: int | None,
-        compute: Any,
-        statement: str,
+        self, xact: Transaction, db: Database, table: Table, rowid: int | None, compute: Any
     ) -> tuple[str, Any]:
         """Insert (rowid None), update or delete one row.
 
@@ -311,10 +305,10 @@ class Engine:
                                 "NULL" if after[p] is None else str(_display(after[p])) for p in ix.positions
                             )
                             raise duplicate_key(
-                                ix.name,
-                                "PRIMARY KEY" if ix.is_primary_key else "UNIQUE KEY",
-                                f"{table.schema.name}.{table.name}",
-                                shown,
+                                constraint=ix.name,
+                                kind="PRIMARY KEY" if ix.is_primary_key else "UNIQUE KEY",
+                                table=f"{table.schema.name}.{table.name}",
+                                key=shown,
                             )
             # version, index entries, log records
             kind = "insert" if before is None else ("delete" if after is None else "update")
@@ -349,24 +343,8 @@ class Engine:
             xact.undo.append((table, rowid, newest, version, db, op))
             return "done", kind
 
-    def log_ddl(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table | None,
-        kind: str,
-        columns: tuple[str, ...],
-        statement: str,
-        undo: Any,
-        replay_sql: str | None = None,
-        schema: str = "",
-        name: str = "",
-        column_types: tuple[Any, ...] = (),
-    ) -> None:
-        """Record DDL in the transaction (its undo callable runs on rollback).
-
-        :param column_types: the new types of ``columns`` (``alter_column``), for the capture job.
-        """
+    def log_ddl(self, xact: Transaction, db: Database, table: Table | None, change: SchemaChange) -> None:
+        """Record a schema change of ``table`` (None: of no table) in the transaction; its undo runs on rollback."""
         with self.mutex:
             dbname = db.name
             if dbname not in xact.begin_lsn:
@@ -374,16 +352,16 @@ class Engine:
                 xact.begin_ticks[dbname] = self.clock.local_ticks()
             op = DdlOperation(
                 db.log.allocate_lsn(),
-                table.schema.name if table else schema,
-                table.name if table else name,
+                table.schema.name if table else change.schema,
+                table.name if table else change.name,
                 table.object_id if table else 0,
-                kind,
-                columns,
-                statement,
-                column_types,
+                change.kind,
+                change.columns,
+                change.statement,
+                change.column_types,
             )
             xact.ops.setdefault(dbname, []).append(op)
-            xact.undo.append(("ddl", undo, db, replay_sql if replay_sql is not None else statement, op))
+            xact.undo.append(("ddl", change.undo, db, change.statement, op))
 
     def commit(self, xact: Transaction) -> None:
         """Make a transaction's writes visible and durable, and release its locks."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,28 @@ class RowOperation(LoggedOperation):
     def after_row(self) -> dict[str, Any] | None:
         """The after-image keyed by column name (None for deletes)."""
         return None if self.after is None else dict(zip(self.columns, self.after, strict=True))
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """What a DDL statement changed, as it asks the engine to log it (``Engine.log_ddl``).
+
+    :param kind: ``create_table``, ``drop_table``, ``add_column``, ``drop_column``, ``create_schema``, ...
+    :param statement: the statement text as the client sent it (replayed when the database is recovered)
+    :param undo: puts the schema back when the transaction rolls back
+    :param columns: the columns added, dropped or altered
+    :param schema: the object's schema where the change has no table (``CREATE SCHEMA``)
+    :param name: the object's name where the change has no table (logins, users, roles)
+    :param column_types: for ``alter_column``, the columns' new :class:`~.types.SqlType` s (for the capture job)
+    """
+
+    kind: str
+    statement: str
+    undo: Callable[[], Any]
+    columns: tuple[str, ...] = ()
+    schema: str = ""
+    name: str = ""
+    column_types: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)

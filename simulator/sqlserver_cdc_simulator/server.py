@@ -21,7 +21,7 @@ from typing import Any
 
 from . import types as T
 from .engine import Engine
-from .errors import SqlError
+from .errors import SqlError, login_failed
 from .events import EnvChange, ErrorEvent, Message, ResultSet, StatementDone
 from .extensions import ProcedureArgs, TypedValue
 from .session import Session
@@ -200,7 +200,7 @@ class Connection:
                         self.engine.server_name,
                     )
                 )
-                raise SqlError(18456, 14, 1, f"Login failed for user '{login.user}'.")
+                raise login_failed(login.user)
             self.session = self.engine.open_session(
                 user, database, app_name=login.app_name, host_name=login.host_name
             )

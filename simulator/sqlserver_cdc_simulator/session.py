@@ -25,6 +25,7 @@ from .errors import (
     missing_principal,
     must_declare,
     not_supported,
+    syntax_error,
     unknown_database,
     unknown_procedure,
 )
@@ -419,7 +420,7 @@ class Session:
         """Evaluate the condition of an IF statement."""
         base = raw.tokens[0].start
         if len(raw.tokens) < 2:
-            raise SqlError(102, 15, 1, "Incorrect syntax near 'IF'.")
+            raise syntax_error("IF")
         node = parse_expression(raw.text[raw.tokens[1].start - base :])
         with self.statement_locks() as owner:
             self.lock_owner = owner
@@ -504,7 +505,7 @@ class Session:
             return
         if w0 == "SAVE":
             if w1 not in ("TRAN", "TRANSACTION") or len(words) < 3:
-                raise SqlError(102, 15, 1, f"Incorrect syntax near '{raw.tokens[-1].text}'.")
+                raise syntax_error(raw.tokens[-1].text)
             self.save_transaction(raw.tokens[2].text)
             yield StatementDone(None)
             return
@@ -622,7 +623,7 @@ class Session:
         if isinstance(node, (exp.Insert, exp.Update, exp.Delete)):
             with self.statement_locks() as lock_owner:
                 self.lock_owner = lock_owner
-                n, output = dml.execute(self, node, raw.text)
+                n, output = dml.execute(self, node)
             self.last_rowcount = n
             if output is not None:
                 yield ResultSet(output.columns, output.rows)
@@ -689,7 +690,7 @@ class Session:
         verb, permission, grantee = m.group(1), m.group(2), m.group(3).strip()
         login = self.engine.logins.get(grantee.lower())
         if login is None:
-            raise missing_principal("find", "login", grantee)
+            raise missing_principal(action="find", kind="login", name=grantee)
         if verb == "GRANT":
             login.server_permissions.add(permission)
         else:
@@ -736,7 +737,7 @@ class Session:
             # SET @var = expr  /  SET @var += expr
             m = re.match(r"\s*SET\s+(@[\w@#$]+)\s*([-+*/%]?=)\s*(.*)$", raw.text, re.S | re.I)
             if not m:
-                raise SqlError(102, 15, 1, f"Incorrect syntax near '{raw.tokens[-1].text}'.")
+                raise syntax_error(raw.tokens[-1].text)
             name, op, expr_text = m.group(1), m.group(2), m.group(3)
             var = self.variables.get(name.lower())
             if var is None:
@@ -767,7 +768,7 @@ class Session:
                 "SNAPSHOT": "SNAPSHOT",
             }
             if level not in mapping:
-                raise SqlError(102, 15, 1, f"Incorrect syntax near '{words[-1]}'.")
+                raise syntax_error(words[-1])
             self.isolation = mapping[level]
             self.declared_isolation = level
             if self.xact is not None and not self.xact.undo and self.xact.snapshot is None:
@@ -933,7 +934,7 @@ class Session:
         try:
             with self.statement_locks() as lock_owner:
                 self.lock_owner = lock_owner
-                n, _output = dml.execute(self, node, raw.text)
+                n, _output = dml.execute(self, node)
         finally:
             self.insert_exec_source = None
         self.last_rowcount = n
@@ -989,7 +990,7 @@ class Session:
                 break
             break
         if not name_parts:
-            raise SqlError(102, 15, 1, f"Incorrect syntax near '{toks[min(i, len(toks) - 1)].text}'.")
+            raise syntax_error(toks[min(i, len(toks) - 1)].text)
         proc = ".".join(name_parts)
         args = self._exec_args(raw, i)
         yield from self.call_procedure(proc, args, ret_var)
@@ -1018,7 +1019,7 @@ class Session:
                 output = True
                 body = body[:-1]
             if not body:
-                raise SqlError(102, 15, 1, "Incorrect syntax near ','.")
+                raise syntax_error(",")
             text = raw.text[body[0].start - raw.tokens[0].start : body[-1].end - raw.tokens[0].start + 1]
             args.append((name, text, output))
 
@@ -1336,7 +1337,7 @@ def parse_declarations(text: str) -> tuple[tuple[str, T.SqlType, bool], ...]:
     for p in parts:
         m = re.match(r"\s*(@[\w@#$]+)\s+(?:AS\s+)?([\w]+)\s*(?:\(\s*([^)]*)\))?\s*(OUTPUT|OUT)?\s*$", p, re.I)
         if not m:
-            raise SqlError(102, 15, 1, f"Incorrect syntax near '{p.strip()[:30]}'.")
+            raise syntax_error(p.strip()[:30])
         name, tname, targs, output = m.groups()
         args = [a.strip() for a in targs.split(",")] if targs else []
         t = T.make_type(tname, args)

@@ -457,7 +457,7 @@ _MONEY_RANGE = {
 def _check_int(v: int, name: str) -> int:
     lo, hi = _INT_RANGES[name]
     if (v < lo or v > hi) and name in ("int", "bigint"):
-        raise SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {name}.")
+        raise arithmetic_overflow(name)
     if v < lo or v > hi:
         raise SqlError(220, 16, 2, f"Arithmetic overflow error for data type {name}, value = {v}.")
     return v
@@ -610,14 +610,12 @@ def convert(value: Any, src: SqlType, dst: SqlType, style: int | None = None) ->
         else:
             raise _explicit_not_allowed(src, dst)
         if v != v or v in (float("inf"), float("-inf")):
-            raise SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {d}.")
+            raise arithmetic_overflow(d)
         if d == "real":
             try:
                 return struct.unpack("<f", struct.pack("<f", v))[0]
             except OverflowError:
-                raise SqlError(
-                    8115, 16, 2, "Arithmetic overflow error converting expression to data type real."
-                ) from None
+                raise arithmetic_overflow("real") from None
         return v
     # ---- to uniqueidentifier
     if d == "uniqueidentifier":
@@ -730,7 +728,7 @@ def _temporal_out_of_range(src: SqlType, d: str) -> SqlError:
     """Error 242 (8115 from numbers): a value outside the target type's range, as SQL Server words it."""
     s = src.name
     if s in T.INTEGER_TYPES or s in T.EXACT_TYPES or s in T.FLOAT_TYPES:
-        return SqlError(8115, 16, 2, f"Arithmetic overflow error converting expression to data type {d}.")
+        return arithmetic_overflow(d)
     name = "varchar" if s in T.CHAR_TYPES else "nvarchar" if s in T.NCHAR_TYPES else s
     return SqlError(
         242,

@@ -567,18 +567,15 @@ _OUT_OF_RANGE: list[tuple[str, Any, int, str]] = [
     ids=[f"{c[0]}-{c[1]!r}"[:60] for c in _OUT_OF_RANGE],
 )
 def test_value_out_of_the_column_range_gets_sql_server_error_and_stores_nothing(
-    connect: Any, driver: str, sql_type: str, value: Any, number: int, message: str, error_number: Any
+    cursor_after: Any, driver: str, sql_type: str, value: Any, number: int, message: str, error_number: Any
 ) -> None:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE dbo.t (v {sql_type})")
+    cur = cursor_after(f"CREATE TABLE dbo.t (v {sql_type})")
     with pytest.raises(Exception) as info:
         cur.execute(_sql(driver, "INSERT INTO dbo.t VALUES (?)"), (value,))
     assert error_number(info.value) == number
     assert message in str(info.value)
     cur.execute("SELECT COUNT(*) FROM dbo.t")
     assert cur.fetchone()[0] == 0
-    conn.close()
 
 
 @pytest.mark.parametrize(
@@ -593,15 +590,12 @@ def test_value_out_of_the_column_range_gets_sql_server_error_and_stores_nothing(
     ],
 )
 def test_dateadd_past_the_type_range_is_error_517_not_a_stored_value(
-    connect: Any, expression: str, type_name: str, error_number: Any
+    cursor_after: Any, expression: str, type_name: str, error_number: Any
 ) -> None:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE dbo.t (v {type_name})")
+    cur = cursor_after(f"CREATE TABLE dbo.t (v {type_name})")
     with pytest.raises(Exception) as info:
         cur.execute(f"INSERT INTO dbo.t (v) SELECT {expression}")
     assert error_number(info.value) == 517
     assert f"Adding a value to a '{type_name}' column caused an overflow." in str(info.value)
     cur.execute("SELECT COUNT(*) FROM dbo.t")
     assert cur.fetchone()[0] == 0
-    conn.close()

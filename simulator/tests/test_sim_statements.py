@@ -203,12 +203,15 @@ _ROLE_MEMBERS = (
 )
 
 
-def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
-    cur = cursor_after(
-        "CREATE USER alice WITHOUT LOGIN",
-        "CREATE ROLE data_reader",
-        "ALTER ROLE data_reader ADD MEMBER alice",
+def _member_of_role(cursor_after: Any, user: str, role: str) -> Any:
+    """A cursor of a database where ``user`` (a user without login) is a member of the new role ``role``."""
+    return cursor_after(
+        f"CREATE USER {user} WITHOUT LOGIN", f"CREATE ROLE {role}", f"ALTER ROLE {role} ADD MEMBER {user}"
     )
+
+
+def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
+    cur = _member_of_role(cursor_after, "alice", "data_reader")
     number, message = _refused(cur, "DROP ROLE data_reader")
     assert number == 15144
     assert "The role has members. It must be empty before it can be dropped." in message
@@ -219,11 +222,7 @@ def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
 
 
 def test_drop_user_leaves_its_roles_so_they_can_be_dropped(cursor_after: Any) -> None:
-    cur = cursor_after(
-        "CREATE USER bob WITHOUT LOGIN",
-        "CREATE ROLE auditors",
-        "ALTER ROLE auditors ADD MEMBER bob",
-    )
+    cur = _member_of_role(cursor_after, "bob", "auditors")
     cur.execute("DROP USER bob")
     cur.execute("CREATE USER bob WITHOUT LOGIN")
     assert _rows(cur, _ROLE_MEMBERS.format(role="auditors")) == []

@@ -14,8 +14,6 @@ the ``--tls-cert`` / ``--tls-key`` options), and the clients verify it instead o
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
 import os
 import subprocess
 import sys
@@ -30,6 +28,7 @@ import pytest
 
 from sqlserver_cdc_simulator import Engine, SimulatorServer
 from sqlserver_cdc_simulator.connections import MS_ODBC_DRIVER
+from sqlserver_cdc_simulator.tds.tls import localhost_names, make_certificate, private_key_pem
 
 PASSWORD = "Tls-Trusted-1!"
 needs_driver18 = pytest.mark.skipif(
@@ -41,50 +40,32 @@ needs_driver18 = pytest.mark.skipif(
 def _write_test_ca(directory: Path) -> tuple[Path, Path, Path]:
     """A test CA and a server certificate it signed for localhost / 127.0.0.1: (ca.pem, cert.pem, key.pem)."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    from cryptography.x509.oid import ExtendedKeyUsageOID
 
-    now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "sqlserver-cdc test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
+    ca = make_certificate(
+        "sqlserver-cdc test CA",
+        ca_key,
+        days=30,
+        extensions=[(x509.BasicConstraints(ca=True, path_length=None), True)],
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    cert = make_certificate(
+        "localhost",
+        key,
+        days=30,
+        issuer=(ca.subject, ca_key),
+        extensions=[
+            (localhost_names(), False),
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        ],
     )
     paths = directory / "ca.pem", directory / "cert.pem", directory / "key.pem"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    paths[2].write_bytes(private_key_pem(key))
     return paths
 
 

@@ -111,15 +111,12 @@ def test_type_round_trips_as_parameter_and_null(
     ],
 )
 def test_temporal_values_keep_100ns_and_round_like_sql_server(
-    connect: Any, sql_type: str, literal: str, text: str
+    cursor_after: Any, sql_type: str, literal: str, text: str
 ) -> None:
-    conn = connect()
-    cur = conn.cursor()
-    cur.execute(f"CREATE TABLE dbo.t (v {sql_type})")
+    cur = cursor_after(f"CREATE TABLE dbo.t (v {sql_type})")
     cur.execute(f"INSERT INTO dbo.t VALUES ('{literal}')")
     cur.execute("SELECT CONVERT(nvarchar(40), v, 121) FROM dbo.t")
     assert cur.fetchone()[0] == text
-    conn.close()
 
 
 def test_datetime2_parameter_keeps_microseconds_through_pyodbc(sql_backend: Any) -> None:

@@ -6,6 +6,7 @@ in SQL Server's order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlserver_cdc_simulator.cdc import errors
@@ -21,7 +22,7 @@ from sqlserver_cdc_simulator.cdc.session_access import (
     databases_of,
     server_of,
 )
-from sqlserver_cdc_simulator.extensions import Rowset, result_columns
+from sqlserver_cdc_simulator.extensions import Rowset, ViewFn, result_columns
 
 
 def _require(session: Any, database: Any, table: str) -> CdcDatabase:
@@ -55,69 +56,54 @@ def instance_settings(ci: CaptureInstance) -> tuple[Any, ...]:
     )
 
 
-def change_tables(session: Any, database: Any) -> Rowset:
-    """``cdc.change_tables``."""
-    state = _require(session, database, "change_tables")
-    columns = result_columns(
-        """
-        object_id int NOT NULL, version int, source_object_id int, capture_instance sysname NOT NULL,
-        start_lsn binary(10), end_lsn binary(10), supports_net_changes bit, has_drop_pending bit,
-        role_name sysname, index_name sysname, filegroup_name sysname, create_date datetime,
-        partition_switch bit NOT NULL
-        """
-    )
-    rows = [
-        (ci.object_id, 0, ci.source_object_id, ci.name, *instance_settings(ci), int(ci.partition_switch))
-        for ci in _instances(state)
-    ]
-    return Rowset(columns, rows)
+def _cdc_schema_view(
+    table: str, columns: str, rows: Callable[[CdcDatabase], Iterable[tuple[Any, ...]]]
+) -> ViewFn:
+    """
+    A ``cdc.<table>`` view: error 208 where CDC is not enabled, else its rows from the database's CDC state.
+
+    :param table: the table's name in the ``cdc`` schema.
+    :param columns: its columns as SQL Server's documentation lists them (see :func:`result_columns`).
+    :param rows: its rows, from the database's CDC state.
+    """
+
+    def view(session: Any, database: Any) -> Rowset:
+        state = _require(session, database, table)
+        return Rowset(result_columns(columns), list(rows(state)))
+
+    view.__name__ = table
+    view.__doc__ = f"``cdc.{table}``."
+    return view
 
 
-def captured_columns(session: Any, database: Any) -> Rowset:
-    """``cdc.captured_columns`` (``object_id`` is the change table's id, one set of rows per instance)."""
-    state = _require(session, database, "captured_columns")
-    columns = result_columns(
-        """
-        object_id int NOT NULL, column_name sysname NOT NULL, column_id int, column_type sysname NOT NULL,
-        column_ordinal int NOT NULL, is_computed bit
-        """
-    )
-    rows = [
-        (ci.object_id, c.name, c.column_id, c.column_type, c.ordinal, int(c.is_computed))
-        for ci in _instances(state)
-        for c in ci.captured_columns
-    ]
-    return Rowset(columns, rows)
+def _change_table_rows(state: CdcDatabase) -> Iterable[tuple[Any, ...]]:
+    for ci in _instances(state):
+        yield (
+            ci.object_id,
+            0,
+            ci.source_object_id,
+            ci.name,
+            *instance_settings(ci),
+            int(ci.partition_switch),
+        )
 
 
-def index_columns(session: Any, database: Any) -> Rowset:
-    """``cdc.index_columns``."""
-    state = _require(session, database, "index_columns")
-    columns = result_columns(
-        """
-        object_id int NOT NULL, column_name sysname NOT NULL, index_ordinal tinyint NOT NULL,
-        column_id int NOT NULL
-        """
-    )
-    rows = [
-        (ci.object_id, ic.name, ic.index_ordinal, ic.column_id)
-        for ci in _instances(state)
-        for ic in ci.index_columns
-    ]
-    return Rowset(columns, rows)
+def _captured_column_rows(state: CdcDatabase) -> Iterable[tuple[Any, ...]]:
+    """``object_id`` is the change table's id, one set of rows per instance."""
+    for ci in _instances(state):
+        for c in ci.captured_columns:
+            yield (ci.object_id, c.name, c.column_id, c.column_type, c.ordinal, int(c.is_computed))
 
 
-def ddl_history(session: Any, database: Any) -> Rowset:
-    """``cdc.ddl_history``."""
-    state = _require(session, database, "ddl_history")
-    columns = result_columns(
-        """
-        source_object_id int, object_id int NOT NULL, required_column_update bit,
-        ddl_command nvarchar(max), ddl_lsn binary(10) NOT NULL, ddl_time datetime
-        """
-    )
-    rows = [
-        (
+def _index_column_rows(state: CdcDatabase) -> Iterable[tuple[Any, ...]]:
+    for ci in _instances(state):
+        for ic in ci.index_columns:
+            yield (ci.object_id, ic.name, ic.index_ordinal, ic.column_id)
+
+
+def _ddl_history_rows(state: CdcDatabase) -> Iterable[tuple[Any, ...]]:
+    for row in list(state.ddl_history):
+        yield (
             row.source_object_id,
             row.object_id,
             int(row.required_column_update),
@@ -125,31 +111,61 @@ def ddl_history(session: Any, database: Any) -> Rowset:
             row.ddl_lsn,
             datetime_ticks(row.ddl_time),
         )
-        for row in list(state.ddl_history)
-    ]
-    return Rowset(columns, rows)
 
 
-def lsn_time_mapping(session: Any, database: Any) -> Rowset:
-    """``cdc.lsn_time_mapping``."""
-    state = _require(session, database, "lsn_time_mapping")
-    columns = result_columns(
-        """
-        start_lsn binary(10) NOT NULL, tran_begin_time datetime, tran_end_time datetime,
-        tran_id varbinary(10), tran_begin_lsn binary(10)
-        """
-    )
-    rows = [
-        (
+def _lsn_time_mapping_rows(state: CdcDatabase) -> Iterable[tuple[Any, ...]]:
+    for row in state.mapping.rows():
+        yield (
             row.start_lsn,
             datetime_ticks(row.tran_begin_time),
             datetime_ticks(row.tran_end_time),
             row.tran_id,
             row.tran_begin_lsn,
         )
-        for row in state.mapping.rows()
-    ]
-    return Rowset(columns, rows)
+
+
+change_tables = _cdc_schema_view(
+    "change_tables",
+    """
+    object_id int NOT NULL, version int, source_object_id int, capture_instance sysname NOT NULL,
+    start_lsn binary(10), end_lsn binary(10), supports_net_changes bit, has_drop_pending bit,
+    role_name sysname, index_name sysname, filegroup_name sysname, create_date datetime,
+    partition_switch bit NOT NULL
+    """,
+    _change_table_rows,
+)
+captured_columns = _cdc_schema_view(
+    "captured_columns",
+    """
+    object_id int NOT NULL, column_name sysname NOT NULL, column_id int, column_type sysname NOT NULL,
+    column_ordinal int NOT NULL, is_computed bit
+    """,
+    _captured_column_rows,
+)
+index_columns = _cdc_schema_view(
+    "index_columns",
+    """
+    object_id int NOT NULL, column_name sysname NOT NULL, index_ordinal tinyint NOT NULL,
+    column_id int NOT NULL
+    """,
+    _index_column_rows,
+)
+ddl_history = _cdc_schema_view(
+    "ddl_history",
+    """
+    source_object_id int, object_id int NOT NULL, required_column_update bit,
+    ddl_command nvarchar(max), ddl_lsn binary(10) NOT NULL, ddl_time datetime
+    """,
+    _ddl_history_rows,
+)
+lsn_time_mapping = _cdc_schema_view(
+    "lsn_time_mapping",
+    """
+    start_lsn binary(10) NOT NULL, tran_begin_time datetime, tran_end_time datetime,
+    tran_id varbinary(10), tran_begin_lsn binary(10)
+    """,
+    _lsn_time_mapping_rows,
+)
 
 
 def cdc_jobs(session: Any, database: Any) -> Rowset:
@@ -234,15 +250,15 @@ def dm_cdc_errors(session: Any, database: Any) -> Rowset:
     rows = [
         (
             e.session_id,
-            e.phase_number,
+            e.failure.phase,
             datetime_ticks(e.entry_time),
-            e.error_number,
-            e.error_severity,
-            e.error_state,
-            e.error_message,
-            lsn_to_dmv_text(e.start_lsn),
-            lsn_to_dmv_text(e.begin_lsn),
-            lsn_to_dmv_text(e.sequence_value),
+            e.failure.number,
+            e.failure.severity,
+            e.failure.state,
+            e.failure.message[:1024],
+            lsn_to_dmv_text(e.failure.xact.commit_lsn),
+            lsn_to_dmv_text(e.failure.xact.begin_lsn),
+            lsn_to_dmv_text(e.failure.lsn),
         )
         for e in (list(state.errors) if state is not None else [])
     ]

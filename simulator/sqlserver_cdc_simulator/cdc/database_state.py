@@ -111,18 +111,14 @@ class ScanSession:
 
 @dataclass(frozen=True)
 class CaptureErrorRow:
-    """One row of ``sys.dm_cdc_errors`` (change-data-capture-sys-dm-cdc-errors.md)."""
+    """One row of ``sys.dm_cdc_errors`` (change-data-capture-sys-dm-cdc-errors.md): a failed scan session's error.
+
+    :param failure: the error, its phase, its transaction and the LSN being processed (the view's other columns).
+    """
 
     session_id: int
-    phase_number: int
     entry_time: dt.datetime
-    error_number: int
-    error_severity: int
-    error_state: int
-    error_message: str
-    start_lsn: bytes | None
-    begin_lsn: bytes | None
-    sequence_value: bytes | None
+    failure: CaptureFailed
 
 
 #: ``scan_phase`` 6 of sys.dm_cdc_log_scan_sessions: the capture process applies DDL to its metadata
@@ -300,20 +296,7 @@ class CdcDatabase:
         session.failed_sessions_count = self._failed_sessions
         self.sessions.append(session)
         del self.sessions[:-MAX_SCAN_SESSIONS]
-        self.errors.append(
-            CaptureErrorRow(
-                session_id=session.session_id,
-                phase_number=failure.phase,
-                entry_time=now,
-                error_number=failure.number,
-                error_severity=failure.severity,
-                error_state=failure.state,
-                error_message=failure.message[:1024],
-                start_lsn=failure.xact.commit_lsn,
-                begin_lsn=failure.xact.begin_lsn,
-                sequence_value=failure.lsn,
-            )
-        )
+        self.errors.append(CaptureErrorRow(session.session_id, now, failure))
         kept = {s.session_id for s in self.sessions}
         self.errors = [e for e in self.errors if e.session_id in kept]
 

@@ -226,7 +226,9 @@ def _resolve(session: Any, suffix: str, kind: str) -> tuple[Any, CdcDatabase, Ca
     if state is None or instance is None or (kind == "net" and not instance.supports_net_changes):
         raise errors.invalid_object_name(function_name)
     if not can_read_change_data(session, database, instance):
-        raise errors.select_permission_denied(f"fn_cdc_get_{kind}_changes_{instance.name}", database.name)
+        raise errors.select_permission_denied(
+            object_name=f"fn_cdc_get_{kind}_changes_{instance.name}", database=database.name, schema="cdc"
+        )
     return database, state, instance
 
 

@@ -247,7 +247,7 @@ class CdcProcedures:
             raise errors.cdc_schema_table()
         table = database.table(source_schema, source_name)
         if table is None:
-            raise errors.source_table_missing(source_schema, source_name)  # type: ignore[arg-type]
+            raise errors.source_table_missing(schema=source_schema, table=source_name)
         schema_name, table_name = table.schema.name, table.name
         capture_name = (capture_name if capture_name is not None else f"{schema_name}_{table_name}").rstrip()
         if len(capture_name) > 100:
@@ -258,16 +258,16 @@ class CdcProcedures:
             if state.instance(capture_name) is not None:
                 raise errors.capture_instance_exists(capture_name)
             if len(state.instances_of(table.object_id)) >= 2:
-                raise errors.two_capture_instances(schema_name, table_name)
+                raise errors.two_capture_instances(schema=schema_name, table=table_name)
 
             # The row-identifying index: @index_name, else the primary key.
             index = None
             if index_name is not None:
                 index = next((ix for ix in table.indexes if ix.name.lower() == index_name.lower()), None)
                 if index is None:
-                    raise errors.index_not_found(index_name, schema_name, table_name)
+                    raise errors.index_not_found(index=index_name, schema=schema_name, table=table_name)
                 if not index.unique:
-                    raise errors.index_not_unique(index_name, schema_name, table_name)
+                    raise errors.index_not_unique(index=index_name, schema=schema_name, table=table_name)
             else:
                 index = table.primary_key
             supports_net_changes = index is not None if supports_net is None else bool(int(supports_net))
@@ -291,10 +291,10 @@ class CdcProcedures:
                 chosen = []
                 for name in names:
                     if name.lower() in RESERVED_COLUMN_NAMES:
-                        raise errors.captured_columns_unmapped(schema_name, table_name)
+                        raise errors.captured_columns_unmapped(schema=schema_name, table=table_name)
                     column = by_name.get(name.lower())
                     if column is None:
-                        raise errors.column_not_found(name, schema_name, table_name)
+                        raise errors.column_not_found(column=name, schema=schema_name, table=table_name)
                     chosen.append(column)
                 chosen_names = {c.name.lower() for c in chosen}
                 columns = [c for c in table.columns if c.name.lower() in chosen_names]
@@ -367,17 +367,19 @@ class CdcProcedures:
                 raise errors.parameter_null_or_empty(parameter)
         table = database.table(source_schema, source_name)
         if table is None:
-            raise errors.source_table_missing(source_schema, source_name)  # type: ignore[arg-type]
+            raise errors.source_table_missing(schema=source_schema, table=source_name)
         with state.lock:
             instances = state.instances_of(table.object_id)
             if not instances:
-                raise errors.table_not_enabled(table.schema.name, table.name)
+                raise errors.table_not_enabled(schema=table.schema.name, table=table.name)
             if capture_name is None or not capture_name.strip():
                 raise errors.parameter_null_or_empty("@capture_instance")
             if capture_name.strip().lower() != "all":
                 chosen = state.instance(capture_name)
                 if chosen is None or chosen.source_object_id != table.object_id:
-                    raise errors.instance_not_enabled_for_table(capture_name, table.schema.name, table.name)
+                    raise errors.instance_not_enabled_for_table(
+                        name=capture_name, schema=table.schema.name, table=table.name
+                    )
                 instances = [chosen]
             for instance in instances:
                 self._drop_instance(database, state, instance)
@@ -409,7 +411,7 @@ class CdcProcedures:
         if schema_given:
             table = database.table(source_schema, source_name)
             if table is None:
-                raise errors.source_table_missing(source_schema, source_name)  # type: ignore[arg-type]
+                raise errors.source_table_missing(schema=source_schema, table=source_name)
             instances = [ci for ci in instances if ci.source_object_id == table.object_id]
         columns = _INSTANCE_COLUMNS + result_columns(
             """

@@ -64,8 +64,9 @@ def reader_seq(session: Any, statement: bool = False) -> int:
     return engine.commit_seq
 
 
-def _database_state(session: Any, database: Any) -> ChangeTrackingDatabase | None:
-    state = state_of(database)
+def _database_state(session: Any, database: Any = None) -> ChangeTrackingDatabase | None:
+    """The change tracking state of ``database`` (default: the session's), after its due auto cleanup."""
+    state = state_of(session.engine.database(session.database) if database is None else database)
     if state is not None:
         auto_cleanup(session.engine, state)
     return state
@@ -179,23 +180,17 @@ def _row_exists(session: Any, table: Any, tracked: TrackedTable, key: tuple[Any,
 
 def current_version(session: Any, args: list[TypedValue]) -> int | None:
     """CHANGE_TRACKING_CURRENT_VERSION(): NULL when change tracking is off for the database."""
-    state = _database_state(session, session.engine.database(session.database))
-    if state is None:
-        return None
-    return state.current_version(reader_seq(session))
+    state = _database_state(session)
+    return None if state is None else state.current_version(reader_seq(session))
 
 
 def min_valid_version(session: Any, args: list[TypedValue]) -> int | None:
     """CHANGE_TRACKING_MIN_VALID_VERSION(object_id): NULL for an unknown or untracked table."""
     if not args or args[0].value is None:
         return None
-    state = _database_state(session, session.engine.database(session.database))
-    if state is None:
-        return None
-    tracked = state.tables.get(int(args[0].value))
-    if tracked is None:
-        return None
-    return tracked.min_valid_version(reader_seq(session))
+    state = _database_state(session)
+    tracked = None if state is None else state.tables.get(int(args[0].value))
+    return None if tracked is None else tracked.min_valid_version(reader_seq(session))
 
 
 def is_column_in_mask(session: Any, args: list[TypedValue]) -> int | None:

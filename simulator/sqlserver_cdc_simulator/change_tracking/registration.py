@@ -58,7 +58,7 @@ def table_ddl(session: Any, event: DdlEvent) -> None:
     if state is None or event.object_id not in state.tables:
         return
     if event.kind == "drop_primary_key" and event.phase == "before":
-        raise errors.primary_key_drop_refused(event.columns[0], event.table)
+        raise errors.primary_key_drop_refused(constraint=event.columns[0], table=event.table)
     if event.kind == "truncate_table" and event.phase == "before":
         xact = getattr(session, "xact", None)
         reset_table(session.engine, state, state.tables[event.object_id], xact.xid if xact is not None else 0)

@@ -169,7 +169,7 @@ def _alter_table(session: Any, raw: Any) -> Iterator[Any]:
             del state.tables[table.object_id]
         else:
             if state is None:
-                raise errors.database_not_enabled_for_table(database.name, written)
+                raise errors.database_not_enabled_for_table(database=database.name, table=written)
             if table.object_id in state.tables:
                 raise errors.table_already_enabled(written)
             primary = next((ix for ix in table.indexes if ix.is_primary_key), None)

@@ -27,84 +27,59 @@ SQL_SS_TIME2 = -154
 SQL_SS_TIMESTAMPOFFSET = -155
 SQL_WVARCHAR = -9
 
-# ODBC SQL type codes (sqlext.h) of the types whose code does not depend on the ODBC version
-_ODBC_TYPE = {
-    "bit": -7,
-    "tinyint": -6,
-    "smallint": 5,
-    "int": 4,
-    "bigint": -5,
-    "decimal": 3,
-    "numeric": 2,
-    "money": 3,
-    "smallmoney": 3,
-    "float": 6,
-    "real": 7,
-    "char": 1,
-    "varchar": 12,
-    "nchar": -8,
-    "nvarchar": -9,
-    "text": -1,
-    "ntext": -10,
-    "binary": -2,
-    "varbinary": -3,
-    "image": -4,
-    "timestamp": -2,
-    "uniqueidentifier": -11,
+
+@dataclass(frozen=True)
+class _TypeCodes:
+    """
+    What ``sp_columns`` reports of a type whatever the column's length, precision or scale.
+
+    :param data_type: the ODBC SQL type code (sqlext.h), for the types whose code does not depend on the
+        ODBC version (None for the date/time types).
+    :param ss_data_type: SS_DATA_TYPE, the TDS type of a NOT NULL column and of a nullable one (the "N"
+        types: INTN 38, BITN 104, DECIMALN 106, NUMERICN 108, FLTN 109, MONEYN 110, DATETIMN 111;
+        metadata-catalog.md gives 111 for nullable datetime and smalldatetime, 0 for the types of SQL
+        Server 2008).
+    :param size: (COLUMN_SIZE, BUFFER_LENGTH) of a fixed-size type; of a date/time type
+        (metadata-catalog.md), COLUMN_SIZE without fractional seconds.
+    """
+
+    data_type: int | None
+    ss_data_type: tuple[int, int] = (0, 0)
+    size: tuple[int, int] = (0, 0)
+
+
+_TYPE_CODES = {
+    "bit": _TypeCodes(-7, (50, 104), (1, 1)),
+    "tinyint": _TypeCodes(-6, (48, 38), (3, 1)),
+    "smallint": _TypeCodes(5, (52, 38), (5, 2)),
+    "int": _TypeCodes(4, (56, 38), (10, 4)),
+    "bigint": _TypeCodes(-5, (63, 38), (19, 8)),
+    "decimal": _TypeCodes(3, (55, 106)),
+    "numeric": _TypeCodes(2, (63, 108)),
+    "money": _TypeCodes(3, (60, 110), (19, 21)),
+    "smallmoney": _TypeCodes(3, (122, 110), (10, 12)),
+    "float": _TypeCodes(6, (62, 109), (15, 8)),
+    "real": _TypeCodes(7, (59, 109), (7, 4)),
+    "char": _TypeCodes(1),
+    "varchar": _TypeCodes(12),
+    "nchar": _TypeCodes(-8),
+    "nvarchar": _TypeCodes(-9),
+    "text": _TypeCodes(-1),
+    "ntext": _TypeCodes(-10),
+    "binary": _TypeCodes(-2),
+    "varbinary": _TypeCodes(-3),
+    "image": _TypeCodes(-4),
+    "timestamp": _TypeCodes(-2, size=(8, 8)),
+    "uniqueidentifier": _TypeCodes(-11, size=(36, 16)),
+    "date": _TypeCodes(None, size=(10, 6)),
+    "time": _TypeCodes(None, size=(8, 10)),
+    "smalldatetime": _TypeCodes(None, (58, 111), (16, 16)),
+    "datetime": _TypeCodes(None, (61, 111), (23, 16)),
+    "datetime2": _TypeCodes(None, size=(19, 16)),
+    "datetimeoffset": _TypeCodes(None, size=(26, 20)),
 }
-# SS_DATA_TYPE: the TDS type of a NOT NULL column, and of a nullable one (the "N" types: INTN 38,
-# BITN 104, DECIMALN 106, NUMERICN 108, FLTN 109, MONEYN 110, DATETIMN 111; metadata-catalog.md
-# gives 111 for nullable datetime and smalldatetime, 0 for the types of SQL Server 2008).
-_SS_DATA_TYPE = {
-    "bit": (50, 104),
-    "tinyint": (48, 38),
-    "smallint": (52, 38),
-    "int": (56, 38),
-    "bigint": (63, 38),
-    "decimal": (55, 106),
-    "numeric": (63, 108),
-    "money": (60, 110),
-    "smallmoney": (122, 110),
-    "float": (62, 109),
-    "real": (59, 109),
-    "datetime": (61, 111),
-    "smalldatetime": (58, 111),
-}
-_FIXED_PRECISION = {
-    "bit": 1,
-    "tinyint": 3,
-    "smallint": 5,
-    "int": 10,
-    "bigint": 19,
-    "money": 19,
-    "smallmoney": 10,
-    "float": 15,
-    "real": 7,
-    "uniqueidentifier": 36,
-    "timestamp": 8,
-}
-_FIXED_LENGTH = {
-    "bit": 1,
-    "tinyint": 1,
-    "smallint": 2,
-    "int": 4,
-    "bigint": 8,
-    "money": 21,
-    "smallmoney": 12,
-    "float": 8,
-    "real": 4,
-    "uniqueidentifier": 16,
-    "timestamp": 8,
-}
-# date/time types (metadata-catalog.md): COLUMN_SIZE without fractional seconds, BUFFER_LENGTH
-_TEMPORAL_SIZE = {
-    "date": (10, 6),
-    "time": (8, 10),
-    "smalldatetime": (16, 16),
-    "datetime": (23, 16),
-    "datetime2": (19, 16),
-    "datetimeoffset": (26, 20),
-}
+#: the types of other columns (sql_variant, xml, ...): nvarchar's code, no sizes
+_OTHER_TYPE = _TypeCodes(SQL_WVARCHAR)
 
 
 @dataclass(frozen=True)
@@ -128,7 +103,7 @@ def _fraction_digits(t: Any) -> int:
 
 def _temporal(name: str, t: Any, odbc_version: int) -> CatalogType:
     """date, time, smalldatetime, datetime, datetime2, datetimeoffset as ``sp_columns_100`` reports them."""
-    size, length = _TEMPORAL_SIZE[name]
+    size, length = _TYPE_CODES[name].size
     scale = {"date": 0, "smalldatetime": 0, "datetime": 3}.get(name)
     if scale is None:
         scale = _fraction_digits(t)
@@ -140,13 +115,13 @@ def _temporal(name: str, t: Any, odbc_version: int) -> CatalogType:
         code, sub = (91 if odbc_version >= 3 else 9), SQL_CODE_DATE
     else:
         code, sub = (93 if odbc_version >= 3 else 11), SQL_CODE_TIMESTAMP
-    ss = _SS_DATA_TYPE.get(name)
-    return CatalogType(code, size, length, scale, None, SQL_DATETIME, sub, None, ss[1] if ss else 0)
+    nullable_ss_data_type = _TYPE_CODES[name].ss_data_type[1]
+    return CatalogType(code, size, length, scale, None, SQL_DATETIME, sub, None, nullable_ss_data_type)
 
 
 def _downlevel_temporal(name: str, t: Any) -> CatalogType:
     """date, time, datetime2, datetimeoffset through ``sp_columns``: nvarchar of the longest literal."""
-    size, _ = _TEMPORAL_SIZE[name]
+    size, _ = _TYPE_CODES[name].size
     if name != "date":
         digits = _fraction_digits(t)
         size += digits + 1 if digits else 0
@@ -165,14 +140,14 @@ def catalog_type(t: Any, *, nullable: bool, odbc_version: int, procedure_100: bo
     name = t.name
     if name in ("date", "time", "datetime2", "datetimeoffset") and not procedure_100:
         return _downlevel_temporal(name, t)
-    if name in _TEMPORAL_SIZE:
+    codes = _TYPE_CODES.get(name, _OTHER_TYPE)
+    if codes.data_type is None:
         temporal = _temporal(name, t, odbc_version)
         if name in ("datetime", "smalldatetime") and not nullable:
-            return CatalogType(**{**temporal.__dict__, "ss_data_type": _SS_DATA_TYPE[name][0]})
+            return CatalogType(**{**temporal.__dict__, "ss_data_type": codes.ss_data_type[0]})
         return temporal
-    code = _ODBC_TYPE.get(name, SQL_WVARCHAR)
-    ss = _SS_DATA_TYPE.get(name)
-    ss_data_type = (ss[1] if nullable else ss[0]) if ss else 0
+    code = codes.data_type
+    ss_data_type = codes.ss_data_type[1 if nullable else 0]
     is_max = getattr(t, "length", None) == T.MAX
     if name in T.STRING_TYPES or (name in T.BINARY_TYPES and name != "timestamp"):
         precision = 0 if is_max else (t.length or 0)
@@ -180,8 +155,7 @@ def catalog_type(t: Any, *, nullable: bool, odbc_version: int, procedure_100: bo
         return CatalogType(code, precision, length, None, None, code, None, None if is_max else length, 0)
     if name in ("decimal", "numeric"):
         return CatalogType(code, t.precision, t.precision + 2, t.scale, 10, code, None, None, ss_data_type)
-    precision = _FIXED_PRECISION.get(name, 0)
-    length = _FIXED_LENGTH.get(name, precision)
+    precision, length = codes.size
     scale = 0 if name in T.INTEGER_TYPES else 4 if name in ("money", "smallmoney") else None
     radix = 10 if name in (T.INTEGER_TYPES - {"bit"}) | {"money", "smallmoney"} else None
     radix = 2 if name in T.FLOAT_TYPES else radix

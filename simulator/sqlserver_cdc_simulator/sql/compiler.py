@@ -24,6 +24,7 @@ from sqlserver_cdc_simulator import values as V
 from sqlserver_cdc_simulator.collation import ci_key
 from sqlserver_cdc_simulator.errors import (
     SqlError,
+    arithmetic_overflow,
     divide_by_zero,
     invalid_column,
     must_declare,
@@ -60,9 +61,7 @@ def _int_check(name: str) -> Callable[[int], int]:
 
     def check(v: int) -> int:
         if v < lo or v > hi:
-            raise SqlError(
-                8115, 16, 2, f"Arithmetic overflow error converting expression to data type {name}."
-            )
+            raise arithmetic_overflow(name)
         return v
 
     return check
@@ -872,7 +871,7 @@ def _fit(value: decimal.Decimal, t: SqlType) -> decimal.Decimal:
         return V.quantize(value, 4)
     q = V.quantize(value, t.scale)
     if len(q.as_tuple().digits) > t.precision and q != 0:
-        raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type numeric.")
+        raise arithmetic_overflow("numeric")
     return q
 
 

@@ -226,7 +226,7 @@ def _compile_row_function(session: ExecutionContext, table: Table) -> Callable[.
         for i, column, fn in computed:
             value = evaluate(column, fn, values)
             if value is None and not column.nullable:
-                raise null_not_allowed(column.name, table_label, statement)
+                raise null_not_allowed(column=column.name, table=table_label, statement=statement)
             row[i] = value
         return tuple(row)
 

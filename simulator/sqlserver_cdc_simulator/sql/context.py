@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from sqlserver_cdc_simulator.clock import ServerClock
 from sqlserver_cdc_simulator.extensions import ExtensionRegistry, ResultColumn
+from sqlserver_cdc_simulator.log import SchemaChange
 from sqlserver_cdc_simulator.login import Login
 from sqlserver_cdc_simulator.storage import Database, Table, Transaction
 
@@ -53,30 +54,10 @@ class ServerState(Protocol):
     def next_rowversion(self, db: Database) -> bytes: ...
 
     def write_row(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table,
-        rowid: int | None,
-        compute: Any,
-        statement: str,
+        self, xact: Transaction, db: Database, table: Table, rowid: int | None, compute: Any
     ) -> tuple[str, Any]: ...
 
-    # The signature repeats Engine.log_ddl on purpose: this Protocol is how sql/ names the engine without importing it.
-    def log_ddl(
-        self,
-        xact: Transaction,
-        db: Database,
-        table: Table | None,
-        kind: str,
-        columns: tuple[str, ...],
-        statement: str,
-        undo: Any,
-        replay_sql: str | None = None,
-        schema: str = "",
-        name: str = "",
-        column_types: tuple[Any, ...] = (),
-    ) -> None: ...
+    def log_ddl(self, xact: Transaction, db: Database, table: Table | None, change: SchemaChange) -> None: ...
 
 
 class SubqueryPlan(Protocol):

@@ -29,9 +29,10 @@ from sqlserver_cdc_simulator.errors import (
 )
 from sqlserver_cdc_simulator.events import StatementDone
 from sqlserver_cdc_simulator.extensions import DdlEvent
+from sqlserver_cdc_simulator.log import SchemaChange
 from sqlserver_cdc_simulator.storage import Column, Index, Principal, Schema, Table
 
-from . import computed_columns
+from . import computed_columns, statement_errors
 from .context import ExecutionContext
 from .dialect import RawStatement, parse_expression
 from .dml import default_value
@@ -591,7 +592,12 @@ def create_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         if schema.tables.get(name.lower()) is table:
             del schema.tables[name.lower()]
 
-    engine.log_ddl(xact, db, table, "create_table", tuple(col.name for col in table.columns), raw.text, undo)
+    engine.log_ddl(
+        xact,
+        db,
+        table,
+        SchemaChange("create_table", raw.text, undo, tuple(col.name for col in table.columns)),
+    )
     _fire(
         session,
         "after",
@@ -637,7 +643,7 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             with engine.mutex:
                 for cname, kind, clustered, cols, desc in items:
                     _add_constraint(session, db, table, cname, kind, clustered, cols, desc)
-            engine.log_ddl(xact, db, table, "add_constraint", (), raw.text, undo_ix)
+            engine.log_ddl(xact, db, table, SchemaChange("add_constraint", raw.text, undo_ix))
             yield _done()
             return
         specs = []
@@ -702,7 +708,9 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                     _add_constraint(session, db, table, cname, kind, clustered, cols_, desc)
             table.schema_version += 1
             table.modify_ticks = engine.clock.local_ticks()
-        engine.log_ddl(xact, db, table, "add_column", cols, raw.text, lambda: _restore_table(table, state))
+        engine.log_ddl(
+            xact, db, table, SchemaChange("add_column", raw.text, lambda: _restore_table(table, state), cols)
+        )
         _fire(session, "after", "add_column", db, table, "", "", cols, raw.text)
         yield _done()
         return
@@ -727,7 +735,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                     dcol.default_name = None
                     dcol.default_object_id = 0
             engine.log_ddl(
-                xact, db, table, "drop_constraint", (), raw.text, lambda: _restore_table(table, state)
+                xact,
+                db,
+                table,
+                SchemaChange("drop_constraint", raw.text, lambda: _restore_table(table, state)),
             )
             yield _done()
             return
@@ -775,7 +786,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
             table.schema_version += 1
             table.modify_ticks = engine.clock.local_ticks()
         engine.log_ddl(
-            xact, db, table, "drop_column", tuple(cols), raw.text, lambda: _restore_table(table, state)
+            xact,
+            db,
+            table,
+            SchemaChange("drop_column", raw.text, lambda: _restore_table(table, state), tuple(cols)),
         )
         _fire(session, "after", "drop_column", db, table, "", "", tuple(cols), raw.text)
         yield _done()
@@ -785,16 +799,9 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
         cname = c.name()
         i = table.column_index(cname)
         if i is None:
-            raise SqlError(
-                4924,
-                16,
-                1,
-                f"ALTER TABLE ALTER COLUMN failed because column '{cname}' does not exist in table '{table.name}'.",
-            )
+            raise statement_errors.alter_column_missing(column=cname, table=table.name)
         if table.columns[i].computed:
-            raise SqlError(
-                4928, 16, 1, f"Cannot alter column '{table.columns[i].name}' because it is 'COMPUTED'."
-            )
+            raise statement_errors.alter_computed_column(table.columns[i].name)
         _refuse_computed_dependency(table, table.columns[i].name)
         new_type = _parse_type(c)
         nullable = table.columns[i].nullable
@@ -821,11 +828,10 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                             raise
                         if val is None and not nullable:
                             _restore_table(table, state)
-                            raise SqlError(
-                                515,
-                                16,
-                                2,
-                                f"Cannot insert the value NULL into column '{old.name}', table '{db.name}.{table.schema.name}.{table.name}'; column does not allow nulls. UPDATE fails.",
+                            raise null_not_allowed(
+                                column=old.name,
+                                table=f"{db.name}.{table.schema.name}.{table.name}",
+                                statement="UPDATE",
                             )
                         cur.values = cur.values[:i] + (val,) + cur.values[i + 1 :]
                     cur = cur.prev
@@ -840,16 +846,14 @@ def alter_table(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
                 old.default_object_id,
             )
             table.schema_version += 1
-        engine.log_ddl(
-            xact,
-            db,
-            table,
+        change = SchemaChange(
             "alter_column",
-            (old.name,),
             raw.text,
             lambda: _restore_table(table, state),
+            (old.name,),
             column_types=(new_type,),
         )
+        engine.log_ddl(xact, db, table, change)
         _fire(session, "after", "alter_column", db, table, "", "", (old.name,), raw.text)
         yield _done()
         return
@@ -866,7 +870,7 @@ def _add_computed_column(
     def extended(values: tuple[Any, ...]) -> tuple[Any, ...]:
         value = value_of(values)
         if value is None and not col.nullable:
-            raise null_not_allowed(col.name, label, "ALTER TABLE")
+            raise null_not_allowed(column=col.name, table=label, statement="ALTER TABLE")
         return (*values, value)
 
     table.add_column(col)
@@ -966,7 +970,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                     ix.keys = k
                 table.identity_current = saved_ident
 
-            engine.log_ddl(xact, db, table, "truncate_table", (), text, undo)
+            engine.log_ddl(xact, db, table, SchemaChange("truncate_table", text, undo))
             _fire(session, "after", "truncate_table", db, table, "", "", (), text)
         yield _done()
         return
@@ -988,7 +992,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 if table is None:
                     if node.args.get("exists"):
                         continue
-                    raise cannot_drop("table", tnode.sql(dialect="tsql"), 5)
+                    raise cannot_drop(kind="table", name=tnode.sql(dialect="tsql"), state=5)
                 _fire(session, "before", "drop_table", db, table, "", "", (), text)
                 xact = session.write_xact()
                 session.acquire_table_lock(table, "X", True)
@@ -999,7 +1003,7 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 def undo(sch: Schema = sch, table: Table = table) -> None:
                     sch.tables[table.name.lower()] = table
 
-                engine.log_ddl(xact, db, table, "drop_table", (), text, undo)
+                engine.log_ddl(xact, db, table, SchemaChange("drop_table", text, undo))
                 _fire(session, "after", "drop_table", db, table, "", "", (), text)
             yield _done()
             return
@@ -1016,10 +1020,12 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> Itera
                 (i for i in table.indexes if i.name.lower() == ixname.lower() and i.kind == "INDEX"), None
             )
             if ix is None:
-                raise cannot_drop("index", f"{table.name}.{ixname}", 7)
+                raise cannot_drop(kind="index", name=f"{table.name}.{ixname}", state=7)
             xact = session.write_xact()
             table.indexes.remove(ix)
-            engine.log_ddl(xact, db, table, "drop_index", (), text, lambda: table.indexes.append(ix))
+            engine.log_ddl(
+                xact, db, table, SchemaChange("drop_index", text, lambda: table.indexes.append(ix))
+            )
             yield _done()
             return
         raise not_supported(f"DROP {kind}")
@@ -1082,7 +1088,7 @@ def _create_index(session: ExecutionContext, node: exp.Create, text: str, kind: 
         if ix in table.indexes:
             table.indexes.remove(ix)
 
-    session.engine.log_ddl(xact, db, table, "create_index", (), text, undo)
+    session.engine.log_ddl(xact, db, table, SchemaChange("create_index", text, undo))
     yield _done()
 
 
@@ -1152,7 +1158,7 @@ def _drop_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
     with session.engine.mutex:
         db = session.engine.databases.get(name.lower())
         if db is None:
-            raise cannot_drop("database", name)
+            raise cannot_drop(kind="database", name=name)
         if name.lower() in ("master", "tempdb", "model", "msdb"):
             raise SqlError(3708, 16, 1, f"Cannot drop the database '{name}' because it is a system database.")
         del session.engine.databases[name.lower()]
@@ -1202,7 +1208,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
         raise not_supported("CREATE SCHEMA with schema elements")
     db = session.current_db()
     if db.schema(name) is not None:
-        raise SqlError(2714, 16, 6, f"There is already an object named '{name}' in the database.")
+        raise object_exists(name)
     xact = session.write_xact()
     with session.engine.mutex:
         sch = Schema(db.next_schema_id, name)
@@ -1212,7 +1218,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
     def undo() -> None:
         db.schemas.pop(name.lower(), None)
 
-    session.engine.log_ddl(xact, db, None, "create_schema", (), raw.text, undo, schema=name, name="")
+    session.engine.log_ddl(xact, db, None, SchemaChange("create_schema", raw.text, undo, schema=name))
     yield _done()
 
 
@@ -1225,7 +1231,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise cannot_drop("schema", name)
+        raise cannot_drop(kind="schema", name=name)
     if sch.tables:
         first = next(iter(sch.tables.values()))
         raise SqlError(
@@ -1240,12 +1246,7 @@ def _drop_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> It
         xact,
         db,
         None,
-        "drop_schema",
-        (),
-        raw.text,
-        lambda: db.schemas.__setitem__(name.lower(), sch),
-        schema=name,
-        name="",
+        SchemaChange("drop_schema", raw.text, lambda: db.schemas.__setitem__(name.lower(), sch), schema=name),
     )
     yield _done()
 
@@ -1324,7 +1325,7 @@ def _log_principal_ddl(
     undo: Callable[[], Any],
 ) -> None:
     """Log DDL on database principal ``name``; ``undo`` reverses it on rollback."""
-    session.engine.log_ddl(xact, db, None, operation, (), raw.text, undo, schema="", name=name)
+    session.engine.log_ddl(xact, db, None, SchemaChange(operation, raw.text, undo, name=name))
 
 
 def _create_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
@@ -1342,12 +1343,12 @@ def _alter_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Ite
     db = session.current_db()
     role = db.principals.get(name.lower())
     if role is None or role.type != "R":
-        raise missing_principal("alter", "role", name)
+        raise missing_principal(action="alter", kind="role", name=name)
     if c.accept("ADD"):
         c.expect("MEMBER")
         member = c.name()
         if member.lower() not in db.principals:
-            raise missing_principal("add", "principal", member)
+            raise missing_principal(action="add", kind="principal", name=member)
         xact = session.write_xact()
         role.members.add(member.lower())
         _log_principal_ddl(
@@ -1397,9 +1398,9 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
     name = c.name()
     if kind == "LOGIN":
         if name.lower() == "sa":
-            raise missing_principal("drop", "login", "sa")
+            raise missing_principal(action="drop", kind="login", name="sa")
         if session.engine.logins.pop(name.lower(), None) is None and "EXISTS" not in raw.words:
-            raise missing_principal("drop", "login", name)
+            raise missing_principal(action="drop", kind="login", name=name)
         if session.engine.durable is not None:
             session.engine.durable.record_server(("drop_login", name))
         yield _done()
@@ -1411,7 +1412,7 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
         if "EXISTS" in raw.words:
             yield _done()
             return
-        raise missing_principal("drop", kind.lower(), name)
+        raise missing_principal(action="drop", kind=kind.lower(), name=name)
     if key in _FIXED_PRINCIPALS:
         raise SqlError(15150, 16, 1, f"Cannot drop the {kind.lower()} '{p.name}'.")
     if p.type == "R" and any(m in db.principals for m in p.members):

@@ -21,12 +21,13 @@ from sqlserver_cdc_simulator.errors import (
     invalid_object,
     not_supported,
     null_not_allowed,
+    syntax_error,
     truncation,
 )
 from sqlserver_cdc_simulator.extensions import ResultColumn, Rowset
 from sqlserver_cdc_simulator.storage import Column, Table
 
-from . import computed_columns
+from . import computed_columns, statement_errors
 from .compiler import Compiler
 from .context import ExecutionContext
 from .dialect import parse_expression
@@ -47,12 +48,12 @@ def default_value(session: ExecutionContext, col: Column) -> Any:
 
 
 def _write(
-    session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any, text: str
+    session: ExecutionContext, xact: Any, db: Any, table: Table, rowid: int | None, compute: Any
 ) -> str:
     engine = session.engine
     compute = _with_computed_values(session, db, table, compute, "INSERT" if rowid is None else "UPDATE")
     while True:
-        status, info = engine.write_row(xact, db, table, rowid, compute, text)
+        status, info = engine.write_row(xact, db, table, rowid, compute)
         if status == "wait":
             engine.locks.wait_for_transaction(xact, info, session.lock_timeout)
             continue
@@ -75,11 +76,13 @@ def _with_computed_values(session: ExecutionContext, db: Any, table: Table, comp
 def _check_value(table: Table, db: Any, col: Column, value: Any, stmt: str) -> Any:
     if value is None:
         if not col.nullable:
-            raise null_not_allowed(col.name, f"{db.name}.{table.schema.name}.{table.name}", stmt)
+            raise null_not_allowed(
+                column=col.name, table=f"{db.name}.{table.schema.name}.{table.name}", statement=stmt
+            )
         return None
     if not V.check_fits(value, col.type):
         shown = value if isinstance(value, str) else "0x" + value.hex().upper()
-        raise truncation(f"{db.name}.{table.schema.name}.{table.name}", col.name, shown)
+        raise truncation(table=f"{db.name}.{table.schema.name}.{table.name}", column=col.name, value=shown)
     return value
 
 
@@ -125,7 +128,7 @@ def _assign_converter(src: T.SqlType, col: Column) -> Any:
     return converter(src, dst)
 
 
-def execute(session: ExecutionContext, node: exp.Expression, text: str) -> tuple[int, Any]:
+def execute(session: ExecutionContext, node: exp.Expression) -> tuple[int, Any]:
     """Run INSERT / UPDATE / DELETE: (row count, OUTPUT rowset or None)."""
     returning = node.args.get("returning")
     if returning is not None:
@@ -136,11 +139,11 @@ def execute(session: ExecutionContext, node: exp.Expression, text: str) -> tuple
     xact = session.write_xact()
     mark = len(xact.undo)
     if isinstance(node, exp.Insert):
-        n = _insert(session, node, text)
+        n = _insert(session, node)
     elif isinstance(node, exp.Update):
-        n = _update(session, node, text)
+        n = _update(session, node)
     elif isinstance(node, exp.Delete):
-        n = _delete(session, node, text)
+        n = _delete(session, node)
     else:
         raise not_supported(type(node).__name__)
     if returning is None:
@@ -191,7 +194,7 @@ def _target(session: ExecutionContext, tnode: exp.Expression) -> tuple[Any, Tabl
     return db, table
 
 
-def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
+def _insert(session: ExecutionContext, node: exp.Insert) -> int:
     target = node.this
     columns_given = None
     if isinstance(target, exp.Schema):
@@ -211,12 +214,7 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 if c.identity is None and c.type.name != "timestamp" and not c.computed
             ]
             if table.identity_column is not None and table.object_id in session.options.identity_insert:
-                raise SqlError(
-                    8101,
-                    16,
-                    1,
-                    f"An explicit value for the identity column in table '{table.name}' can only be specified when a column list is used and IDENTITY_INSERT is ON.",
-                )
+                raise statement_errors.identity_insert_needs_column_list(table.name)
         else:
             cols = []
             for n in columns_given:
@@ -224,31 +222,16 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 if i is None:
                     raise invalid_column(n)
                 if i in cols:
-                    raise SqlError(
-                        264,
-                        16,
-                        1,
-                        f"The column name '{n}' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause.",
-                    )
+                    raise statement_errors.column_listed_twice(n)
                 if table.columns[i].computed:
                     raise computed_columns.cannot_modify(table.columns[i].name)
                 if table.columns[i].type.name == "timestamp":
-                    raise SqlError(
-                        273,
-                        16,
-                        1,
-                        "Cannot insert an explicit value into a timestamp column. Use INSERT with a column list to exclude the timestamp column, or insert a DEFAULT into the timestamp column.",
-                    )
+                    raise statement_errors.timestamp_insert()
                 if (
                     table.columns[i].identity is not None
                     and table.object_id not in session.options.identity_insert
                 ):
-                    raise SqlError(
-                        544,
-                        16,
-                        1,
-                        f"Cannot insert explicit value for identity column in table '{table.name}' when IDENTITY_INSERT is set to OFF.",
-                    )
+                    raise statement_errors.identity_insert_off(table.name)
                 cols.append(i)
         # source rows with their types
         source = node.args.get("expression")
@@ -267,18 +250,8 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 items = tup.expressions if isinstance(tup, exp.Tuple) else [tup]
                 if len(items) != len(cols):
                     if len(items) > len(cols):
-                        raise SqlError(
-                            110,
-                            15,
-                            1,
-                            "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
-                        )
-                    raise SqlError(
-                        109,
-                        15,
-                        1,
-                        "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement.",
-                    )
+                        raise statement_errors.more_values_than_columns()
+                    raise statement_errors.fewer_values_than_columns()
                 vals = []
                 types = []
                 for it in items:
@@ -300,22 +273,15 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
         elif source is not None:
             q = compile_query(session, source)
             if len(q.columns) != len(cols):
-                raise SqlError(
-                    121 if len(q.columns) > len(cols) else 120,
-                    15,
-                    1,
-                    "The select list for the INSERT statement contains "
-                    + ("more" if len(q.columns) > len(cols) else "fewer")
-                    + " items than the insert list. The number of SELECT values must match the number of INSERT columns.",
-                )
+                if len(q.columns) > len(cols):
+                    raise statement_errors.more_selected_than_columns()
+                raise statement_errors.fewer_selected_than_columns()
             rows = list(q.run())
             src_types = [c.type for c in q.columns]
         elif getattr(session, "insert_exec_source", None) is not None:  # INSERT ... EXEC
             rows, exec_types = session.insert_exec_source
             if exec_types is not None and len(exec_types) != len(cols):
-                raise SqlError(
-                    213, 16, 7, "Column name or number of supplied values does not match table definition."
-                )
+                raise statement_errors.exec_columns_mismatch()
             src_types = exec_types or []
         else:
             raise not_supported("this INSERT form")
@@ -390,7 +356,9 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                     v = full[ident]
                     if v is None:
                         raise null_not_allowed(
-                            columns[ident].name, f"{db.name}.{table.schema.name}.{table.name}", stmt
+                            column=columns[ident].name,
+                            table=f"{db.name}.{table.schema.name}.{table.name}",
+                            statement=stmt,
                         )
                     if table.identity_current is None or v > table.identity_current:
                         table.identity_current = v
@@ -405,7 +373,7 @@ def _insert(session: ExecutionContext, node: exp.Insert, text: str) -> int:
                 full[i] = engine.next_rowversion(db)
             return tuple(full)
 
-        _write(session, xact, db, table, None, compute, text)
+        _write(session, xact, db, table, None, compute)
         count += 1
     return count
 
@@ -562,7 +530,6 @@ def _database_id_of(session: ExecutionContext, table: Table) -> int:
 def _joined_write(
     session: ExecutionContext,
     node: exp.Expression,
-    text: str,
     target: exp.Table,
     frm: Any,
     joins: list[Any],
@@ -605,7 +572,7 @@ def _joined_write(
                 return None
             return _updated_row(session, db, table, current, joined, assignments, rv_cols)
 
-        if _write(session, xact, db, table, rowid, compute, text) == "done":
+        if _write(session, xact, db, table, rowid, compute) == "done":
             count += 1
     return count
 
@@ -635,15 +602,14 @@ def _updated_row(
     return tuple(values)
 
 
-def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
+def _update(session: ExecutionContext, node: exp.Update) -> int:
     if not node.expressions:
-        raise SqlError(102, 15, 1, f"Incorrect syntax near '{node.this.name if node.this else 'UPDATE'}'.")
+        raise syntax_error(node.this.name if node.this else "UPDATE")
     frm = node.args.get("from_") or node.args.get("from")
     if frm is not None:
         return _joined_write(
             session,
             node,
-            text,
             node.this,
             frm.this,
             list(frm.args.get("joins") or []),
@@ -698,18 +664,17 @@ def _update(session: ExecutionContext, node: exp.Update, text: str) -> int:
         where,
         where_fn,
         lambda current: _updated_row(session, db, table, current, current, sets, rv_cols),
-        text,
     )
 
 
-def _delete(session: ExecutionContext, node: exp.Delete, text: str) -> int:
+def _delete(session: ExecutionContext, node: exp.Delete) -> int:
     tnode = node.this
     tables = node.args.get("tables") or []
     if tables and not isinstance(tnode, exp.Expression):
         tnode = tables[0]
     elif tables:
         # DELETE t FROM dbo.t AS t JOIN ... : the target is named first, the FROM clause follows
-        return _joined_write(session, node, text, tables[0], tnode, [], None)
+        return _joined_write(session, node, tables[0], tnode, [], None)
     if node.args.get("using"):
         raise not_supported("DELETE ... FROM with joins")
     xact = session.write_xact()
@@ -717,7 +682,7 @@ def _delete(session: ExecutionContext, node: exp.Delete, text: str) -> int:
     compiler = Compiler(session, _table_scope(table, tnode.alias or None))
     where = node.args.get("where")
     where_fn = compiler.predicate(where.this) if where is not None else None
-    return _write_where(session, node, xact, db, table, tnode, where, where_fn, lambda current: None, text)
+    return _write_where(session, node, xact, db, table, tnode, where, where_fn, lambda current: None)
 
 
 def _write_where(
@@ -730,7 +695,6 @@ def _write_where(
     where: Any,
     where_fn: Any,
     new_row: Callable[[Any], Any],
-    text: str,
 ) -> int:
     """Write ``new_row(current)`` over each row the WHERE clause selects (``None`` deletes it); return the count.
 
@@ -752,6 +716,6 @@ def _write_where(
                 return ...
             return new_row(current)
 
-        if _write(session, xact, db, table, rowid, compute, text) == "done":
+        if _write(session, xact, db, table, rowid, compute) == "done":
             count += 1
     return count

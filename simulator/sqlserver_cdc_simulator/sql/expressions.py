@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from sqlserver_cdc_simulator import types as T
 from sqlserver_cdc_simulator import values as V
-from sqlserver_cdc_simulator.errors import SqlError, ambiguous_column
+from sqlserver_cdc_simulator.errors import SqlError, ambiguous_column, arithmetic_overflow
 from sqlserver_cdc_simulator.extensions import ResultColumn
 from sqlserver_cdc_simulator.types import SqlType
 
@@ -282,7 +282,7 @@ def check_float(v: Any) -> float:
     if isinstance(v, complex) or v != v:
         raise SqlError(3623, 16, 1, "An invalid floating point operation occurred.")
     if v in (float("inf"), float("-inf")):
-        raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type float.")
+        raise arithmetic_overflow("float")
     return v
 
 

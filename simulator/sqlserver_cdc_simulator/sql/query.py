@@ -20,7 +20,13 @@ from sqlglot import exp
 from sqlserver_cdc_simulator import types as T
 from sqlserver_cdc_simulator import values as V
 from sqlserver_cdc_simulator.collation import ci_key
-from sqlserver_cdc_simulator.errors import SqlError, must_declare, not_supported
+from sqlserver_cdc_simulator.errors import (
+    SqlError,
+    arithmetic_overflow,
+    must_declare,
+    not_supported,
+    syntax_error,
+)
 from sqlserver_cdc_simulator.extensions import ResultColumn
 
 from .compiler import Compiler
@@ -116,7 +122,7 @@ def _from_item(session: ExecutionContext, node: exp.Expression, outer: Scope | N
         q = compile_query(session, node.this, outer)
         alias = node.alias_or_name
         if not alias:
-            raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
+            raise syntax_error(")")
         return FromItem(Source(alias.lower(), alias, q.columns), q.run)
     if isinstance(node, exp.Select):
         raise SqlError(156, 15, 1, "Incorrect syntax near the keyword 'FROM'.")
@@ -242,7 +248,7 @@ def _apply(
     body = lateral.this
     if isinstance(body, exp.Subquery):
         if not alias:
-            raise SqlError(102, 15, 1, "Incorrect syntax near ')'.")
+            raise syntax_error(")")
         q = compile_query(session, body.this, scope)
         item = FromItem(Source(alias.lower(), alias, q.columns), q.run)
     else:
@@ -435,7 +441,7 @@ def compile_select(
     if select.args.get("into"):
         raise not_supported("SELECT ... INTO")
     if not select.expressions:
-        raise SqlError(102, 15, 1, "Incorrect syntax near 'SELECT'.")
+        raise syntax_error("SELECT")
     scope, producer, items = build_from(session, select, outer)
     compiler = Compiler(session, scope)
     where = select.args.get("where")
@@ -1037,7 +1043,7 @@ def _final(spec: Any, state: Any) -> Any:
         )
     if kind == "SUM" and state is not None:
         if spec.type.name == "int" and not -(2**31) <= state < 2**31:
-            raise SqlError(8115, 16, 2, "Arithmetic overflow error converting expression to data type int.")
+            raise arithmetic_overflow("int")
         if spec.type.name in ("decimal", "numeric"):
             return V.quantize(state, spec.type.scale)
     if kind == "STRING_AGG":

@@ -19,7 +19,8 @@ import os
 import socket
 import ssl
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 # PRELOGIN ENCRYPTION values (MS-TDS 2.2.6.5)
 ENCRYPT_OFF = 0x00
@@ -60,37 +61,73 @@ def negotiate(mode: str, client: int) -> tuple[int, str]:
     return ENCRYPT_ON if client != ENCRYPT_REQ else ENCRYPT_REQ, "all"
 
 
-@functools.lru_cache(maxsize=1)
-def self_signed_certificate() -> tuple[bytes, bytes]:
-    """A self-signed certificate and its key (PEM), made once per process."""
+def localhost_names() -> Any:
+    """The subjectAltName extension of a certificate for this machine: ``localhost`` and ``127.0.0.1``."""
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
+
+    return x509.SubjectAlternativeName(
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+
+
+def make_certificate(
+    common_name: str,
+    key: Any,
+    *,
+    days: int,
+    issuer: tuple[Any, Any] | None = None,
+    extensions: Sequence[tuple[Any, bool]] = (),
+) -> Any:
+    """
+    Return an X.509 certificate of ``key``'s public key, valid from a day ago for ``days`` days.
+
+    :param common_name: the subject's CN.
+    :param key: the subject's private key.
+    :param days: how long it stays valid.
+    :param issuer: (the issuer's name, its private key) that sign it; self-signed when None.
+    :param extensions: (extension, critical) pairs to add.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
     from cryptography.x509.oid import NameOID
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "SSL_Self_Signed_Fallback")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    issuer_name, issuer_key = issuer if issuer is not None else (name, key)
     now = dt.datetime.now(dt.UTC)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(name)
-        .issuer_name(name)
+        .issuer_name(issuer_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=3650))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
+        .not_valid_after(now + dt.timedelta(days=days))
     )
-    key_pem = key.private_bytes(
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical=critical)
+    return builder.sign(issuer_key, hashes.SHA256())
+
+
+def private_key_pem(key: Any) -> bytes:
+    """``key`` in PEM (PKCS #8, unencrypted)."""
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+@functools.lru_cache(maxsize=1)
+def self_signed_certificate() -> tuple[bytes, bytes]:
+    """A self-signed certificate and its key (PEM), made once per process."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = make_certificate(
+        "SSL_Self_Signed_Fallback", key, days=3650, extensions=[(localhost_names(), False)]
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), private_key_pem(key)
 
 
 def server_contexts(certificate: tuple[str, str] | None = None) -> tuple[ssl.SSLContext, ssl.SSLContext]:

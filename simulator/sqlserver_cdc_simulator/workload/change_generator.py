@@ -66,6 +66,8 @@ class WorkloadStats:
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
 
+# Its fields parallel WorkloadStats' on purpose (a weight here, a count there, per statement kind): both are
+# public, passed and read by keyword (issue 34 item 6).
 @dataclasses.dataclass(frozen=True)
 class WorkloadMix:
     """

@@ -161,3 +161,26 @@ def error_number(excinfo: pytest.ExceptionInfo[BaseException]) -> int:
     numbers = re.findall(r"\((\d+)\) \(SQL", text)
     assert numbers, text
     return int(numbers[0])
+
+
+#: the result set columns that open sp_cdc_get_captured_columns' and sp_cdc_get_ddl_history's rows: the capture
+#: instance and its source table, as (name, the Python type pyodbc gives, precision)
+INSTANCE_RESULT_COLUMNS = [
+    ("source_schema", str, 128),
+    ("source_table", str, 128),
+    ("capture_instance", str, 128),
+]
+#: sys.sp_cdc_get_captured_columns' result set (sys-sp-cdc-get-captured-columns-transact-sql.md, "Result Sets");
+#: precision tells int (10) from smallint (5) and tinyint (3)
+CAPTURED_COLUMNS_RESULT = [
+    *INSTANCE_RESULT_COLUMNS,
+    ("column_name", str, 128),
+    ("column_id", int, 10),
+    ("column_ordinal", int, 10),
+    ("data_type", str, 128),
+    ("character_maximum_length", int, 10),
+    ("numeric_precision", int, 3),  # tinyint
+    ("numeric_precision_radix", int, 5),  # smallint
+    ("numeric_scale", int, 10),
+    ("datetime_precision", int, 5),  # smallint
+]

@@ -7,7 +7,7 @@ import uuid
 
 import pyodbc
 import pytest
-from cdc_scenario_support import error_number, lsn
+from cdc_scenario_support import CAPTURED_COLUMNS_RESULT, error_number, lsn
 
 ORDERS = """CREATE TABLE dbo.orders (
     order_id int NOT NULL PRIMARY KEY,
@@ -99,20 +99,7 @@ def test_get_captured_columns(cdc_db):
     cdc_db.execute(ORDERS).close()
     cdc_db.enable_table("orders")
     cursor = cdc_db.execute("EXEC sys.sp_cdc_get_captured_columns @capture_instance = N'dbo_orders'")
-    assert [d[0] for d in cursor.description] == [
-        "source_schema",
-        "source_table",
-        "capture_instance",
-        "column_name",
-        "column_id",
-        "column_ordinal",
-        "data_type",
-        "character_maximum_length",
-        "numeric_precision",
-        "numeric_precision_radix",
-        "numeric_scale",
-        "datetime_precision",
-    ]
+    assert [d[0] for d in cursor.description] == [name for name, _, _ in CAPTURED_COLUMNS_RESULT]
     rows = {r.column_name: r for r in cursor.fetchall()}
     assert rows["amount"].data_type == "decimal" and rows["amount"].numeric_precision == 18
     assert rows["amount"].numeric_scale == 4

@@ -13,7 +13,7 @@ import uuid
 
 import pyodbc
 import pytest
-from cdc_scenario_support import error_number, lsn
+from cdc_scenario_support import CAPTURED_COLUMNS_RESULT, INSTANCE_RESULT_COLUMNS, error_number, lsn
 
 TABLE = (
     "CREATE TABLE dbo.orders (id int NOT NULL PRIMARY KEY, note varchar(20) NULL, amount int NULL, "
@@ -47,20 +47,7 @@ def test_get_captured_columns_result_set_and_only_the_type_follows_the_source(or
     added and dropped columns leave the captured columns as they are.
     """
     cursor = orders.execute(CAPTURED, "dbo_orders")
-    assert _described(cursor) == [
-        ("source_schema", str, 128),
-        ("source_table", str, 128),
-        ("capture_instance", str, 128),
-        ("column_name", str, 128),
-        ("column_id", int, 10),
-        ("column_ordinal", int, 10),
-        ("data_type", str, 128),
-        ("character_maximum_length", int, 10),
-        ("numeric_precision", int, 3),  # tinyint
-        ("numeric_precision_radix", int, 5),  # smallint
-        ("numeric_scale", int, 10),
-        ("datetime_precision", int, 5),  # smallint
-    ]
+    assert _described(cursor) == CAPTURED_COLUMNS_RESULT
     cursor.fetchall()
     cursor.close()
     before = _captured(orders, "dbo_orders")
@@ -109,9 +96,7 @@ def test_get_ddl_history_lists_add_drop_and_alter_in_lsn_order_for_each_instance
 
     cursor = orders.execute(HISTORY, "dbo_orders")
     assert _described(cursor) == [
-        ("source_schema", str, 128),
-        ("source_table", str, 128),
-        ("capture_instance", str, 128),
+        *INSTANCE_RESULT_COLUMNS,
         ("required_column_update", bool, 1),
         ("ddl_command", str, 0),  # nvarchar(max)
         ("ddl_lsn", bytearray, 10),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -89,16 +90,57 @@ def outcome(results: dict[str, tuple[bool, str]], name: str) -> str:
     return detail
 
 
-#: the checks both batteries run with the same outcome: the CDC query functions take binary(10) LSN parameters,
-#: and a 400,000-row result arrives whole
+#: the checks both batteries run with the same outcome: a TDS 8.0 (strict encryption) login, the CDC query
+#: functions take binary(10) LSN parameters, and a 400,000-row result arrives whole
 COMMON_OUTCOMES = {
+    "login_strict_tds8": "2",
     "cdc_binary10_parameters": "10/10|2:3|4:2|1:3",
     "large_result": f"400000|{sum(range(400000))}",
 }
 
 
-def assert_snapshot_hides_later_commits(results: dict[str, tuple[bool, str]]) -> None:
-    """The ``snapshot_isolation`` check: a count read before, during and after another session's commit."""
-    before, during, after = outcome(results, "snapshot_isolation").split("|")
-    assert before == during
-    assert int(after) == int(before) + 1
+class BatteryChecks:
+    """
+    The tests of a client battery's outcomes; a ``Test...`` subclass per client says how to run it and what to expect.
+
+    ``conftest.pytest_generate_tests`` runs :meth:`test_check_outcome` once per check of :meth:`outcomes`.
+    """
+
+    #: check: its outcome (what the battery printed), besides :data:`COMMON_OUTCOMES`
+    OUTCOMES: ClassVar[dict[str, str]] = {}
+    #: the ``types_at_edges`` check's values (what SQL Server sends, as the client renders them)
+    TYPES_EXPECTED: ClassVar[list[str]] = []
+    #: the ``error_then_usable`` check's values: the first error, the duplicate key's number, ..., a later result
+    ERROR_THEN_USABLE: ClassVar[list[str]] = []
+
+    @classmethod
+    def outcomes(cls) -> dict[str, str]:
+        """Every check with one expected outcome: the common ones and the client's."""
+        return {**COMMON_OUTCOMES, **cls.OUTCOMES}
+
+    @classmethod
+    def command(cls) -> tuple[list[str], dict[str, str] | None]:
+        """The battery's command line before the connection arguments, and its environment; skips when missing."""
+        raise NotImplementedError
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def battery(cls, client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
+        """The battery's results: every check run once, in one process, against the shared simulator."""
+        command, env = cls.command()
+        sim = client_simulator
+        return run_battery([*command, sim.host, str(sim.port), sim.password, str(sim.certificate)], env=env)
+
+    def test_check_outcome(self, battery: dict[str, tuple[bool, str]], check: str) -> None:
+        assert outcome(battery, check) == self.outcomes()[check]
+
+    def test_types_at_their_edges(self, battery: dict[str, tuple[bool, str]]) -> None:
+        assert outcome(battery, "types_at_edges").split("|") == self.TYPES_EXPECTED
+
+    def test_errors_keep_the_connection_usable(self, battery: dict[str, tuple[bool, str]]) -> None:
+        assert outcome(battery, "error_then_usable").split("|") == self.ERROR_THEN_USABLE
+
+    def test_snapshot_isolation_hides_later_commits(self, battery: dict[str, tuple[bool, str]]) -> None:
+        before, during, after = outcome(battery, "snapshot_isolation").split("|")
+        assert before == during
+        assert int(after) == int(before) + 1

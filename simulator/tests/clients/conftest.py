@@ -13,6 +13,12 @@ from sqlserver_cdc_simulator.cdc.registration import run_capture_scan
 from sqlserver_cdc_simulator.tds.tls import self_signed_certificate
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A battery class's ``test_check_outcome`` runs once per check of its ``outcomes()``."""
+    if "check" in metafunc.fixturenames and metafunc.cls is not None:
+        metafunc.parametrize("check", list(metafunc.cls.outcomes()))
+
+
 @pytest.fixture(scope="module")
 def client_simulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClientSimulator]:
     server = start_simulator(PASSWORD)

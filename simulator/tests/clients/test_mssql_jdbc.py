@@ -10,101 +10,68 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_battery_support import (
-    CLIENTS,
-    COMMON_OUTCOMES,
-    ClientSimulator,
-    assert_snapshot_hides_later_commits,
-    outcome,
-    require_program,
-    run_battery,
-)
+from client_battery_support import CLIENTS, BatteryChecks, outcome, require_program
 
 JAR = CLIENTS / "mssql-jdbc-12.4.2.jre8.jar"
 BATTERY = Path(__file__).with_name("JdbcBattery.java")
 
 
-@pytest.fixture(scope="module")
-def jdbc(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
-    java = require_program("java")
-    if not JAR.exists():
-        pytest.skip(f"{JAR.name} is missing: run `make client-deps`")
-    sim = client_simulator
-    return run_battery(
-        [java, "-cp", str(JAR), str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
-    )
+class TestJdbcBattery(BatteryChecks):
+    """What mssql-jdbc's battery prints."""
 
+    OUTCOMES = {
+        "login_tls_default": "clientdb 16.00.4120",
+        "login_login_only_tls": "1",
+        # serverproperty-transact-sql.md: the return type is sql_variant (EngineEdition's base type int)
+        "serverproperty_sql_variant": "sql_variant|16.0.4120.1|Integer:3|null",
+        # setAutoCommit(false) sends SET IMPLICIT_TRANSACTIONS ON: the INSERT opens a transaction
+        "transactions": "1|0|1",
+        "metadata_tables": "items:TABLE",
+        "metadata_primary_keys": "id:1",
+        "metadata_columns": "id:int name:nvarchar",
+    }
+    # what SQL Server sends for these values, as mssql-jdbc's getString renders them
+    TYPES_EXPECTED = [
+        "-2147483648",
+        "-9223372036854775808",
+        "255",
+        "99999999999999999999999999999999999999",
+        "-1E-38",  # BigDecimal(-1, scale 38).toString()
+        "922337203685477.5807",
+        "-214748.3648",
+        "9999-12-31 23:59:59.9999999",
+        "0001-01-01",
+        "23:59:59.9999999",
+        "2024-02-29 12:34:56.997",
+        "9999-12-31 23:59:59.9999999 +14:00",
+        "6F9619FF-8B86-D011-B42D-00C04FD430C8",
+        "00FF",
+        "\u00e9\U0001f600",
+        "1",
+        "1.5E308",
+        "3.4E38",
+        "100000",
+    ]
 
-#: check: its outcome (what the battery printed)
-OUTCOMES = {
-    **COMMON_OUTCOMES,
-    "login_tls_default": "clientdb 16.00.4120",
-    "login_login_only_tls": "1",
-    "login_strict_tds8": "2",
-    # serverproperty-transact-sql.md: the return type is sql_variant (EngineEdition's base type int)
-    "serverproperty_sql_variant": "sql_variant|16.0.4120.1|Integer:3|null",
-    # setAutoCommit(false) sends SET IMPLICIT_TRANSACTIONS ON: the INSERT opens a transaction
-    "transactions": "1|0|1",
-    "metadata_tables": "items:TABLE",
-    "metadata_primary_keys": "id:1",
-    "metadata_columns": "id:int name:nvarchar",
-}
+    ERROR_THEN_USABLE = ["208/S0002/Invalid object name 'dbo.no_such_table'.", "2627", "42"]
 
+    @classmethod
+    def command(cls) -> tuple[list[str], dict[str, str] | None]:
+        java = require_program("java")
+        if not JAR.exists():
+            pytest.skip(f"{JAR.name} is missing: run `make client-deps`")
+        return [java, "-cp", str(JAR), str(BATTERY)], None
 
-@pytest.mark.parametrize("check", OUTCOMES)
-def test_check_outcome(jdbc: Any, check: str) -> None:
-    assert outcome(jdbc, check) == OUTCOMES[check]
-
-
-def test_types_at_their_edges(jdbc: Any) -> None:
-    assert outcome(jdbc, "types_at_edges").split("|") == TYPES_EXPECTED
-
-
-def test_errors_keep_the_connection_usable(jdbc: Any) -> None:
-    first, duplicate, after = outcome(jdbc, "error_then_usable").split("|")
-    assert first == "208/S0002/Invalid object name 'dbo.no_such_table'."
-    assert duplicate == "2627"
-    assert after == "42"
-
-
-def test_snapshot_isolation_hides_later_commits(jdbc: Any) -> None:
-    assert_snapshot_hides_later_commits(jdbc)
-
-
-# what SQL Server sends for these values, as mssql-jdbc's getString renders them
-TYPES_EXPECTED = [
-    "-2147483648",
-    "-9223372036854775808",
-    "255",
-    "99999999999999999999999999999999999999",
-    "-1E-38",  # BigDecimal(-1, scale 38).toString()
-    "922337203685477.5807",
-    "-214748.3648",
-    "9999-12-31 23:59:59.9999999",
-    "0001-01-01",
-    "23:59:59.9999999",
-    "2024-02-29 12:34:56.997",
-    "9999-12-31 23:59:59.9999999 +14:00",
-    "6F9619FF-8B86-D011-B42D-00C04FD430C8",
-    "00FF",
-    "\u00e9\U0001f600",
-    "1",
-    "1.5E308",
-    "3.4E38",
-    "100000",
-]
-
-
-# getColumns for every type (mssql-jdbc builds it from sp_columns_100 @ODBCVer = 3 and maps the ODBC codes to
-# java.sql.Types: SQL_SS_TIME2 to TIME, uniqueidentifier to CHAR). The date/time rows follow
-# docs/relational-databases/native-client-odbc-date-time/metadata-catalog.md; before the fix date, time and
-# datetime2 came back as NVARCHAR (-9), so a JDBC-based CDC connector emitted them as strings.
-def test_metadata_get_columns_types_of_every_type(jdbc: Any) -> None:
-    got = {}
-    for entry in outcome(jdbc, "metadata_column_types").split(" "):
-        name, *fields = entry.split(":")
-        got[name] = tuple(fields)
-    assert got == COLUMN_TYPES_EXPECTED
+    # getColumns for every type (mssql-jdbc builds it from sp_columns_100 @ODBCVer = 3 and maps the ODBC codes to
+    # java.sql.Types: SQL_SS_TIME2 to TIME, uniqueidentifier to CHAR). The date/time rows follow
+    # docs/relational-databases/native-client-odbc-date-time/metadata-catalog.md; before the fix date, time and
+    # datetime2 came back as NVARCHAR (-9), so a JDBC-based CDC connector emitted them as strings.
+    def test_metadata_get_columns_types_of_every_type(self, battery: Any) -> None:
+        got = {}
+        for entry in outcome(battery, "metadata_column_types").split(" "):
+            name, *fields = entry.split(":")
+            got[name] = tuple(fields)
+        assert got == COLUMN_TYPES_EXPECTED
 
 
 COLUMN_TYPES_EXPECTED = {  # name: DATA_TYPE, TYPE_NAME, COLUMN_SIZE, DECIMAL_DIGITS, SQL_DATA_TYPE, SQL_DATETIME_SUB

@@ -9,57 +9,30 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from client_battery_support import (
-    CLIENTS,
-    COMMON_OUTCOMES,
-    ClientSimulator,
-    assert_snapshot_hides_later_commits,
-    outcome,
-    require_program,
-    run_battery,
-)
+from client_battery_support import CLIENTS, BatteryChecks, require_program
 
 NODE_MODULES = CLIENTS / "node" / "node_modules"
 BATTERY = Path(__file__).with_name("tedious_battery.js")
 
 
-@pytest.fixture(scope="module")
-def tedious(client_simulator: ClientSimulator) -> dict[str, tuple[bool, str]]:
-    node = require_program("node")
-    if not (NODE_MODULES / "tedious").is_dir():
-        pytest.skip(f"tedious is not installed in {NODE_MODULES}: run `make client-deps`")
-    sim = client_simulator
-    return run_battery(
-        [node, str(BATTERY), sim.host, str(sim.port), sim.password, str(sim.certificate)],
-        env={**os.environ, "NODE_PATH": str(NODE_MODULES), "NODE_NO_WARNINGS": "1"},
-    )
+# Shaped like test_mssql_jdbc.TestJdbcBattery on purpose: each client states its own expected outcomes, the
+# tests are BatteryChecks' (issue 34 item 6).
+class TestTediousBattery(BatteryChecks):
+    """What tedious's battery prints."""
 
-
-#: check: its outcome (what the battery printed)
-OUTCOMES = {
-    **COMMON_OUTCOMES,
-    "login_tls_default": "clientdb 16.0.4120.1",
-    # encrypt: false sends ENCRYPT_OFF: SQL Server still encrypts the login packet
-    "login_without_tls_request": "1",
-    "login_strict_tds8": "2",
-    "serverproperty_sql_variant": "Variant,Variant|16.0.4120.1|number:3",
-    # named transactions through the transaction-manager request
-    "named_transaction": "1|0|1",
-    # catalog procedures and table variables
-    "metadata_procedures": "items:TABLE|id|id:int,name:nvarchar|3",
-}
-
-
-@pytest.mark.parametrize("check", OUTCOMES)
-def test_check_outcome(tedious: Any, check: str) -> None:
-    assert outcome(tedious, check) == OUTCOMES[check]
-
-
-def test_types_at_their_edges(tedious: Any) -> None:
-    assert outcome(tedious, "types_at_edges").split("|") == [
+    OUTCOMES = {
+        "login_tls_default": "clientdb 16.0.4120.1",
+        # encrypt: false sends ENCRYPT_OFF: SQL Server still encrypts the login packet
+        "login_without_tls_request": "1",
+        "serverproperty_sql_variant": "Variant,Variant|16.0.4120.1|number:3",
+        # named transactions through the transaction-manager request
+        "named_transaction": "1|0|1",
+        # catalog procedures and table variables
+        "metadata_procedures": "items:TABLE|id|id:int,name:nvarchar|3",
+    }
+    TYPES_EXPECTED = [
         "-2147483648",
         "255",
         "-32768",
@@ -73,14 +46,16 @@ def test_types_at_their_edges(tedious: Any) -> None:
         "",  # NULL
     ]
 
+    ERROR_THEN_USABLE = [
+        "208/16/Invalid object name 'dbo.no_such_table'.",
+        "2627",
+        "3621",  # "The statement has been terminated."
+        "42",
+    ]
 
-def test_errors_keep_the_connection_usable(tedious: Any) -> None:
-    first, duplicate, infos, after = outcome(tedious, "error_then_usable").split("|")
-    assert first == "208/16/Invalid object name 'dbo.no_such_table'."
-    assert duplicate == "2627"
-    assert infos == "3621"  # "The statement has been terminated."
-    assert after == "42"
-
-
-def test_snapshot_isolation_hides_later_commits(tedious: Any) -> None:
-    assert_snapshot_hides_later_commits(tedious)
+    @classmethod
+    def command(cls) -> tuple[list[str], dict[str, str] | None]:
+        node = require_program("node")
+        if not (NODE_MODULES / "tedious").is_dir():
+            pytest.skip(f"tedious is not installed in {NODE_MODULES}: run `make client-deps`")
+        return [node, str(BATTERY)], {**os.environ, "NODE_PATH": str(NODE_MODULES), "NODE_NO_WARNINGS": "1"}
