@@ -205,19 +205,14 @@ def _reread(
         database,
         stream,
         carried,
+        writer,
         last,
         last,
-        key_columns=key_names,
-        files=writer.files,
         counts=counts,
         like=like,
-        backfill={
-            "consistent_lsn": point.lsn.hex,
-            "method": point.method,
-            "added_columns": added,
-            "rows": rows,
-        },
-        masking=masking,
+        point=point,
+        added_columns=added,
+        rows=rows,
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
     return manifest, join_uri(base_uri, stream, name), time.monotonic() - started

@@ -27,7 +27,7 @@ from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -39,7 +39,6 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
     OPERATION_NAMES,
     WindowManifest,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -50,10 +49,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
+    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
+    from airflow_provider_sqlserver_cdc.hooks.consistent_point import SnapshotPoint
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 #: Keys looked up per query.
@@ -195,15 +194,15 @@ def upsert_manifest(
     database: str,
     stream: str,
     instance: CaptureInstance,
+    writer: ParquetWindowWriter,
     first: Lsn,
     last: Lsn,
     *,
-    key_columns: Sequence[str],
-    files: list[ManifestFile],
     counts: dict[str, int],
     like: WindowManifest,
-    backfill: dict[str, Any],
-    masking: TableMasking | None = None,
+    point: SnapshotPoint,
+    key_columns: Sequence[str] | None = None,
+    **backfill: Any,
 ) -> WindowManifest:
     """
     Return the manifest of a window of rows read from ``instance``'s table at one consistent LSN.
@@ -212,32 +211,30 @@ def upsert_manifest(
     :param database: the source database.
     :param stream: the stream the window is filed under.
     :param instance: the capture instance whose columns were read.
+    :param writer: the window's writer, its files closed (their files and masking).
     :param first: the first LSN the window covers.
     :param last: the last LSN the window covers.
-    :param key_columns: the key column names.
-    :param files: the window's Parquet files.
     :param counts: rows per operation name.
     :param like: a window of the same run (its mode, row filter option, DAG and run ids).
-    :param backfill: the read's record (``consistent_lsn``, ``method``, ...).
-    :param masking: the table's column masking the window was written with.
+    :param point: the consistent read the rows come from (recorded as ``backfill``).
+    :param key_columns: the key column names; default ``instance.key_columns``.
+    :param backfill: what else the ``backfill`` record holds (after ``consistent_lsn`` and ``method``).
     """
-    return build_manifest(
+    return writer.manifest(
         CHANGES,
+        instance,
         capture_instance=stream,
+        key_columns=key_columns,
         source=source_description(hook.server, database, instance),
         from_lsn=first,
         to_lsn=last,
         mode=like.mode,
         row_filter_option=like.row_filter_option,
-        key_columns=key_columns,
-        columns=masked_descriptions(masking, instance),
-        files=files,
         operation_counts=counts,
         dag_id=like.dag_id,
         run_id=like.run_id,
         read_instance=instance.name if instance.name != stream else None,
-        backfill=backfill,
-        masking=masking.to_manifest() if masking is not None else None,
+        backfill={"consistent_lsn": point.lsn.hex, "method": point.method, **backfill},
     )
 
 
@@ -308,21 +305,17 @@ def backfill_blind_spot(
         database,
         switch.stream,
         new,
+        writer,
         spot.first,
         spot.last,
-        key_columns=key_names,
-        files=writer.files,
         counts=counts,
         like=old_part,
-        backfill={
-            "consistent_lsn": point.lsn.hex,
-            "method": point.method,
-            "ddl_lsn": spot.ddl_lsn.hex,
-            "old_instance": switch.old.name,
-            "keys": len(keys),
-            "deleted": len(missing),
-        },
-        masking=table_masking,
+        point=point,
+        key_columns=key_names,
+        ddl_lsn=spot.ddl_lsn.hex,
+        old_instance=switch.old.name,
+        keys=len(keys),
+        deleted=len(missing),
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
     seconds = time.monotonic() - started

@@ -27,7 +27,7 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -51,7 +51,6 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,
     WINDOW_MODES,
     WindowManifest,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -72,6 +71,19 @@ if TYPE_CHECKING:
 PROGRESS_EVERY_S = 30.0
 #: the ``extract_options`` the re-read of added columns takes too
 ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
+#: the fields a :class:`ChangeWindow` takes from its window's manifest as they are
+MANIFEST_FIELDS = (
+    "capture_instance",
+    "source",
+    "kind",
+    "mode",
+    "from_time",
+    "to_time",
+    "row_count",
+    "operation_counts",
+    "applied_through",
+    "healed_gap",
+)
 
 
 @dataclass
@@ -105,26 +117,17 @@ class ExtractResult:
         """
         m = self.manifest
         return ChangeWindow(
-            capture_instance=m.capture_instance,
-            source=m.source,
-            kind=m.kind,
-            mode=m.mode,
+            **{name: getattr(m, name) for name in MANIFEST_FIELDS},
             from_position=m.from_lsn,
             to_position=m.to_lsn,
             window_uri=self.window_uri,
             manifest_uri=self.manifest_uri,
             state_key=state_key,
-            from_time=m.from_time,
-            to_time=m.to_time,
             to_position_time=to_position_time,
-            row_count=m.row_count,
-            operation_counts=m.operation_counts,
             file_count=len(m.files),
             byte_count=sum(f.bytes for f in m.files),
             empty=empty,
             snapshot=snapshot,
-            applied_through=m.applied_through,
-            healed_gap=m.healed_gap,
         )
 
 
@@ -201,8 +204,9 @@ def extract_window(
                     "%s: %d rows so far, %.0f rows/s", instance.name, rows, rows / max(now - started, 1e-9)
                 )
                 last_report = now
-    manifest = build_manifest(
+    manifest = writer.manifest(
         CHANGES,
+        instance,
         capture_instance=name,
         source=source_description(hook.server, database, instance),
         from_lsn=window.from_lsn,
@@ -211,9 +215,6 @@ def extract_window(
         to_time=window.to_time,
         mode=window.mode,
         row_filter_option=row_filter_option,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts=counts,
         dag_id=dag_id,
         run_id=run_id,
@@ -221,7 +222,6 @@ def extract_window(
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
         ddl_events=[e.to_manifest() for e in ddl_events] or None,
         read_instance=instance.name if name != instance.name else None,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 

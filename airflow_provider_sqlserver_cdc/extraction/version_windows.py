@@ -59,7 +59,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     version_lsn,
 )
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -71,7 +71,6 @@ from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, wa
 from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
     WINDOW_MODES,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -289,9 +288,9 @@ def extract_version_window(
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
         _log_column_changes(instance, before, added, reread, empty, log)
-    manifest = build_manifest(
+    manifest = writer.manifest(
         CHANGES,
-        capture_instance=instance.name,
+        instance,
         source=source_description(hook.server, database, instance),
         from_lsn=version_lsn(last if empty else last + 1),
         to_lsn=version_lsn(stop),
@@ -299,13 +298,9 @@ def extract_version_window(
         to_time=window.to_time,
         mode=window.mode,
         row_filter_option=ROW_FILTER_OPTION,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts=counts,
         dag_id=dag_id,
         run_id=run_id,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
     window_dir = f"{table_dir}/{directory}"
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)

@@ -25,7 +25,7 @@ from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
@@ -36,7 +36,6 @@ from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
     SNAPSHOT,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -114,19 +113,15 @@ def snapshot_tracked_table(
                     rows += len(chunk)
             finally:
                 cursor.close()
-    manifest = build_manifest(
+    manifest = writer.manifest(
         SNAPSHOT,
-        capture_instance=instance.name,
+        instance,
         source=source_description(hook.server, database, instance),
         to_lsn=position,
         to_time=commit_time,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts={**zero_operation_counts(), "insert": rows},
         dag_id=dag_id,
         run_id=run_id,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
     result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
     table_dir = f"{base_path}/{instance.name}"
