@@ -25,6 +25,7 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
     follow_schema,
     load_switches,
 )
+from airflow_provider_sqlserver_cdc.extraction.window_output import OUTPUT_FIELDS, WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
@@ -69,8 +70,6 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
-#: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
 #: the fields a :class:`ChangeWindow` takes from its window's manifest as they are
 MANIFEST_FIELDS = (
     "capture_instance",
@@ -209,11 +208,7 @@ def extract_window(
         instance,
         capture_instance=name,
         source=source_description(hook.server, database, instance),
-        from_lsn=window.from_lsn,
-        to_lsn=window.to_lsn,
-        from_time=window.from_time,
-        to_time=window.to_time,
-        mode=window.mode,
+        **window.manifest_range(),
         row_filter_option=row_filter_option,
         operation_counts=counts,
         dag_id=dag_id,
@@ -398,6 +393,9 @@ def extract_windows(
                 window.from_lsn.hex,
                 window.to_lsn.hex,
             )
+    output = WindowOutput(
+        base_uri, database, log=log, **{k: v for k, v in extract_options.items() if k in OUTPUT_FIELDS}
+    )
     windows = []
     for switch, guarded, events in guarded_windows:
         carried, to_time = None, None
@@ -435,31 +433,13 @@ def extract_windows(
             carried = instance
             spot = blind_spot(hook, switch, part) if instance.name == switch.old.name else None
             if spot is not None:
-                backfill = backfill_blind_spot(
-                    hook,
-                    switch,
-                    spot,
-                    result.manifest,
-                    base_uri=base_uri,
-                    database=database,
-                    max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
-                    log=log,
-                    masking=extract_options.get("masking"),
-                )
+                backfill = backfill_blind_spot(hook, switch, spot, result.manifest, output)
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))
                     carried = switch.new
         if switch.new is not None and carried is not None:  # around a switch: columns added since?
             added = reread_added_columns(
-                hook,
-                switch.stream,
-                carried,
-                guarded.window,
-                like=result.manifest,
-                base_uri=base_uri,
-                database=database,
-                log=log,
-                **{k: extract_options[k] for k in ADDED_COLUMN_OPTIONS if k in extract_options},
+                hook, switch.stream, carried, guarded.window, output, like=result.manifest
             )
             if added is not None:
                 windows.append(
