@@ -155,13 +155,7 @@ class LsnWindow:
 
     def manifest_range(self) -> dict[str, Any]:
         """The range as the window's manifest records it (``build_manifest``'s range and mode arguments)."""
-        return {
-            "from_lsn": self.from_lsn,
-            "to_lsn": self.to_lsn,
-            "from_time": self.from_time,
-            "to_time": self.to_time,
-            "mode": self.mode,
-        }
+        return {name: getattr(self, name) for name in ("from_lsn", "to_lsn", "from_time", "to_time", "mode")}
 
 
 def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:
