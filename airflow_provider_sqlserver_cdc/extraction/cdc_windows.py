@@ -306,12 +306,13 @@ def extract_windows(
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
-    if window_mode not in WINDOW_MODES:
-        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
-    if on_gap not in ON_GAP:
-        raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
-    if on_schema_change not in ON_SCHEMA_CHANGE:
-        raise ValueError(f"on_schema_change must be one of {ON_SCHEMA_CHANGE}, got {on_schema_change!r}")
+    for name, value, allowed in (
+        ("window_mode", window_mode, WINDOW_MODES),
+        ("on_gap", on_gap, ON_GAP),
+        ("on_schema_change", on_schema_change, ON_SCHEMA_CHANGE),
+    ):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     tsql.validate_row_filter_option(row_filter_option)
     database = hook.source_database()
     streams, catalog = load_switches(
