@@ -70,6 +70,7 @@ class CaptureInstance:
     :param computed_key_columns: the key columns that are computed (then ``key_columns`` is empty).
     """
 
+    # Alike only in shape to the simulator's CapturedColumn (it must not import the provider) and ChangeWindow.
     name: str
     source_schema: str
     source_table: str

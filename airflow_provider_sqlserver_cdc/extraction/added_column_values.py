@@ -37,15 +37,12 @@ from airflow_provider_sqlserver_cdc.extraction.column_changes import (
     newest_window_columns,
     record_columns,
 )
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
-    DEFAULT_MAX_FILE_BYTES,
-    ParquetWindowWriter,
     join_uri,
     resolve_filesystem,
 )
@@ -57,10 +54,7 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
 from airflow_provider_sqlserver_cdc.window.net_effect import UPDATE_AFTER
 
 if TYPE_CHECKING:
-    import logging
-
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
@@ -72,14 +66,9 @@ def reread_added_columns(
     stream: str,
     carried: CaptureInstance,
     window: LsnWindow,
+    output: WindowOutput,
     *,
     like: WindowManifest,
-    base_uri: str,
-    database: str,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    log: logging.Logger | None = None,
-    masking: ColumnMasking | None = None,
 ) -> tuple[WindowManifest, str, float] | None:
     """
     Re-read the rows holding a value in a column the stream's windows did not carry before; None when none was added.
@@ -90,18 +79,13 @@ def reread_added_columns(
     :param stream: the stream's name (its windows' directory).
     :param carried: the instance whose columns the run's newest window carries (columns loaded).
     :param window: the stream's window of this run (after the contiguity guard).
-    :param base_uri: the windows' base directory.
-    :param database: the source database.
+    :param output: where and how the window is written (the table's masking applied before Parquet).
     :param like: a window of the run (its mode, row filter option, DAG and run ids).
-    :param batch_size: rows fetched at a time.
-    :param max_file_bytes: roll to a new Parquet file at this size.
-    :param log: where the re-read is reported.
-    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     if window.is_empty:
         return None
     started = time.monotonic()
-    filesystem, base_path = resolve_filesystem(base_uri)
+    filesystem, base_path = resolve_filesystem(output.base_uri)
     stream_dir = f"{base_path}/{stream}"
     before = stream_columns_before(filesystem, stream_dir, window.from_lsn)
     columns = column_descriptions(carried)
@@ -114,15 +98,12 @@ def reread_added_columns(
             carried,
             added,
             window.to_lsn,
+            output,
             filesystem=filesystem,
             stream_dir=stream_dir,
             like=like,
-            base_uri=base_uri,
-            database=database,
-            batch_size=batch_size,
-            max_file_bytes=max_file_bytes,
-            masking=instance_masking(masking, carried),
         )
+        log = output.log
         if log is not None:
             manifest = result[0]
             log.warning(
@@ -164,15 +145,11 @@ def _reread(
     carried: CaptureInstance,
     added: list[str],
     last: Lsn,
+    output: WindowOutput,
     *,
     filesystem: Any,
     stream_dir: str,
     like: WindowManifest,
-    base_uri: str,
-    database: str,
-    batch_size: int,
-    max_file_bytes: int,
-    masking: TableMasking | None = None,
 ) -> tuple[WindowManifest, str, float]:
     """Stream the rows holding a value in ``added`` into the window ``{last}_{last}_added``."""
     started = time.monotonic()
@@ -181,16 +158,14 @@ def _reread(
     name = f"{last.hex}_{last.hex}{SUFFIX}"
     sql = tsql.ct_rows_with_values_query(carried.source_schema, carried.source_table, carried.columns, added)
     rows = 0
-    writer = ParquetWindowWriter(
-        filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes, masking=masking
-    )
+    writer = output.writer(filesystem, f"{stream_dir}/{name}", schema, carried)
     with writer, ConsistentSnapshot(hook, carried, allow_table_lock_fallback=True) as snapshot:
         point = snapshot.point
         assert point is not None and snapshot.reader is not None
         cursor = snapshot.reader.cursor()
         try:
             cursor.execute(sql)
-            while chunk := cursor.fetchmany(batch_size):
+            while chunk := cursor.fetchmany(output.batch_size):
                 found = [tuple(row) for row in chunk]
                 writer.write_batch(
                     upsert_batch(carried, schema, found, [], key_names, point.lsn, point.utc_time)
@@ -202,22 +177,17 @@ def _reread(
     counts[OPERATION_NAMES[UPDATE_AFTER]] = rows
     manifest = upsert_manifest(
         hook,
-        database,
+        output.database,
         stream,
         carried,
+        writer,
         last,
         last,
-        key_columns=key_names,
-        files=writer.files,
         counts=counts,
         like=like,
-        backfill={
-            "consistent_lsn": point.lsn.hex,
-            "method": point.method,
-            "added_columns": added,
-            "rows": rows,
-        },
-        masking=masking,
+        point=point,
+        added_columns=added,
+        rows=rows,
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
-    return manifest, join_uri(base_uri, stream, name), time.monotonic() - started
+    return manifest, join_uri(output.base_uri, stream, name), time.monotonic() - started

@@ -24,13 +24,13 @@ import pyarrow.parquet as pq
 
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
-    DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
     join_uri,
     resolve_filesystem,
@@ -39,21 +39,18 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
     OPERATION_NAMES,
     WindowManifest,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.net_effect import DELETE, UPDATE_AFTER
 
 if TYPE_CHECKING:
-    import logging
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.extraction.instance_switch import InstanceSwitch
+    from airflow_provider_sqlserver_cdc.hooks.consistent_point import SnapshotPoint
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-    from airflow_provider_sqlserver_cdc.window.manifest import ManifestFile
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow
 
 #: Keys looked up per query.
@@ -195,15 +192,15 @@ def upsert_manifest(
     database: str,
     stream: str,
     instance: CaptureInstance,
+    writer: ParquetWindowWriter,
     first: Lsn,
     last: Lsn,
     *,
-    key_columns: Sequence[str],
-    files: list[ManifestFile],
     counts: dict[str, int],
     like: WindowManifest,
-    backfill: dict[str, Any],
-    masking: TableMasking | None = None,
+    point: SnapshotPoint,
+    key_columns: Sequence[str] | None = None,
+    **backfill: Any,
 ) -> WindowManifest:
     """
     Return the manifest of a window of rows read from ``instance``'s table at one consistent LSN.
@@ -212,32 +209,30 @@ def upsert_manifest(
     :param database: the source database.
     :param stream: the stream the window is filed under.
     :param instance: the capture instance whose columns were read.
+    :param writer: the window's writer, its files closed (their files and masking).
     :param first: the first LSN the window covers.
     :param last: the last LSN the window covers.
-    :param key_columns: the key column names.
-    :param files: the window's Parquet files.
     :param counts: rows per operation name.
     :param like: a window of the same run (its mode, row filter option, DAG and run ids).
-    :param backfill: the read's record (``consistent_lsn``, ``method``, ...).
-    :param masking: the table's column masking the window was written with.
+    :param point: the consistent read the rows come from (recorded as ``backfill``).
+    :param key_columns: the key column names; default ``instance.key_columns``.
+    :param backfill: what else the ``backfill`` record holds (after ``consistent_lsn`` and ``method``).
     """
-    return build_manifest(
+    return writer.manifest(
         CHANGES,
+        instance,
         capture_instance=stream,
+        key_columns=key_columns,
         source=source_description(hook.server, database, instance),
         from_lsn=first,
         to_lsn=last,
         mode=like.mode,
         row_filter_option=like.row_filter_option,
-        key_columns=key_columns,
-        columns=masked_descriptions(masking, instance),
-        files=files,
         operation_counts=counts,
         dag_id=like.dag_id,
         run_id=like.run_id,
         read_instance=instance.name if instance.name != stream else None,
-        backfill=backfill,
-        masking=masking.to_manifest() if masking is not None else None,
+        backfill={"consistent_lsn": point.lsn.hex, "method": point.method, **backfill},
     )
 
 
@@ -246,12 +241,7 @@ def backfill_blind_spot(
     switch: InstanceSwitch,
     spot: BlindSpot,
     old_part: WindowManifest,
-    *,
-    base_uri: str,
-    database: str,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    log: logging.Logger | None = None,
-    masking: ColumnMasking | None = None,
+    output: WindowOutput,
 ) -> tuple[WindowManifest, str, float] | None:
     """
     Re-read the keys the old instance changed in the blind spot and write them as a window; None if none changed.
@@ -262,15 +252,11 @@ def backfill_blind_spot(
     :param switch: the stream's instances, ``new`` set (its columns are read).
     :param spot: the blind spot inside ``old_part``.
     :param old_part: the manifest of the old instance's window part, already written.
-    :param base_uri: the windows' base directory.
-    :param database: the source database.
-    :param max_file_bytes: roll to a new Parquet file at this size.
-    :param log: where the back-fill is reported.
-    :param masking: the column masking rules; a table whose key is masked cannot be re-read by key.
+    :param output: where and how the window is written; a table whose key is masked cannot be re-read by key.
     """
     assert switch.new is not None
     started = time.monotonic()
-    filesystem, base_path = resolve_filesystem(base_uri)
+    filesystem, base_path = resolve_filesystem(output.base_uri)
     stream_dir = f"{base_path}/{switch.stream}"
     part_dir = f"{stream_dir}/{old_part.from_lsn}_{old_part.to_lsn}"
     key_names = list(switch.old.key_columns)
@@ -278,7 +264,7 @@ def backfill_blind_spot(
     if not keys:
         return None
     new = switch.new
-    table_masking = instance_masking(masking, new)
+    table_masking = instance_masking(output.masking, new)
     hashed = [k for k in key_names if table_masking is not None and table_masking.rule(k) is not None]
     if hashed:
         raise ColumnMaskingError(
@@ -296,7 +282,11 @@ def backfill_blind_spot(
     schema = hook.changes_schema(new)
     name = f"{spot.first.hex}_{spot.last.hex}_backfill"
     writer = ParquetWindowWriter(
-        filesystem, f"{stream_dir}/{name}", schema, max_file_bytes=max_file_bytes, masking=table_masking
+        filesystem,
+        f"{stream_dir}/{name}",
+        schema,
+        max_file_bytes=output.max_file_bytes,
+        masking=table_masking,
     )
     with writer:
         writer.write_batch(upsert_batch(new, schema, found, missing, key_names, point.lsn, point.utc_time))
@@ -305,29 +295,25 @@ def backfill_blind_spot(
     counts[OPERATION_NAMES[DELETE]] = len(missing)
     manifest = upsert_manifest(
         hook,
-        database,
+        output.database,
         switch.stream,
         new,
+        writer,
         spot.first,
         spot.last,
-        key_columns=key_names,
-        files=writer.files,
         counts=counts,
         like=old_part,
-        backfill={
-            "consistent_lsn": point.lsn.hex,
-            "method": point.method,
-            "ddl_lsn": spot.ddl_lsn.hex,
-            "old_instance": switch.old.name,
-            "keys": len(keys),
-            "deleted": len(missing),
-        },
-        masking=table_masking,
+        point=point,
+        key_columns=key_names,
+        ddl_lsn=spot.ddl_lsn.hex,
+        old_instance=switch.old.name,
+        keys=len(keys),
+        deleted=len(missing),
     )
     write_manifest(filesystem, f"{stream_dir}/{name}", manifest)
     seconds = time.monotonic() - started
-    if log is not None:
-        log.warning(
+    if output.log is not None:
+        output.log.warning(
             "%s: blind spot %s..%s (DDL at %s, %s starts at %s): %d key(s) changed in %s re-read from %s by "
             "primary key at LSN %s (%d no longer there) in %.1f s",
             switch.stream,
@@ -343,4 +329,4 @@ def backfill_blind_spot(
             len(missing),
             seconds,
         )
-    return manifest, join_uri(base_uri, switch.stream, name), seconds
+    return manifest, join_uri(output.base_uri, switch.stream, name), seconds

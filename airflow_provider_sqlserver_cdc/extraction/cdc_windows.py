@@ -25,9 +25,10 @@ from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
     follow_schema,
     load_switches,
 )
+from airflow_provider_sqlserver_cdc.extraction.window_output import OUTPUT_FIELDS, WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
     DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
@@ -51,7 +52,6 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     OPERATION_NAMES,
     WINDOW_MODES,
     WindowManifest,
-    build_manifest,
     source_description,
     zero_operation_counts,
 )
@@ -70,8 +70,19 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 PROGRESS_EVERY_S = 30.0
-#: the ``extract_options`` the re-read of added columns takes too
-ADDED_COLUMN_OPTIONS = ("batch_size", "max_file_bytes", "masking")
+#: the fields a :class:`ChangeWindow` takes from its window's manifest as they are
+MANIFEST_FIELDS = (
+    "capture_instance",
+    "source",
+    "kind",
+    "mode",
+    "from_time",
+    "to_time",
+    "row_count",
+    "operation_counts",
+    "applied_through",
+    "healed_gap",
+)
 
 
 @dataclass
@@ -105,26 +116,17 @@ class ExtractResult:
         """
         m = self.manifest
         return ChangeWindow(
-            capture_instance=m.capture_instance,
-            source=m.source,
-            kind=m.kind,
-            mode=m.mode,
+            **{name: getattr(m, name) for name in MANIFEST_FIELDS},
             from_position=m.from_lsn,
             to_position=m.to_lsn,
             window_uri=self.window_uri,
             manifest_uri=self.manifest_uri,
             state_key=state_key,
-            from_time=m.from_time,
-            to_time=m.to_time,
             to_position_time=to_position_time,
-            row_count=m.row_count,
-            operation_counts=m.operation_counts,
             file_count=len(m.files),
             byte_count=sum(f.bytes for f in m.files),
             empty=empty,
             snapshot=snapshot,
-            applied_through=m.applied_through,
-            healed_gap=m.healed_gap,
         )
 
 
@@ -201,19 +203,13 @@ def extract_window(
                     "%s: %d rows so far, %.0f rows/s", instance.name, rows, rows / max(now - started, 1e-9)
                 )
                 last_report = now
-    manifest = build_manifest(
+    manifest = writer.manifest(
         CHANGES,
+        instance,
         capture_instance=name,
         source=source_description(hook.server, database, instance),
-        from_lsn=window.from_lsn,
-        to_lsn=window.to_lsn,
-        from_time=window.from_time,
-        to_time=window.to_time,
-        mode=window.mode,
+        **window.manifest_range(),
         row_filter_option=row_filter_option,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts=counts,
         dag_id=dag_id,
         run_id=run_id,
@@ -221,7 +217,6 @@ def extract_window(
         healed_gap=healed_gap.to_xcom() if healed_gap is not None else None,
         ddl_events=[e.to_manifest() for e in ddl_events] or None,
         read_instance=instance.name if name != instance.name else None,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
     return finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
 
@@ -311,12 +306,13 @@ def extract_windows(
     :param extract_options: further arguments of :func:`extract_window` (``batch_size``,
         ``max_file_bytes``, ``dag_id``, ``run_id``, ``reader``).
     """
-    if window_mode not in WINDOW_MODES:
-        raise ValueError(f"window_mode must be one of {WINDOW_MODES}, got {window_mode!r}")
-    if on_gap not in ON_GAP:
-        raise ValueError(f"on_gap must be one of {ON_GAP}, got {on_gap!r}")
-    if on_schema_change not in ON_SCHEMA_CHANGE:
-        raise ValueError(f"on_schema_change must be one of {ON_SCHEMA_CHANGE}, got {on_schema_change!r}")
+    for name, value, allowed in (
+        ("window_mode", window_mode, WINDOW_MODES),
+        ("on_gap", on_gap, ON_GAP),
+        ("on_schema_change", on_schema_change, ON_SCHEMA_CHANGE),
+    ):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     tsql.validate_row_filter_option(row_filter_option)
     database = hook.source_database()
     streams, catalog = load_switches(
@@ -398,6 +394,9 @@ def extract_windows(
                 window.from_lsn.hex,
                 window.to_lsn.hex,
             )
+    output = WindowOutput(
+        base_uri, database, log=log, **{k: v for k, v in extract_options.items() if k in OUTPUT_FIELDS}
+    )
     windows = []
     for switch, guarded, events in guarded_windows:
         carried, to_time = None, None
@@ -435,31 +434,13 @@ def extract_windows(
             carried = instance
             spot = blind_spot(hook, switch, part) if instance.name == switch.old.name else None
             if spot is not None:
-                backfill = backfill_blind_spot(
-                    hook,
-                    switch,
-                    spot,
-                    result.manifest,
-                    base_uri=base_uri,
-                    database=database,
-                    max_file_bytes=extract_options.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES),
-                    log=log,
-                    masking=extract_options.get("masking"),
-                )
+                backfill = backfill_blind_spot(hook, switch, spot, result.manifest, output)
                 if backfill is not None:
                     windows.append(ExtractResult(*backfill).change_window(keys[switch.stream]))
                     carried = switch.new
         if switch.new is not None and carried is not None:  # around a switch: columns added since?
             added = reread_added_columns(
-                hook,
-                switch.stream,
-                carried,
-                guarded.window,
-                like=result.manifest,
-                base_uri=base_uri,
-                database=database,
-                log=log,
-                **{k: extract_options[k] for k in ADDED_COLUMN_OPTIONS if k in extract_options},
+                hook, switch.stream, carried, guarded.window, output, like=result.manifest
             )
             if added is not None:
                 windows.append(

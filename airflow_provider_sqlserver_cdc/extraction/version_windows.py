@@ -51,6 +51,7 @@ from airflow_provider_sqlserver_cdc.extraction.column_changes import (
     describe_column_changes,
     record_columns,
 )
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     ChangeTrackingNotEnabledError,
@@ -58,11 +59,8 @@ from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     retention_error,
     version_lsn,
 )
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
-    DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
     resolve_filesystem,
 )
@@ -71,8 +69,6 @@ from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, wa
 from airflow_provider_sqlserver_cdc.window.manifest import (
     CHANGES,
     WINDOW_MODES,
-    build_manifest,
-    source_description,
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.net_effect import DELETE, INSERT, OPERATION_NAMES, UPDATE_AFTER
@@ -82,7 +78,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 #: SYS_CHANGE_OPERATION -> the window format's __$operation
@@ -202,15 +197,7 @@ def extract_version_window(
     hook: ChangeTrackingHook,
     instance: CaptureInstance,
     window: VersionWindow,
-    *,
-    base_uri: str,
-    database: str,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    dag_id: str | None = None,
-    run_id: str | None = None,
-    log: logging.Logger | None = None,
-    masking: ColumnMasking | None = None,
+    output: WindowOutput,
 ) -> tuple[ExtractResult, bool]:
     """
     Extract one version window into ``{base_uri}/{name}/{from}_{to}/`` and write its manifest last.
@@ -219,13 +206,15 @@ def extract_version_window(
     When columns were added to the table since its previous window, the window also re-reads, in
     the same SNAPSHOT transaction, every row that holds a value in one of them (see the module).
 
-    :param masking: the column masking rules; the table's are applied before Parquet is written.
+    :param hook: the source hook.
+    :param instance: the tracked table (:meth:`ChangeTrackingHook.get_tracked_table`).
+    :param window: the planned version range.
+    :param output: where and how the window is written (the table's masking applied before Parquet).
     :raises ChangeTrackingRetentionError: the last version is below the table's min valid version.
     """
     started = time.monotonic()
-    filesystem, base_path = resolve_filesystem(base_uri)
+    filesystem, base_path = resolve_filesystem(output.base_uri)
     schema = changes_schema(instance)
-    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     counts = zero_operation_counts()
     last = window.last_version
@@ -245,7 +234,7 @@ def extract_version_window(
                 f"Run ALTER TABLE {instance.source} ENABLE CHANGE_TRACKING and re-snapshot it."
             )
         if last < int(min_valid):
-            raise retention_error(instance, database, last, int(min_valid))
+            raise retention_error(instance, output.database, last, int(min_valid))
         if stop < last:
             raise ChangeTrackingNotEnabledError(
                 f"{instance.source}: CHANGE_TRACKING_CURRENT_VERSION() is {current}, below the last synchronized "
@@ -254,19 +243,15 @@ def extract_version_window(
             )
         empty = stop == last
         directory = f"{version_lsn(last + 1).hex}_{version_lsn(stop).hex}"
-        writer = ParquetWindowWriter(
-            filesystem,
-            f"{table_dir}/{directory}",
-            schema,
-            max_file_bytes=max_file_bytes,
-            masking=table_masking,
-        )
+        writer = output.writer(filesystem, f"{table_dir}/{directory}", schema, instance)
         with writer:
             if not empty:
                 changes = tsql.ct_changes_query(
                     instance.source_schema, instance.source_table, instance.columns, instance.key_columns
                 )
-                rows = _copy_rows(conn, changes, (last,), writer, schema, converters, counts, batch_size)
+                rows = _copy_rows(
+                    conn, changes, (last,), writer, schema, converters, counts, output.batch_size
+                )
                 if added:
                     # Rows unchanged since the DDL are not in CHANGETABLE, but hold the added columns'
                     # values (DEFAULT ... WITH VALUES, NOT NULL DEFAULT): they go in as updates at `stop`,
@@ -282,33 +267,31 @@ def extract_version_window(
                         schema,
                         converters,
                         counts,
-                        batch_size,
+                        output.batch_size,
                         version=stop,
                     )
                     rows += reread
+    log = output.log
     if log is not None:
         log.info("%s: versions (%d, %d], %s window; %s", instance.name, last, stop, window.mode, LIMITS)
         _log_column_changes(instance, before, added, reread, empty, log)
-    manifest = build_manifest(
+    manifest = output.manifest(
+        writer,
         CHANGES,
-        capture_instance=instance.name,
-        source=source_description(hook.server, database, instance),
+        instance,
+        server=hook.server,
         from_lsn=version_lsn(last if empty else last + 1),
         to_lsn=version_lsn(stop),
         from_time=window.from_time,
         to_time=window.to_time,
         mode=window.mode,
         row_filter_option=ROW_FILTER_OPTION,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts=counts,
-        dag_id=dag_id,
-        run_id=run_id,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
     window_dir = f"{table_dir}/{directory}"
-    result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
+    result = finish_window(
+        filesystem, window_dir, manifest, base_uri=output.base_uri, started=started, log=log
+    )
     if not empty:
         record_columns(filesystem, table_dir, version_lsn(stop), column_descriptions(instance), before)
     return result, empty
@@ -404,10 +387,11 @@ def extract_version_windows(
     :param data_interval_start: aware start of the run's data interval (interval mode).
     :param data_interval_end: aware end of the run's data interval (interval mode).
     :param log: where progress goes.
-    :param extract_options: ``batch_size``, ``max_file_bytes``, ``dag_id``, ``run_id``.
+    :param extract_options: the other fields of :class:`WindowOutput` (``batch_size``, ``dag_id``, ...).
     """
     extract_options.pop("require_keys", None)  # a tracked table always has its primary key
     database = hook.source_database()
+    output = WindowOutput(base_uri, database, log=log, **extract_options)
     instances = hook.get_tracked_tables(names)
     keys = {i.name: watermark_key(conn_id, database, i.name) for i in instances}
     marks = read_watermarks(keys)
@@ -423,8 +407,6 @@ def extract_version_windows(
             data_interval_end=data_interval_end,
             log=log,
         )
-        result, empty = extract_version_window(
-            hook, instance, planned, base_uri=base_uri, database=database, log=log, **extract_options
-        )
+        result, empty = extract_version_window(hook, instance, planned, output)
         windows.append(result.change_window(keys[instance.name], empty=empty))
     return windows

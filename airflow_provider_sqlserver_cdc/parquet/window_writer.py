@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import mask_batch, masked_schema
-from airflow_provider_sqlserver_cdc.window.manifest import MANIFEST_NAME, ManifestFile
+from airflow_provider_sqlserver_cdc.parquet.masked_columns import (
+    mask_batch,
+    masked_descriptions,
+    masked_schema,
+)
+from airflow_provider_sqlserver_cdc.window.manifest import (
+    MANIFEST_NAME,
+    ManifestFile,
+    WindowManifest,
+    build_manifest,
+)
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
     from airflow_provider_sqlserver_cdc.column_masking import TableMasking
 
 log = logging.getLogger(__name__)
@@ -149,6 +161,37 @@ class ParquetWindowWriter:
         """Finish the open part file and return every file written."""
         self._finish_file()
         return list(self.files)
+
+    def manifest(
+        self,
+        kind: str,
+        instance: CaptureInstance,
+        *,
+        capture_instance: str | None = None,
+        key_columns: Sequence[str] | None = None,
+        **fields: Any,
+    ) -> WindowManifest:
+        """
+        Return the manifest of the window written, its files closed (``window.manifest.build_manifest``).
+
+        The columns are ``instance``'s as the files hold them (the writer's masking applied) and the
+        masking recorded is the writer's, so a manifest always describes its files.
+
+        :param kind: ``changes`` or ``snapshot``.
+        :param instance: the capture instance whose columns were read.
+        :param capture_instance: the stream the window is filed under; default ``instance.name``.
+        :param key_columns: the key column names; default ``instance.key_columns``.
+        :param fields: the other arguments of ``build_manifest`` (``source``, the range, counts, ...).
+        """
+        return build_manifest(
+            kind,
+            capture_instance=instance.name if capture_instance is None else capture_instance,
+            key_columns=instance.key_columns if key_columns is None else key_columns,
+            columns=masked_descriptions(self.masking, instance),
+            files=self.files,
+            masking=self.masking.to_manifest() if self.masking is not None else None,
+            **fields,
+        )
 
     def abort(self) -> None:
         """Close without completing; the directory has no manifest, so readers ignore it."""

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import RowTyper, read_key_range
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import ParquetWindowWriter, resolve_filesystem
 from airflow_provider_sqlserver_cdc.reconcile.digest import Key, leaf_runs, row_digest
 from airflow_provider_sqlserver_cdc.snapshot.reconcile import Comparison, leaf_bounds
-from airflow_provider_sqlserver_cdc.snapshot.table_copy import update_mask_all
+from airflow_provider_sqlserver_cdc.snapshot.table_copy import metadata_columns, update_mask_all
 from airflow_provider_sqlserver_cdc.window.manifest import (
     REPAIR,
     WindowManifest,
@@ -82,14 +82,7 @@ def repair_batch(
     commit_time: datetime,
 ) -> pa.RecordBatch:
     """Rows (values as the target holds them) as a window batch: every row ``operation`` at ``lsn``."""
-    count = len(rows)
-    arrays: list[pa.Array] = [
-        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
-        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
-        pa.repeat(pa.scalar(operation, pa.int32()), count),
-        pa.repeat(pa.scalar(mask, pa.binary()), count),
-        pa.repeat(pa.scalar(commit_time, pa.timestamp("us", tz="UTC")), count),
-    ]
+    arrays = metadata_columns(len(rows), lsn=lsn, operation=operation, mask=mask, commit_time=commit_time)
     columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.names[5:]]
     arrays += [pa.array(list(values), schema.field(5 + i).type) for i, values in enumerate(columns)]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -108,13 +101,11 @@ def write_repair_window(
     staging_uri: str,
     database: str,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    method: str = SNAPSHOT_ISOLATION,
-    lock_timeout_s: float = 30.0,
-    allow_table_lock_fallback: bool = False,
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
     on_read: Callable[[Lsn], None] | None = None,
+    **read_options: Any,
 ) -> RepairWindow | None:
     """
     Read the differing leaves of ``comparison`` at a new consistent LSN and write what differs as a repair window.
@@ -128,6 +119,8 @@ def write_repair_window(
     :param staging_uri: the windows' staging base (local path or filesystem URI).
     :param database: the source database (for the manifest).
     :param on_read: called with S2 once the source ranges are read (tests write to the source here).
+    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
+        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
     """
     started = time.monotonic()
     runs = leaf_runs(comparison.detailed_leaves)
@@ -139,13 +132,7 @@ def write_repair_window(
     upserts: list[tuple[Any, ...]] = []
     deletes: list[tuple[Any, ...]] = []
     rows_read = 0
-    with ConsistentSnapshot(
-        hook,
-        instance,
-        method=method,
-        lock_timeout_s=lock_timeout_s,
-        allow_table_lock_fallback=allow_table_lock_fallback,
-    ) as snapshot:
+    with ConsistentSnapshot(hook, instance, **read_options) as snapshot:
         assert snapshot.point is not None and snapshot.reader is not None
         point = snapshot.point
         for first, last in runs:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import SNAPSHOT_ISOLATION, ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import (
     read_key_range,
     summarise_source,
@@ -156,10 +156,8 @@ def compare_at_consistent_point(
     leaf_rows: int = DEFAULT_LEAF_ROWS,
     detail_leaves: int = DEFAULT_DETAIL_LEAVES,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    method: str = SNAPSHOT_ISOLATION,
-    lock_timeout_s: float = 30.0,
-    allow_table_lock_fallback: bool = False,
     log: logging.Logger | None = None,
+    **read_options: Any,
 ) -> Comparison:
     """
     Compare ``instance``'s source table with the target ``table`` at one consistent LSN; change nothing.
@@ -171,18 +169,11 @@ def compare_at_consistent_point(
     :param leaf_rows: source rows per leaf (the finest range compared; a repair reads whole leaves).
     :param detail_leaves: differing leaves compared key by key at most (the rest is counted).
     :param batch_size: rows fetched at a time.
-    :param method: how the consistent read is taken (``consistent_point``).
-    :param lock_timeout_s: wait for the shared table lock that fixes the read.
-    :param allow_table_lock_fallback: read under a table lock when snapshot isolation is not allowed.
     :param log: where progress goes.
+    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
+        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
     """
-    with ConsistentSnapshot(
-        hook,
-        instance,
-        method=method,
-        lock_timeout_s=lock_timeout_s,
-        allow_table_lock_fallback=allow_table_lock_fallback,
-    ) as snapshot:
+    with ConsistentSnapshot(hook, instance, **read_options) as snapshot:
         assert snapshot.point is not None and snapshot.reader is not None
         lsn = snapshot.point.lsn
         source = summarise_source(snapshot.reader, instance, leaf_rows=leaf_rows, batch_size=batch_size)

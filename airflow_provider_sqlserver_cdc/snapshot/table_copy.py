@@ -26,7 +26,6 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import (
 )
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import load_switches
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
-    SNAPSHOT_ISOLATION,
     ConsistentSnapshot,
     SnapshotPoint,
 )
@@ -127,6 +126,19 @@ def chunk_key_columns(instance: CaptureInstance) -> list[CapturedColumn]:
     return [k for k in keys if k is not None]
 
 
+def metadata_columns(
+    count: int, *, lsn: Lsn, operation: int, mask: bytes, commit_time: datetime
+) -> list[pa.Array]:
+    """The five metadata columns of a window batch whose ``count`` rows share position, operation and mask."""
+    return [
+        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
+        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
+        pa.repeat(pa.scalar(operation, pa.int32()), count),
+        pa.repeat(pa.scalar(mask, pa.binary()), count),
+        pa.repeat(pa.scalar(commit_time, pa.timestamp("us", tz="UTC")), count),
+    ]
+
+
 def rows_to_snapshot_batch(
     rows: Sequence[Sequence[Any]],
     schema: pa.Schema,
@@ -137,15 +149,8 @@ def rows_to_snapshot_batch(
     commit_time: datetime,
 ) -> pa.RecordBatch:
     """Turn driver rows of the chunk query into a record batch of inserts at the snapshot LSN."""
-    count = len(rows)
     cols = list(zip(*rows, strict=True))
-    arrays: list[pa.Array] = [
-        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
-        pa.repeat(pa.scalar(lsn.value, pa.binary()), count),
-        pa.repeat(pa.scalar(INSERT, pa.int32()), count),
-        pa.repeat(pa.scalar(mask, pa.binary()), count),
-        pa.repeat(pa.scalar(commit_time, pa.timestamp("us", tz="UTC")), count),
-    ]
+    arrays = metadata_columns(len(rows), lsn=lsn, operation=INSERT, mask=mask, commit_time=commit_time)
     arrays.extend(convert(values) for convert, values in zip(converters, cols, strict=True))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -296,15 +301,13 @@ def snapshot_capture_instance(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    method: str = SNAPSHOT_ISOLATION,
-    lock_timeout_s: float = 30.0,
-    allow_table_lock_fallback: bool = False,
     resume: bool = True,
     dag_id: str | None = None,
     run_id: str | None = None,
     log: logging.Logger | None = None,
     on_chunk: Callable[[SnapshotProgress], None] | None = None,
     masking: ColumnMasking | None = None,
+    **read_options: Any,
 ) -> SnapshotResult:
     """
     Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
@@ -319,9 +322,6 @@ def snapshot_capture_instance(
     :param chunk_rows: rows per key-range chunk (the unit of resumption).
     :param batch_size: rows per record batch.
     :param max_file_bytes: roll to a new Parquet file at this size (also at every chunk end).
-    :param method: ``snapshot_isolation`` or ``table_lock``.
-    :param lock_timeout_s: how long to wait for the shared table lock.
-    :param allow_table_lock_fallback: copy under a table lock when snapshot isolation is not allowed.
     :param resume: continue an unfinished snapshot of this capture instance when still valid.
     :param dag_id: recorded in the manifest.
     :param run_id: recorded in the manifest.
@@ -330,6 +330,8 @@ def snapshot_capture_instance(
     :param masking: the column masking rules; the table's are applied before Parquet is written. A table
         whose key is hashed is copied in one chunk: a chunk's last key would be kept in clear in the
         progress file.
+    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
+        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
     """
     import pyodbc
 
@@ -370,13 +372,7 @@ def snapshot_capture_instance(
             instance_dir=instance_dir,
         )
 
-    snapshot = ConsistentSnapshot(
-        hook,
-        instance,
-        method=method,
-        lock_timeout_s=lock_timeout_s,
-        allow_table_lock_fallback=allow_table_lock_fallback,
-    )
+    snapshot = ConsistentSnapshot(hook, instance, **read_options)
     with snapshot:
         point = snapshot.point
         reader = snapshot.reader

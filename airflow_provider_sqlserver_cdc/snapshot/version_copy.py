@@ -21,32 +21,25 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
 from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_before, record_columns
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking, masked_descriptions
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
-    DEFAULT_MAX_FILE_BYTES,
-    ParquetWindowWriter,
     resolve_filesystem,
 )
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import rows_to_snapshot_batch, update_mask_all
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.manifest import (
     SNAPSHOT,
-    build_manifest,
-    source_description,
     zero_operation_counts,
 )
 
 if TYPE_CHECKING:
-    import logging
     from collections.abc import Sequence
 
     from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
     from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 
 METHOD = "snapshot_isolation"
@@ -55,31 +48,22 @@ METHOD = "snapshot_isolation"
 def snapshot_tracked_table(
     hook: ChangeTrackingHook,
     instance: CaptureInstance,
+    output: WindowOutput,
     *,
-    base_uri: str,
-    database: str,
     conn_id: str,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    dag_id: str | None = None,
-    run_id: str | None = None,
-    log: logging.Logger | None = None,
-    masking: ColumnMasking | None = None,
 ) -> ChangeWindow:
     """
     Copy one tracked table as of a version into ``{base_uri}/{name}/0x0…0_{version}/``; return its window.
 
     :param hook: the source hook.
     :param instance: the tracked table (:meth:`ChangeTrackingHook.get_tracked_table`).
-    :param base_uri: local path or filesystem URI of the windows' base directory.
-    :param database: the source database (manifest, watermark key).
+    :param output: where and how the window is written (the table's masking applied before Parquet);
+        its database is part of the watermark key.
     :param conn_id: the source connection id (watermark key).
-    :param masking: the column masking rules; the table's are applied before Parquet is written.
     """
     started = time.monotonic()
-    filesystem, base_path = resolve_filesystem(base_uri)
+    filesystem, base_path = resolve_filesystem(output.base_uri)
     schema = changes_schema(instance)
-    table_masking = instance_masking(masking, instance)
     converters = [column_converter(c) for c in instance.columns]
     mask = update_mask_all(instance.columns)
     rows = 0
@@ -94,9 +78,7 @@ def snapshot_tracked_table(
         position = version_lsn(int(version))
         window_dir = f"{base_path}/{instance.name}/{Lsn.zero().hex}_{position.hex}"
         commit_time = read_at.astimezone(UTC) if isinstance(read_at, datetime) else datetime.now(UTC)
-        writer = ParquetWindowWriter(
-            filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
-        )
+        writer = output.writer(filesystem, window_dir, schema, instance)
         with writer:
             cursor = conn.cursor()
             try:
@@ -105,7 +87,7 @@ def snapshot_tracked_table(
                         instance.source_schema, instance.source_table, instance.columns, [], after_key=False
                     )
                 )
-                while chunk := cursor.fetchmany(batch_size):
+                while chunk := cursor.fetchmany(output.batch_size):
                     writer.write_batch(
                         rows_to_snapshot_batch(
                             chunk, schema, converters, lsn=position, mask=mask, commit_time=commit_time
@@ -114,21 +96,19 @@ def snapshot_tracked_table(
                     rows += len(chunk)
             finally:
                 cursor.close()
-    manifest = build_manifest(
+    manifest = output.manifest(
+        writer,
         SNAPSHOT,
-        capture_instance=instance.name,
-        source=source_description(hook.server, database, instance),
+        instance,
+        server=hook.server,
         to_lsn=position,
         to_time=commit_time,
-        key_columns=instance.key_columns,
-        columns=masked_descriptions(table_masking, instance),
-        files=writer.files,
         operation_counts={**zero_operation_counts(), "insert": rows},
-        dag_id=dag_id,
-        run_id=run_id,
-        masking=table_masking.to_manifest() if table_masking else None,
     )
-    result = finish_window(filesystem, window_dir, manifest, base_uri=base_uri, started=started, log=log)
+    log = output.log
+    result = finish_window(
+        filesystem, window_dir, manifest, base_uri=output.base_uri, started=started, log=log
+    )
     table_dir = f"{base_path}/{instance.name}"
     record_columns(
         filesystem,
@@ -140,7 +120,7 @@ def snapshot_tracked_table(
     if log is not None:
         log.info("%s: snapshot at change tracking version %s (%d rows)", instance.name, version, rows)
     return result.change_window(
-        watermark_key(conn_id, database, instance.name),
+        watermark_key(conn_id, output.database, instance.name),
         to_position_time=commit_time.isoformat(),
         snapshot=SnapshotDetails(
             method=METHOD, read_positions=(position.hex,), consistent_after=position.hex
@@ -159,13 +139,11 @@ def snapshot_tracked_tables(
     """
     Snapshot each named tracked table (``schema.table``); return the windows in the order of ``names``.
 
-    :param copy_options: further arguments of :func:`snapshot_tracked_table` (``batch_size``, ...).
+    :param copy_options: the other fields of :class:`WindowOutput` (``batch_size``, ``dag_id``, ...).
     """
     copy_options.pop("require_keys", None)  # a tracked table always has its primary key
-    database = hook.source_database()
+    output = WindowOutput(base_uri, hook.source_database(), **copy_options)
     return [
-        snapshot_tracked_table(
-            hook, instance, base_uri=base_uri, database=database, conn_id=conn_id, **copy_options
-        )
+        snapshot_tracked_table(hook, instance, output, conn_id=conn_id)
         for instance in hook.get_tracked_tables(names)
     ]

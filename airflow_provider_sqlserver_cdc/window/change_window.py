@@ -148,6 +148,7 @@ class ChangeWindow:
     kind: str
     mode: str
     from_position: str
+    # Alike only in shape to the fields of the simulator's CapturedColumn and of CaptureInstance.
     to_position: str
     window_uri: str
     manifest_uri: str

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from airflow_provider_sqlserver_cdc import tsql
@@ -152,6 +152,10 @@ class LsnWindow:
     def directory_name(self) -> str:
         """``{from_lsn}_{to_lsn}`` as in the window format."""
         return f"{(self.planned_from_lsn or self.from_lsn).hex}_{self.to_lsn.hex}"
+
+    def manifest_range(self) -> dict[str, Any]:
+        """The range as the window's manifest records it (``build_manifest``'s range and mode arguments)."""
+        return {name: getattr(self, name) for name in ("from_lsn", "to_lsn", "from_time", "to_time", "mode")}
 
 
 def _time_text(source: LsnSource, tz: ServerTimeZone, lsn: Lsn) -> str:

@@ -15,6 +15,7 @@ from airflow_provider_sqlserver_cdc.extraction.version_windows import (
     extract_version_windows,
     plan_version_window,
 )
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import (
     ChangeTrackingHook,
     ChangeTrackingNotEnabledError,
@@ -74,7 +75,7 @@ def test_snapshot_then_change_windows(source, tmp_path):
     )
     table = hook.get_tracked_table("dbo.orders")
     result, empty = extract_version_window(
-        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        hook, table, VersionWindow(1, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
     )
     assert not empty
     m = result.manifest
@@ -89,7 +90,7 @@ def test_snapshot_then_change_windows(source, tmp_path):
     assert rows[1]["amount"] == 11 and rows[2]["customer"] is None  # a delete carries only its key
     assert m.operation_counts == {"delete": 2, "insert": 1, "update_before": 0, "update_after": 1}
     again, empty = extract_version_window(
-        hook, table, VersionWindow(5, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        hook, table, VersionWindow(5, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
     )
     assert empty and again.manifest.row_count == 0 and again.manifest.to_lsn == version_lsn(5).hex
 
@@ -103,7 +104,7 @@ def test_retention_gap_fails_loudly_naming_the_table_and_the_remedy(source, tmp_
     table = hook.get_tracked_table("dbo.orders")
     with pytest.raises(ChangeTrackingRetentionError) as excinfo:
         extract_version_window(
-            hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+            hook, table, VersionWindow(1, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
         )
     text = str(excinfo.value)
     assert "dbo.orders" in text and "below CHANGE_TRACKING_MIN_VALID_VERSION 2" in text
@@ -228,9 +229,7 @@ def test_added_columns_reread_the_rows_that_hold_a_value_in_them(source, tmp_pat
             hook,
             table,
             VersionWindow(1, None, "watermark"),
-            base_uri=str(tmp_path),
-            database="ctshop",
-            log=log,
+            WindowOutput(str(tmp_path), "ctshop", log=log),
         )
     warning = " ".join(r.getMessage() for r in caplog.records)
     assert "added channel varchar; added note nvarchar" in warning
@@ -256,7 +255,7 @@ def test_added_columns_reread_the_rows_that_hold_a_value_in_them(source, tmp_pat
     source.execute("UPDATE dbo.orders SET note = N'x' WHERE order_id = 1", "ctshop")  # v4
     table = hook.get_tracked_table("dbo.orders")
     following, _ = extract_version_window(
-        hook, table, VersionWindow(3, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        hook, table, VersionWindow(3, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
     )
     assert _positions(following.window_uri) == [(1, 4, "web", "x")]
 
@@ -268,12 +267,12 @@ def test_a_column_added_without_a_version_is_taken_in_by_the_next_window_that_ha
     table = hook.get_tracked_table("dbo.orders")
     # No DML since the DDL: an empty window (the merge skips it), which must not hide the change.
     quiet, empty = extract_version_window(
-        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        hook, table, VersionWindow(1, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
     )
     assert empty and [c["name"] for c in quiet.manifest.columns][-1] == "channel"
     source.execute("UPDATE dbo.orders SET amount = 5 WHERE order_id = 2", "ctshop")  # v2
     result, _ = extract_version_window(
-        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctshop"
+        hook, table, VersionWindow(1, None, "watermark"), WindowOutput(str(tmp_path), "ctshop")
     )
     assert [(k, v, c) for k, v, c, _ in _positions(result.window_uri)] == [
         (1, 2, "web"),

@@ -12,6 +12,7 @@ import pytest
 from change_tracking_source import tracked_database, window_rows
 
 from airflow_provider_sqlserver_cdc.extraction.version_windows import VersionWindow, extract_version_window
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingHook
 from airflow_provider_sqlserver_cdc.snapshot.version_copy import snapshot_tracked_tables
 
@@ -40,7 +41,7 @@ def test_change_tracking_windows_carry_computed_values(source, tmp_path):
     source.execute("UPDATE dbo.lines SET qty = 4 WHERE id = 1", "ctcalc")
     table = hook.get_tracked_table("dbo.lines")
     result, empty = extract_version_window(
-        hook, table, VersionWindow(1, None, "watermark"), base_uri=str(tmp_path), database="ctcalc"
+        hook, table, VersionWindow(1, None, "watermark"), WindowOutput(str(tmp_path), "ctcalc")
     )
     assert not empty
     assert [(r["id"], r["total"], r["total_kept"]) for r in window_rows(result.window_uri)] == [
