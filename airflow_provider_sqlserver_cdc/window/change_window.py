@@ -143,12 +143,12 @@ class ChangeWindow:
         (contiguity guard, ``on_gap="heal"``): first/last position, rows, times.
     """
 
+    # Alike only in shape to the fields of the simulator's CapturedColumn and of CaptureInstance.
     capture_instance: str
     source: Mapping[str, str]
     kind: str
     mode: str
     from_position: str
-    # Alike only in shape to the fields of the simulator's CapturedColumn and of CaptureInstance.
     to_position: str
     window_uri: str
     manifest_uri: str
