@@ -74,8 +74,8 @@ class CdcTableMaintenanceOperator(SourceTaskOperator, SparkJobOperator):
     """
     Maintain the provider's Iceberg target tables with Iceberg's procedures, keeping the applied state.
 
-    A ``SparkSubmitOperator`` whose application is ``maintenance_job.py``, shipped like the merge job
-    (the same ``py_files`` zip). Per table the job copies the applied state into the table properties,
+    A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
+    ``maintenance_job.py``. Per table the job copies the applied state into the table properties,
     reads the figures (data and delete files, small files, snapshots, metadata.json bytes), and when one
     passes its threshold runs ``rewrite_data_files`` (sorted on the key; only the small files while
     position deletes remove under ``thresholds.full_rewrite_delete_ratio`` of the rows, every file with
@@ -102,7 +102,6 @@ class CdcTableMaintenanceOperator(SourceTaskOperator, SparkJobOperator):
     :param capture_instances: capture instances whose min LSN bounds the purge. (templated)
     :param sqlserver_cdc_conn_id: the source connection (read only for the tombstone purge).
     :param database: the source database; default the connection's.
-    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default).
     """
 
     job_path = MAINTENANCE_JOB_PATH

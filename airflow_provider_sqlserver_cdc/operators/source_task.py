@@ -41,6 +41,7 @@ class SourceTaskOperator(SourceHookMixin, BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        # SourceWindowSensor (sensors/, the same floor: neither may import the other) and the hook take these too.
         self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
         self.database = database
         self.server_time_zone = server_time_zone

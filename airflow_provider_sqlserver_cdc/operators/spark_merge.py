@@ -248,12 +248,8 @@ class CdcSparkMergeOperator(SparkJobOperator):
     ``merged_windows``: the window descriptions it took from the extract tasks (those whose task
     failed left none), which the watermark commit takes so that it depends on the merge alone.
 
-    A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
-    the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
-    time, ``merge_job_py_files``), unless ``ship_job_modules=False`` says the provider is installed
-    on the cluster. Spark settings (the Iceberg runtime jar, ``spark.sql.extensions`` and
-    the ``spark.sql.catalog.*`` of the target catalog) are passed as for ``SparkSubmitOperator``
-    (``jars``/``packages``, ``conf``) or come from the cluster's defaults.
+    A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
+    ``merge_job.py`` and whose arguments come from the extract task's XCom.
 
     :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
@@ -268,8 +264,6 @@ class CdcSparkMergeOperator(SparkJobOperator):
     :param delete_mode: ``soft`` (default) or ``hard``.
     :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
     :param table_properties: further Iceberg table properties set on table creation. (templated)
-    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default); False when
-        the cluster's Python has this provider installed, at the same version.
     :param target_kind: ``iceberg`` (default) or ``postgres``: tables ``namespace.table`` of a PostgreSQL
         database (``namespace`` is then the schema; docs/targets-postgres.md). Spark needs the JDBC
         driver in ``jars`` (Debian: ``/usr/share/java/postgresql.jar``).

@@ -1,4 +1,4 @@
-"""WindowTaskOperator: the arguments and run glue CdcExtractOperator and CdcSnapshotOperator share."""
+"""WindowTaskOperator, ChangeWindowTaskOperator: what the extract and snapshot operators share."""
 
 from __future__ import annotations
 
