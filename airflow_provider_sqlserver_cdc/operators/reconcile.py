@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.operators.source_task import ConsistentReadOperator
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
 from airflow_provider_sqlserver_cdc.reconcile import (
     DEFAULT_DETAIL_LEAVES,
     DEFAULT_LEAF_ROWS,
     DEFAULT_MAX_REPORTED_KEYS,
 )
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, RECONCILE_JOB_PATH
-from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_TABLE_NAME_TEMPLATE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -29,18 +29,7 @@ if TYPE_CHECKING:
 RECONCILE_FILES = "_reconcile/_requests"
 
 
-def target_table_for(instance: CaptureInstance, *, namespace: str, template: str, database: str) -> str:
-    """The target table the merge job writes for ``instance`` (its ``--namespace`` and ``--table-name-template``)."""
-    name = template.format(
-        schema=instance.source_schema,
-        table=instance.source_table,
-        database=database,
-        capture_instance=instance.name,
-    )
-    return f"{namespace}.{name}"
-
-
-class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
+class CdcReconcileOperator(ConsistentReadOperator, TargetTablesOperator, SparkJobOperator):
     """
     Compare one captured table with its Iceberg target at one consistent LSN; with ``repair=True`` fix what differs.
 
@@ -59,10 +48,8 @@ class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
     :param capture_instance: the capture instance whose table is compared. (templated)
     :param staging_path: staging storage for the request/result files and the repair window, reachable by
         this task and the Spark driver (the windows' base path). (templated)
-    :param namespace: ``catalog.namespace`` of the target tables (with ``table_name_template``). (templated)
-    :param target_table: the target table instead of namespace + template. (templated)
-    :param table_name_template: as the merge's; default ``{schema}_{table}``.
-    :param targets: capture instance -> ``catalog.namespace.table`` overrides, as the merge's.
+    :param target_table: the target table instead of the merge's naming (:class:`TargetTablesOperator`:
+        ``namespace``, ``table_name_template``, ``targets``). (templated)
     :param repair: re-copy the differing ranges (default False: compare and report only). (templated)
     :param leaf_rows: source rows per leaf: the finest range compared, and what a repair reads per differing leaf.
     :param detail_leaves: differing leaves compared key by key (and repaired) per run at most.
@@ -84,6 +71,7 @@ class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
         "staging_path",
         "namespace",
         "target_table",
+        "table_name_template",
         "targets",
         "repair",
         "sqlserver_cdc_conn_id",
@@ -98,10 +86,7 @@ class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
         *,
         capture_instance: str,
         staging_path: str,
-        namespace: str | None = None,
         target_table: str | None = None,
-        table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
-        targets: Mapping[str, str] | None = None,
         repair: bool | str = False,
         leaf_rows: int = DEFAULT_LEAF_ROWS,
         detail_leaves: int = DEFAULT_DETAIL_LEAVES,
@@ -117,16 +102,13 @@ class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
         if spark_conf is not None:
             kwargs["conf"] = dict(spark_conf)
         super().__init__(**kwargs)
-        if namespace is None and target_table is None:
+        if self.namespace is None and target_table is None:
             raise ValueError(f"{self.task_id}: pass namespace (with table_name_template) or target_table")
         if leaf_rows < 1 or detail_leaves < 1 or max_reported_keys < 0:
             raise ValueError(f"{self.task_id}: leaf_rows and detail_leaves must be at least 1")
         self.capture_instance = capture_instance
         self.staging_path = staging_path
-        self.namespace = namespace
         self.target_table = target_table
-        self.table_name_template = table_name_template
-        self.targets = dict(targets or {})
         self.repair = repair
         self.leaf_rows = leaf_rows
         self.detail_leaves = detail_leaves
@@ -205,16 +187,7 @@ class CdcReconcileOperator(ConsistentReadOperator, SparkJobOperator):
         with self.source_hook() as hook:
             instance = hook.get_capture_instance(self.capture_instance)
             database = hook.source_database()
-            table = (
-                self.target_table
-                or self.targets.get(instance.name)
-                or target_table_for(
-                    instance,
-                    namespace=str(self.namespace),
-                    template=self.table_name_template,
-                    database=database,
-                )
-            )
+            table = self.target_table or self.target_table_for(instance, database)
             options = {"batch_size": self.batch_size, "log": self.log, **self.consistent_read_options()}
             comparison = compare_at_consistent_point(
                 hook,

@@ -25,6 +25,7 @@ from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     write_login_file,
 )
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
@@ -54,7 +55,6 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_DELETE_MODE,
     DEFAULT_JDBC_CONNECTIONS,
     DEFAULT_MERGE_STRATEGY,
-    DEFAULT_TABLE_NAME_TEMPLATE,
     DEFAULT_TARGET_KIND,
     DEFAULT_WRITE_MODE,
 )
@@ -231,7 +231,7 @@ APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
-class CdcSparkMergeOperator(SparkJobOperator):
+class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
@@ -249,18 +249,15 @@ class CdcSparkMergeOperator(SparkJobOperator):
     failed left none), which the watermark commit takes so that it depends on the merge alone.
 
     A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
-    ``merge_job.py`` and whose arguments come from the extract task's XCom.
+    ``merge_job.py`` and whose arguments come from the extract task's XCom; the target tables are
+    named as :class:`TargetTablesOperator` says (``namespace``, ``table_name_template``, ``targets``).
 
-    :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
     :param skip_without_windows: when the extract tasks left no window (all failed or had nothing to
         do), skip instead of failing: for a merge that runs whatever its upstream tasks' states
         (trigger rule ``all_done``), as the pipeline's does.
     :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
         extract task returns them, or a list of these. (templated)
-    :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
-        default ``{schema}_{table}``. (templated)
-    :param targets: capture instance -> ``catalog.namespace.table`` overrides. (templated)
     :param delete_mode: ``soft`` (default) or ``hard``.
     :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
     :param table_properties: further Iceberg table properties set on table creation. (templated)
@@ -312,12 +309,9 @@ class CdcSparkMergeOperator(SparkJobOperator):
     def __init__(
         self,
         *,
-        namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
         skip_without_windows: bool = False,
         windows: Any = None,
-        table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
-        targets: Mapping[str, str] | None = None,
         delete_mode: str = DEFAULT_DELETE_MODE,
         write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
@@ -341,12 +335,9 @@ class CdcSparkMergeOperator(SparkJobOperator):
             raise ValueError(f"{self.task_id}: pass extract_task_ids (the extract task) or windows")
         check_one_of("delete_mode", delete_mode, DELETE_MODES, task_id=self.task_id)
         check_one_of("write_mode", write_mode, WRITE_MODES, task_id=self.task_id)
-        self.namespace = namespace
         self.extract_task_ids = extract_task_ids
         self.skip_without_windows = skip_without_windows
         self.windows = windows
-        self.table_name_template = table_name_template
-        self.targets = dict(targets or {})
         self.delete_mode = delete_mode
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
