@@ -79,6 +79,9 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Microsoft SQL Server CDC",
                 "python-modules": [
+                    "airflow_provider_sqlserver_cdc.operators.source_task",
+                    "airflow_provider_sqlserver_cdc.operators.spark_job",
+                    "airflow_provider_sqlserver_cdc.operators.target_tables",
                     "airflow_provider_sqlserver_cdc.operators.window_task",
                     "airflow_provider_sqlserver_cdc.operators.extract",
                     "airflow_provider_sqlserver_cdc.operators.snapshot",
@@ -106,6 +109,7 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Microsoft SQL Server CDC",
                 "python-modules": [
+                    "airflow_provider_sqlserver_cdc.triggers.dataclass_trigger",
                     "airflow_provider_sqlserver_cdc.triggers.lsn",
                     "airflow_provider_sqlserver_cdc.triggers.applied_windows",
                 ],

@@ -10,13 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
 from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTrackingSourceMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
-from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
-from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT, resnapshot_requests
-from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
+from airflow_provider_sqlserver_cdc.operators.source_task import LoadPlanOperator
+from airflow_provider_sqlserver_cdc.operators.window_task import ChangeWindowTaskOperator, WindowTaskOperator
+from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -40,43 +37,22 @@ class ChangeTrackingSnapshotOperator(ChangeTrackingSourceMixin, WindowTaskOperat
         return self.write_windows(context, snapshot_tracked_tables)
 
 
-class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, WindowTaskOperator):
+class ChangeTrackingExtractOperator(ChangeTrackingSourceMixin, ChangeWindowTaskOperator):
     """
     Extract each tracked table's version window ``(last, stop]`` into Parquet plus manifest.
 
-    Takes the arguments of :class:`WindowTaskOperator` (``capture_instance`` names the tables as
-    ``schema.table``) and:
-
-    :param window_mode: ``interval`` (the data interval's versions through ``sys.dm_tran_commit_table``
-        when readable, else watermark-based, as the log says) or ``watermark`` (after the stored version).
+    Takes the arguments of :class:`ChangeWindowTaskOperator` (``capture_instance`` names the tables as
+    ``schema.table``); ``window_mode`` ``interval`` takes the data interval's versions through
+    ``sys.dm_tran_commit_table`` when readable, else watermark-based, as the log says.
     """
-
-    template_fields: Sequence[str] = (
-        "capture_instance",
-        "base_path",
-        "sqlserver_cdc_conn_id",
-        "database",
-        "window_mode",
-    )
-    ui_color = "#cfe2f3"
-
-    def __init__(self, *, window_mode: str = DEFAULT_WINDOW_MODE, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.window_mode = window_mode
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
         from airflow_provider_sqlserver_cdc.extraction.version_windows import extract_version_windows
 
-        return self.write_windows(
-            context,
-            extract_version_windows,
-            window_mode=self.window_mode,
-            data_interval_start=context.get("data_interval_start"),
-            data_interval_end=context.get("data_interval_end"),
-        )
+        return self.write_change_windows(context, extract_version_windows)
 
 
-class ChangeTrackingLoadPlanOperator(ChangeTrackingSourceMixin, BaseOperator):
+class ChangeTrackingLoadPlanOperator(ChangeTrackingSourceMixin, LoadPlanOperator):
     """
     Decide per tracked table whether this run snapshots it or extracts its next version window.
 
@@ -87,31 +63,17 @@ class ChangeTrackingLoadPlanOperator(ChangeTrackingSourceMixin, BaseOperator):
     ``auto_resnapshot`` is on: then the table is snapshotted again. Pushes the XCom keys
     ``snapshot`` and ``extract`` (lists of ``schema.table``) as CdcLoadPlanOperator does.
 
+    Takes the arguments of :class:`LoadPlanOperator` (source connection, database, ``resnapshot``) and:
+
     :param tables: the tracked tables, ``schema.table``.
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
-    :param resnapshot: tables to snapshot again in every run of this task (templated).
     :param auto_resnapshot: snapshot a table again when its changes after the watermark were cleaned up.
     """
 
-    template_fields: Sequence[str] = ("tables", "sqlserver_cdc_conn_id", "database", "resnapshot")
-    ui_color = "#fff2cc"
+    template_fields: Sequence[str] = ("tables", *LoadPlanOperator.template_fields)
 
-    def __init__(
-        self,
-        *,
-        tables: list[str],
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
-        resnapshot: list[str] | None = None,
-        auto_resnapshot: bool = False,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, tables: list[str], auto_resnapshot: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tables = tables
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.resnapshot = resnapshot or []
         self.auto_resnapshot = auto_resnapshot
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
@@ -119,7 +81,7 @@ class ChangeTrackingLoadPlanOperator(ChangeTrackingSourceMixin, BaseOperator):
         from airflow_provider_sqlserver_cdc.state import read_watermark
         from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
-        requested = set(self.resnapshot) | resnapshot_requests(getattr(context.get("dag_run"), "conf", None))
+        requested = self.requested_resnapshots(context)
         decisions = []
         split: dict[str, list[str]] = {SNAPSHOT: [], EXTRACT: []}
         with self.source_hook() as hook:
@@ -147,7 +109,5 @@ class ChangeTrackingLoadPlanOperator(ChangeTrackingSourceMixin, BaseOperator):
                 decisions.append(
                     {"table": name, "capture_instance": table.name, "action": action, "reason": reason}
                 )
-        ti = context["ti"]
-        ti.xcom_push(key=SNAPSHOT, value=split[SNAPSHOT])
-        ti.xcom_push(key=EXTRACT, value=split[EXTRACT])
+        self.push_plan(context, split)
         return decisions

@@ -7,18 +7,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowException
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import jdbc_target_from_connection
+from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
     MERGED_WINDOWS_XCOM_KEY,
     window_descriptions,
 )
-from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH, with_job_modules
+from airflow_provider_sqlserver_cdc.spark import CONTINUOUS_APPLY_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.continuous.job import DEFAULT_POLL_SECONDS
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     ApplyState,
@@ -192,14 +192,14 @@ class WaitForAppliedWindowsOperator(BaseOperator):
         return merge_lineage(getattr(self, "asset_extras", {}))
 
 
-class ContinuousApplyOperator(SparkSubmitOperator):
+class ContinuousApplyOperator(SparkJobOperator):
     """
     Run the continuous apply application (``continuous_apply_job.py``) as a long-running spark-submit.
 
     The task runs as long as the application does; its retries restart it (it resumes from what the
     tables hold). Give it no ``execution_timeout``, and deploy mode ``cluster`` on a cluster so the
-    driver does not live in the worker. Spark settings as for ``CdcSparkMergeOperator``; the job's
-    modules go as ``py_files`` (the merge job's zip).
+    driver does not live in the worker. Spark settings and ``ship_job_modules`` as for
+    :class:`SparkJobOperator` (the job's modules go as ``py_files``, the merge job's zip).
 
     :param staging_path: the staging path whose windows it applies. (templated)
     :param merge_arguments: the merge job's arguments without windows (``merge_job_arguments([], ...)``:
@@ -207,7 +207,9 @@ class ContinuousApplyOperator(SparkSubmitOperator):
     :param poll_seconds: seconds between polls of the staging path.
     """
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "staging_path")
+    template_fields: Sequence[str] = (*SparkJobOperator.template_fields, "staging_path")
+    job_path = CONTINUOUS_APPLY_JOB_PATH
+    job_name = "sqlserver-cdc-continuous-apply"
 
     def __init__(
         self,
@@ -217,8 +219,7 @@ class ContinuousApplyOperator(SparkSubmitOperator):
         poll_seconds: float = DEFAULT_POLL_SECONDS,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("name", "sqlserver-cdc-continuous-apply")
-        super().__init__(application=CONTINUOUS_APPLY_JOB_PATH, **kwargs)
+        super().__init__(**kwargs)
         if "--manifest" in merge_arguments:
             raise ValueError(
                 f"{self.task_id}: merge_arguments take no --manifest: the application finds the windows"
@@ -228,12 +229,5 @@ class ContinuousApplyOperator(SparkSubmitOperator):
         self.poll_seconds = poll_seconds
 
     def execute(self, context: Context) -> None:
-        self.application_args = [
-            "--staging-path",
-            self.staging_path,
-            "--poll-seconds",
-            f"{self.poll_seconds:g}",
-            *self.merge_arguments,
-        ]
-        self.py_files = with_job_modules(self.py_files)
-        super().execute(context)
+        arguments = ["--staging-path", self.staging_path, "--poll-seconds", f"{self.poll_seconds:g}"]
+        self.submit_job(context, [*arguments, *self.merge_arguments])

@@ -6,21 +6,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_windows
-from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
+from airflow_provider_sqlserver_cdc.operators.window_task import ChangeWindowTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_CREATE_CAPTURE_INSTANCE,
     DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
     DEFAULT_ON_GAP,
     DEFAULT_ON_SCHEMA_CHANGE,
     DEFAULT_ROW_FILTER_OPTION,
-    DEFAULT_WINDOW_MODE,
 )
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcExtractOperator(WindowTaskOperator):
+class CdcExtractOperator(ChangeWindowTaskOperator):
     """
     Extract the LSN window of one or several capture instances into Parquet files and a manifest.
 
@@ -30,10 +29,8 @@ class CdcExtractOperator(WindowTaskOperator):
     instance, source, from/to LSN and times, window and manifest URIs, row and operation counts,
     and ``state_key`` (the watermark Variable that WatermarkCommitOperator advances after the merge).
 
-    Takes the arguments of :class:`WindowTaskOperator` (capture instance, base path, source
-    connection, database, batch size, file size, key check, server time zone) and:
-
-    :param window_mode: ``interval`` (the run's data interval) or ``watermark`` (after the stored LSN).
+    Takes the arguments of :class:`ChangeWindowTaskOperator` (capture instance, base path, source
+    connection, database, batch size, file size, key check, server time zone, window mode) and:
     :param row_filter_option: ``all update old`` (default; before- and after-images) or ``all``.
     :param reader: ``auto`` (arrow-odbc unless a captured column is a (max)/LOB type), ``arrow-odbc`` or ``pyodbc``.
     :param on_gap: what to do when the source holds changes between what the target has applied
@@ -51,22 +48,12 @@ class CdcExtractOperator(WindowTaskOperator):
         up to the switch (db_owner).
     """
 
-    template_fields: Sequence[str] = (
-        "capture_instance",
-        "base_path",
-        "sqlserver_cdc_conn_id",
-        "database",
-        "window_mode",
-        "on_gap",
-        "on_schema_change",
-    )
-    ui_color = "#cfe2f3"
+    template_fields: Sequence[str] = (*ChangeWindowTaskOperator.template_fields, "on_gap", "on_schema_change")
     records_failures = True
 
     def __init__(
         self,
         *,
-        window_mode: str = DEFAULT_WINDOW_MODE,
         row_filter_option: str = DEFAULT_ROW_FILTER_OPTION,
         reader: str = "auto",
         on_gap: str = DEFAULT_ON_GAP,
@@ -78,19 +65,15 @@ class CdcExtractOperator(WindowTaskOperator):
         super().__init__(**kwargs)
         self.create_capture_instance = create_capture_instance
         self.disable_old_capture_instance = disable_old_capture_instance
-        self.window_mode = window_mode
         self.on_gap = on_gap
         self.on_schema_change = on_schema_change
         self.row_filter_option = row_filter_option
         self.reader = reader
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
-        return self.write_windows(
+        return self.write_change_windows(
             context,
             extract_windows,
-            window_mode=self.window_mode,
-            data_interval_start=context.get("data_interval_start"),
-            data_interval_end=context.get("data_interval_end"),
             row_filter_option=self.row_filter_option,
             reader=self.reader,
             on_gap=self.on_gap,

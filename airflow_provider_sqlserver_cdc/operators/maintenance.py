@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH, with_job_modules
+from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
+from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
     DEFAULT_ORPHAN_AGE_HOURS,
     DEFAULT_RETAIN_LAST,
     DEFAULT_SNAPSHOT_RETENTION_HOURS,
+    MaintenanceSettings,
     Thresholds,
 )
-from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_SQLSERVER_CDC_CONN_ID
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -26,40 +26,22 @@ if TYPE_CHECKING:
 MIN_ORPHAN_AGE_HOURS = 24.0
 
 
-def maintenance_job_arguments(
-    *,
-    namespace: str | None = None,
-    tables: Sequence[str] = (),
-    thresholds: Thresholds | None = None,
-    force: bool = False,
-    snapshot_retention_hours: float = DEFAULT_SNAPSHOT_RETENTION_HOURS,
-    retain_last: int = DEFAULT_RETAIN_LAST,
-    orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS,
-    cdc_min_lsns: Mapping[str, Lsn] | None = None,
-    tombstone_margin_hours: float | None = None,
-) -> list[str]:
-    """Return the command-line arguments of ``maintenance_job.py`` (see docs/maintenance.md).
+def maintenance_job_arguments(settings: MaintenanceSettings) -> list[str]:
+    """Return the command-line arguments of ``maintenance_job.py`` that its ``parse_args`` reads as ``settings``.
 
-    :param namespace: ``catalog.namespace``: every table the merge job created there is maintained.
-    :param tables: further dotted tables.
-    :param thresholds: when a table is maintained; default ``Thresholds()``.
-    :param force: maintain every table whatever its figures.
-    :param snapshot_retention_hours: the time-travel window; older snapshots are expired.
-    :param retain_last: snapshots kept whatever their age.
-    :param orphan_age_hours: unreferenced files older than this are deleted (at least 24).
-    :param cdc_min_lsns: capture instance -> the source's min LSN, for the tombstone purge.
-    :param tombstone_margin_hours: purge tombstones older than the source's retention by this margin; None: never.
+    :param settings: what the job is asked to do: the tables (``namespace`` and ``tables``), thresholds,
+        retention ages, and for the tombstone purge the source's min LSNs (docs/maintenance.md).
     """
-    if not namespace and not tables:
+    if not settings.namespace and not settings.tables:
         raise ValueError("pass namespace (the merge's target namespace) or tables")
-    if orphan_age_hours < MIN_ORPHAN_AGE_HOURS:
+    if settings.orphan_age_hours < MIN_ORPHAN_AGE_HOURS:
         raise ValueError(
             f"orphan_age_hours must be at least {MIN_ORPHAN_AGE_HOURS:g}: a younger unreferenced file may "
-            f"belong to a commit in progress, got {orphan_age_hours}"
+            f"belong to a commit in progress, got {settings.orphan_age_hours}"
         )
-    thresholds = thresholds or Thresholds()
-    arguments = ["--namespace", namespace] if namespace else []
-    for table in tables:
+    thresholds = settings.thresholds
+    arguments = ["--namespace", settings.namespace] if settings.namespace else []
+    for table in settings.tables:
         arguments += ["--table", table]
     arguments += [
         "--min-delete-files",
@@ -73,27 +55,27 @@ def maintenance_job_arguments(
         "--full-rewrite-delete-ratio",
         f"{thresholds.full_rewrite_delete_ratio:g}",
         "--snapshot-retention-hours",
-        f"{snapshot_retention_hours:g}",
+        f"{settings.snapshot_retention_hours:g}",
         "--retain-last",
-        str(retain_last),
+        str(settings.retain_last),
         "--orphan-age-hours",
-        f"{orphan_age_hours:g}",
+        f"{settings.orphan_age_hours:g}",
     ]
-    if force:
+    if settings.force:
         arguments.append("--force")
-    if tombstone_margin_hours is not None:
-        arguments += ["--tombstone-margin-hours", f"{tombstone_margin_hours:g}"]
-        for capture_instance, lsn in (cdc_min_lsns or {}).items():
+    if settings.tombstone_margin_hours is not None:
+        arguments += ["--tombstone-margin-hours", f"{settings.tombstone_margin_hours:g}"]
+        for capture_instance, lsn in settings.cdc_min_lsn.items():
             arguments += ["--cdc-min-lsn", f"{capture_instance}={lsn.hex}"]
     return arguments
 
 
-class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
+class CdcTableMaintenanceOperator(SourceTaskOperator, SparkJobOperator):
     """
     Maintain the provider's Iceberg target tables with Iceberg's procedures, keeping the applied state.
 
-    A ``SparkSubmitOperator`` whose application is ``maintenance_job.py``, shipped like the merge job
-    (the same ``py_files`` zip). Per table the job copies the applied state into the table properties,
+    A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
+    ``maintenance_job.py``. Per table the job copies the applied state into the table properties,
     reads the figures (data and delete files, small files, snapshots, metadata.json bytes), and when one
     passes its threshold runs ``rewrite_data_files`` (sorted on the key; only the small files while
     position deletes remove under ``thresholds.full_rewrite_delete_ratio`` of the rows, every file with
@@ -120,11 +102,13 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
     :param capture_instances: capture instances whose min LSN bounds the purge. (templated)
     :param sqlserver_cdc_conn_id: the source connection (read only for the tombstone purge).
     :param database: the source database; default the connection's.
-    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default).
     """
 
+    job_path = MAINTENANCE_JOB_PATH
+    job_name = "sqlserver-cdc-maintenance"
+
     template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
+        *SparkJobOperator.template_fields,
         "namespace",
         "tables",
         "capture_instances",
@@ -142,13 +126,9 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
         orphan_age_hours: float = DEFAULT_ORPHAN_AGE_HOURS,
         tombstone_margin_hours: float | None = None,
         capture_instances: Sequence[str] = (),
-        sqlserver_cdc_conn_id: str = DEFAULT_SQLSERVER_CDC_CONN_ID,
-        database: str | None = None,
-        ship_job_modules: bool = True,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("name", "sqlserver-cdc-maintenance")
-        super().__init__(application=MAINTENANCE_JOB_PATH, **kwargs)
+        super().__init__(**kwargs)
         if orphan_age_hours < MIN_ORPHAN_AGE_HOURS:
             raise ValueError(f"{self.task_id}: orphan_age_hours must be at least {MIN_ORPHAN_AGE_HOURS:g}")
         if retain_last < 1 or snapshot_retention_hours < 0:
@@ -157,16 +137,26 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
             raise ValueError(f"{self.task_id}: tombstone_margin_hours must not be negative")
         self.namespace = namespace
         self.tables = tables
-        self.thresholds = thresholds or Thresholds()
-        self.force = force
-        self.snapshot_retention_hours = snapshot_retention_hours
-        self.retain_last = retain_last
-        self.orphan_age_hours = orphan_age_hours
-        self.tombstone_margin_hours = tombstone_margin_hours
         self.capture_instances = capture_instances
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.ship_job_modules = ship_job_modules
+        # What the job is asked to do; the tables (templated) and the source's min LSNs are filled in as it runs.
+        self.settings = MaintenanceSettings(
+            thresholds=thresholds or Thresholds(),
+            force=force,
+            snapshot_retention_hours=snapshot_retention_hours,
+            retain_last=retain_last,
+            orphan_age_hours=orphan_age_hours,
+            tombstone_margin_hours=tombstone_margin_hours,
+        )
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """When a table is maintained (any figure at or above its threshold)."""
+        return self.settings.thresholds
+
+    @property
+    def tombstone_margin_hours(self) -> float | None:
+        """The tombstone purge's margin; None: no purge."""
+        return self.settings.tombstone_margin_hours
 
     def source_min_lsns(self) -> dict[str, Lsn]:
         """Return capture instance -> ``sys.fn_cdc_get_min_lsn`` for the tombstone purge (empty when it is off)."""
@@ -182,17 +172,6 @@ class CdcTableMaintenanceOperator(SourceHookMixin, SparkSubmitOperator):
             self.log.info(
                 "Tombstone purge floors (source min LSN): %s", {k: v.hex for k, v in min_lsns.items()}
             )
-        self.application_args = maintenance_job_arguments(
-            namespace=self.namespace,
-            tables=list(self.tables or ()),
-            thresholds=self.thresholds,
-            force=self.force,
-            snapshot_retention_hours=self.snapshot_retention_hours,
-            retain_last=self.retain_last,
-            orphan_age_hours=self.orphan_age_hours,
-            cdc_min_lsns=min_lsns,
-            tombstone_margin_hours=self.tombstone_margin_hours,
-        )
-        if self.ship_job_modules:
-            self.py_files = with_job_modules(self.py_files)
-        super().execute(context)
+        tables = tuple(self.tables or ())
+        settings = replace(self.settings, namespace=self.namespace, tables=tables, cdc_min_lsn=min_lsns)
+        self.submit_job(context, maintenance_job_arguments(settings))

@@ -8,20 +8,16 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
+from airflow_provider_sqlserver_cdc.operators.source_task import ConsistentReadOperator
+from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
 from airflow_provider_sqlserver_cdc.reconcile import (
     DEFAULT_DETAIL_LEAVES,
     DEFAULT_LEAF_ROWS,
     DEFAULT_MAX_REPORTED_KEYS,
 )
-from airflow_provider_sqlserver_cdc.task_defaults import (
-    DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
-    DEFAULT_TABLE_NAME_TEMPLATE,
-)
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, RECONCILE_JOB_PATH
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -33,18 +29,7 @@ if TYPE_CHECKING:
 RECONCILE_FILES = "_reconcile/_requests"
 
 
-def target_table_for(instance: CaptureInstance, *, namespace: str, template: str, database: str) -> str:
-    """The target table the merge job writes for ``instance`` (its ``--namespace`` and ``--table-name-template``)."""
-    name = template.format(
-        schema=instance.source_schema,
-        table=instance.source_table,
-        database=database,
-        capture_instance=instance.name,
-    )
-    return f"{namespace}.{name}"
-
-
-class CdcReconcileOperator(SourceHookMixin, BaseOperator):
+class CdcReconcileOperator(ConsistentReadOperator, TargetTablesOperator, SparkJobOperator):
     """
     Compare one captured table with its Iceberg target at one consistent LSN; with ``repair=True`` fix what differs.
 
@@ -63,26 +48,22 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
     :param capture_instance: the capture instance whose table is compared. (templated)
     :param staging_path: staging storage for the request/result files and the repair window, reachable by
         this task and the Spark driver (the windows' base path). (templated)
-    :param namespace: ``catalog.namespace`` of the target tables (with ``table_name_template``). (templated)
-    :param target_table: the target table instead of namespace + template. (templated)
-    :param table_name_template: as the merge's; default ``{schema}_{table}``.
-    :param targets: capture instance -> ``catalog.namespace.table`` overrides, as the merge's.
+    :param target_table: the target table instead of the merge's naming (:class:`TargetTablesOperator`:
+        ``namespace``, ``table_name_template``, ``targets``). (templated)
     :param repair: re-copy the differing ranges (default False: compare and report only). (templated)
     :param leaf_rows: source rows per leaf: the finest range compared, and what a repair reads per differing leaf.
     :param detail_leaves: differing leaves compared key by key (and repaired) per run at most.
     :param max_reported_keys: differing keys in the log and XCom at most.
     :param fail_on_difference: fail the task when differences remain (after a repair: when it could not
         repair them all in this run).
-    :param spark_conn_id: the Spark connection of spark-submit.
-    :param spark_conf: Spark settings (the Iceberg runtime and the target catalog), as for the merge.
-    :param jars: as spark-submit's ``--jars``; ``packages`` likewise.
-    :param ship_job_modules: ship the jobs' modules as ``py_files`` (default; False when the cluster has the
-        provider installed).
-    :param method: the consistent read's method (``snapshot_isolation`` or ``table_lock``).
-    :param lock_timeout: seconds to wait for the shared table lock that fixes each consistent read.
-    :param allow_table_lock_fallback: read under a table lock when snapshot isolation is not allowed.
-    :param sqlserver_cdc_conn_id: the source connection.
-    :param database: the source database when not the connection's.
+    :param spark_conn_id: the Spark connection of spark-submit (as ``conn_id``).
+    :param spark_conf: Spark settings (the Iceberg runtime and the target catalog), as for the merge (as ``conf``).
+    :param batch_size: source rows per batch read.
+
+    Takes the arguments of :class:`SparkJobOperator` too (spark-submit's settings, ``jars``,
+    ``packages``, ``ship_job_modules``; the reconcile job and the repair's merge run with them) and of
+    :class:`ConsistentReadOperator` (the source connection and database, ``method``, ``lock_timeout``,
+    ``allow_table_lock_fallback``: how each consistent read is fixed).
     """
 
     template_fields: Sequence[str] = (
@@ -90,91 +71,57 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
         "staging_path",
         "namespace",
         "target_table",
+        "table_name_template",
         "targets",
         "repair",
         "sqlserver_cdc_conn_id",
         "database",
+        *SparkJobOperator.template_fields,
     )
+    job_path = RECONCILE_JOB_PATH
+    job_name = "sqlserver-cdc-reconcile"
 
     def __init__(
         self,
         *,
         capture_instance: str,
         staging_path: str,
-        namespace: str | None = None,
         target_table: str | None = None,
-        table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
-        targets: Mapping[str, str] | None = None,
         repair: bool | str = False,
         leaf_rows: int = DEFAULT_LEAF_ROWS,
         detail_leaves: int = DEFAULT_DETAIL_LEAVES,
         max_reported_keys: int = DEFAULT_MAX_REPORTED_KEYS,
         fail_on_difference: bool = False,
-        spark_conn_id: str = "spark_default",
+        spark_conn_id: str | None = None,
         spark_conf: Mapping[str, Any] | None = None,
-        jars: str | None = None,
-        packages: str | None = None,
-        ship_job_modules: bool = True,
-        method: str = SNAPSHOT_ISOLATION,
-        lock_timeout: float = 30.0,
-        allow_table_lock_fallback: bool = DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
         batch_size: int = DEFAULT_BATCH_SIZE,
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
         **kwargs: Any,
     ) -> None:
+        if spark_conn_id is not None:
+            kwargs["conn_id"] = spark_conn_id
+        if spark_conf is not None:
+            kwargs["conf"] = dict(spark_conf)
         super().__init__(**kwargs)
-        if namespace is None and target_table is None:
+        if self.namespace is None and target_table is None:
             raise ValueError(f"{self.task_id}: pass namespace (with table_name_template) or target_table")
-        if method not in METHODS:
-            raise ValueError(f"{self.task_id}: method must be one of {METHODS}, got {method!r}")
         if leaf_rows < 1 or detail_leaves < 1 or max_reported_keys < 0:
             raise ValueError(f"{self.task_id}: leaf_rows and detail_leaves must be at least 1")
         self.capture_instance = capture_instance
         self.staging_path = staging_path
-        self.namespace = namespace
         self.target_table = target_table
-        self.table_name_template = table_name_template
-        self.targets = dict(targets or {})
         self.repair = repair
         self.leaf_rows = leaf_rows
         self.detail_leaves = detail_leaves
         self.max_reported_keys = max_reported_keys
         self.fail_on_difference = fail_on_difference
-        self.spark_conn_id = spark_conn_id
-        self.spark_conf = dict(spark_conf or {})
-        self.jars = jars
-        self.packages = packages
-        self.ship_job_modules = ship_job_modules
-        self.method = method
-        self.lock_timeout = lock_timeout
-        self.allow_table_lock_fallback = allow_table_lock_fallback
         self.batch_size = batch_size
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
 
     # --- spark-submit ------------------------------------------------------------------------------
-
-    def _submit(self, application: str, arguments: list[str], name: str) -> None:
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
-        from airflow_provider_sqlserver_cdc.spark import merge_job_py_files
-
-        SparkSubmitHook(
-            conf=self.spark_conf,
-            conn_id=self.spark_conn_id,
-            jars=self.jars,
-            packages=self.packages,
-            py_files=merge_job_py_files() if self.ship_job_modules else None,
-            name=name,
-            application_args=arguments,
-        ).submit(application)
 
     def _target_side(self, context: Context) -> Any:
         """The target side as a spark-submit of the reconcile job: request and result files on the staging storage."""
         from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_atomically
         from airflow_provider_sqlserver_cdc.parquet.window_writer import resolve_filesystem
-        from airflow_provider_sqlserver_cdc.spark import RECONCILE_JOB_PATH
         from airflow_provider_sqlserver_cdc.staging_files import read_text, remove
 
         run = f"{context['dag'].dag_id}__{self.task_id}__{context['run_id']}__{uuid.uuid4().hex[:8]}"
@@ -186,10 +133,11 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
             filesystem.create_dir(directory, recursive=True)
             write_atomically(filesystem, directory, name, json.dumps(request).encode())
             try:
-                self._submit(
-                    RECONCILE_JOB_PATH,
+                self.submit_job(
+                    context,
                     ["--request", f"{stem}.request.json", "--result", f"{stem}.result.json"],
-                    "sqlserver-cdc-reconcile",
+                    application=RECONCILE_JOB_PATH,
+                    name="sqlserver-cdc-reconcile",
                 )
                 text = read_text(f"{stem}.result.json")
                 if text is None:
@@ -204,13 +152,12 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
 
         return side
 
-    def _merge(self, manifest_uri: str, instance: CaptureInstance, table: str) -> None:
+    def _merge(self, context: Context, manifest_uri: str, instance: CaptureInstance, table: str) -> None:
         from airflow_provider_sqlserver_cdc.operators.spark_merge import merge_job_arguments
-        from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
 
         namespace = table.rsplit(".", 1)[0]
         arguments = merge_job_arguments([manifest_uri], namespace=namespace, targets={instance.name: table})
-        self._submit(MERGE_JOB_PATH, arguments, "sqlserver-cdc-reconcile-repair")
+        self.submit_job(context, arguments, application=MERGE_JOB_PATH, name="sqlserver-cdc-reconcile-repair")
 
     # --- execute -----------------------------------------------------------------------------------
 
@@ -240,23 +187,8 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
         with self.source_hook() as hook:
             instance = hook.get_capture_instance(self.capture_instance)
             database = hook.source_database()
-            table = (
-                self.target_table
-                or self.targets.get(instance.name)
-                or target_table_for(
-                    instance,
-                    namespace=str(self.namespace),
-                    template=self.table_name_template,
-                    database=database,
-                )
-            )
-            options = {
-                "batch_size": self.batch_size,
-                "method": self.method,
-                "lock_timeout_s": self.lock_timeout,
-                "allow_table_lock_fallback": self.allow_table_lock_fallback,
-                "log": self.log,
-            }
+            table = self.target_table or self.target_table_for(instance, database)
+            options = {"batch_size": self.batch_size, "log": self.log, **self.consistent_read_options()}
             comparison = compare_at_consistent_point(
                 hook,
                 instance,
@@ -281,7 +213,7 @@ class CdcReconcileOperator(SourceHookMixin, BaseOperator):
                     **options,
                 )
         if repaired is not None:
-            self._merge(repaired.manifest_uri, instance, table)
+            self._merge(context, repaired.manifest_uri, instance, table)
             self.log.info(
                 "%s: repair at %s merged: %d rows written, %d deleted, leaf ranges %s",
                 table,

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
 from airflow_provider_sqlserver_cdc.errors import RetentionHeadroomError
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import resolve_streams
@@ -20,13 +18,12 @@ from airflow_provider_sqlserver_cdc.hooks.retention_headroom import (
     read_change_tracking_headroom,
     read_headroom,
 )
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.metrics import emit_headroom
+from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_HEADROOM_CRITICAL_MINUTES,
     DEFAULT_HEADROOM_WARNING_MINUTES,
-    DEFAULT_SQLSERVER_CDC_CONN_ID,
 )
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
 
@@ -34,7 +31,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
+class CdcRetentionHeadroomOperator(SourceTaskOperator):
     """
     Check how long until SQL Server's CDC cleanup deletes each capture instance's oldest unapplied change.
 
@@ -72,9 +69,6 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
         self,
         *,
         capture_instances: Any,
-        sqlserver_cdc_conn_id: str = DEFAULT_SQLSERVER_CDC_CONN_ID,
-        database: str | None = None,
-        server_time_zone: str | None = None,
         warning_minutes: float = DEFAULT_HEADROOM_WARNING_MINUTES,
         critical_minutes: float = DEFAULT_HEADROOM_CRITICAL_MINUTES,
         retention_minutes: int | None = None,
@@ -88,9 +82,6 @@ class CdcRetentionHeadroomOperator(SourceHookMixin, BaseOperator):
                 f"and {warning_minutes}"
             )
         self.capture_instances = capture_instances
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.server_time_zone = server_time_zone
         self.warning_minutes = warning_minutes
         self.critical_minutes = critical_minutes
         self.retention_minutes = retention_minutes

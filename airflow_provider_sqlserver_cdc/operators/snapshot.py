@@ -5,28 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
+from airflow_provider_sqlserver_cdc.operators.source_task import ConsistentReadOperator, LoadPlanOperator
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
-from airflow_provider_sqlserver_cdc.snapshot.load_plan import (
-    EXTRACT,
-    SNAPSHOT,
-    plan_loads,
-    resnapshot_requests,
-    split_loads,
-)
+from airflow_provider_sqlserver_cdc.snapshot.load_plan import plan_loads, split_loads
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_windows
-from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_ALLOW_TABLE_LOCK_FALLBACK
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class CdcSnapshotOperator(WindowTaskOperator):
+class CdcSnapshotOperator(ConsistentReadOperator, WindowTaskOperator):
     """
     Copy captured tables consistently, each with the LSN its copy is consistent at.
 
@@ -40,12 +29,10 @@ class CdcSnapshotOperator(WindowTaskOperator):
     Takes the arguments of :class:`WindowTaskOperator` (capture instance, base path, source
     connection, database, batch size, file size, key check, server time zone) and:
 
+    Takes the arguments of :class:`ConsistentReadOperator` too (``method``, ``allow_table_lock_fallback``,
+    ``lock_timeout``: how the snapshot point is fixed) and:
+
     :param chunk_rows: rows per key-range chunk; a failed snapshot resumes after the last whole chunk.
-    :param method: ``snapshot_isolation`` (default; needs ALLOW_SNAPSHOT_ISOLATION ON) or
-        ``table_lock`` (writers of the table wait for the whole copy).
-    :param allow_table_lock_fallback: use ``table_lock`` when snapshot isolation is not allowed
-        instead of failing.
-    :param lock_timeout: seconds to wait for the shared table lock that fixes the snapshot point.
     :param resume: continue an unfinished snapshot when still valid (see docs/snapshot.md).
     """
 
@@ -53,25 +40,11 @@ class CdcSnapshotOperator(WindowTaskOperator):
     ui_color = "#fce5cd"
     records_failures = True
 
-    def __init__(
-        self,
-        *,
-        chunk_rows: int = DEFAULT_CHUNK_ROWS,
-        method: str = SNAPSHOT_ISOLATION,
-        allow_table_lock_fallback: bool = DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
-        lock_timeout: float = 30.0,
-        resume: bool = True,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, resume: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if method not in METHODS:
-            raise ValueError(f"{self.task_id}: method must be one of {METHODS}, got {method!r}")
         if chunk_rows <= 0:
             raise ValueError(f"{self.task_id}: chunk_rows must be positive, got {chunk_rows}")
         self.chunk_rows = chunk_rows
-        self.method = method
-        self.allow_table_lock_fallback = allow_table_lock_fallback
-        self.lock_timeout = lock_timeout
         self.resume = resume
 
     def execute(self, context: Context) -> dict[str, Any] | list[dict[str, Any]]:
@@ -79,14 +52,12 @@ class CdcSnapshotOperator(WindowTaskOperator):
             context,
             snapshot_windows,
             chunk_rows=self.chunk_rows,
-            method=self.method,
-            lock_timeout_s=self.lock_timeout,
-            allow_table_lock_fallback=self.allow_table_lock_fallback,
             resume=self.resume,
+            **self.consistent_read_options(),
         )
 
 
-class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
+class CdcLoadPlanOperator(LoadPlanOperator):
     """
     Decide per capture instance whether this run snapshots it or extracts its next change window.
 
@@ -97,32 +68,17 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
     ``CdcSnapshotOperator.partial(...).expand(capture_instance=plan.output["snapshot"])`` and
     ``CdcExtractOperator.partial(window_mode="watermark", ...).expand(capture_instance=plan.output["extract"])``.
 
+    Takes the arguments of :class:`LoadPlanOperator` (source connection, database, ``resnapshot``) and:
+
     :param capture_instances: the capture instances of the DAG.
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
-    :param resnapshot: capture instances to snapshot again in every run of this task (templated;
-        usually left empty and given per run through ``dag_run.conf``).
     :param check_retention: also snapshot instances whose watermark fell behind CDC's retention.
     """
 
-    template_fields: Sequence[str] = ("capture_instances", "sqlserver_cdc_conn_id", "database", "resnapshot")
-    ui_color = "#fff2cc"
+    template_fields: Sequence[str] = ("capture_instances", *LoadPlanOperator.template_fields)
 
-    def __init__(
-        self,
-        *,
-        capture_instances: list[str],
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
-        resnapshot: list[str] | None = None,
-        check_retention: bool = True,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, capture_instances: list[str], check_retention: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.capture_instances = capture_instances
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.resnapshot = resnapshot or []
         self.check_retention = check_retention
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
@@ -133,8 +89,7 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
             raise
 
     def _plan(self, context: Context) -> list[dict[str, Any]]:
-        dag_run = context.get("dag_run")
-        requested = set(self.resnapshot) | resnapshot_requests(getattr(dag_run, "conf", None))
+        requested = self.requested_resnapshots(context)
         with self.source_hook() as hook:
             decisions = plan_loads(
                 hook,
@@ -146,8 +101,5 @@ class CdcLoadPlanOperator(SourceHookMixin, BaseOperator):
             )
         for d in decisions:
             self.log.info("%s: %s (%s)", d.capture_instance, d.action, d.reason)
-        split = split_loads(decisions)
-        ti = context["ti"]
-        ti.xcom_push(key=SNAPSHOT, value=split[SNAPSHOT])
-        ti.xcom_push(key=EXTRACT, value=split[EXTRACT])
+        self.push_plan(context, split_loads(decisions))
         return [d.to_dict() for d in decisions]

@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 
 from airflow.exceptions import AirflowException
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException, AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
+from airflow_provider_sqlserver_cdc.operators.argument_checks import check_one_of
 from airflow_provider_sqlserver_cdc.operators.committed_windows import (
     committed_windows,
     uncommitted_instances,
@@ -24,7 +24,9 @@ from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     remove_login_file,
     write_login_file,
 )
-from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH, with_job_modules
+from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
+from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import (
     DELETE_MODES,
     POSTGRES_TARGET,
@@ -53,7 +55,6 @@ from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_DELETE_MODE,
     DEFAULT_JDBC_CONNECTIONS,
     DEFAULT_MERGE_STRATEGY,
-    DEFAULT_TABLE_NAME_TEMPLATE,
     DEFAULT_TARGET_KIND,
     DEFAULT_WRITE_MODE,
 )
@@ -118,12 +119,9 @@ def merge_job_arguments(
         target_arguments += ["--jdbc-connections", str(jdbc_connections)]
         if jdbc_credentials_file:
             target_arguments += ["--jdbc-credentials-file", jdbc_credentials_file]
-    if delete_mode not in DELETE_MODES:
-        raise ValueError(f"delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}")
-    if write_mode not in WRITE_MODES:
-        raise ValueError(f"write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
-    if merge_strategy not in MERGE_STRATEGIES:
-        raise ValueError(f"merge_strategy must be one of {MERGE_STRATEGIES}, got {merge_strategy!r}")
+    check_one_of("delete_mode", delete_mode, DELETE_MODES)
+    check_one_of("write_mode", write_mode, WRITE_MODES)
+    check_one_of("merge_strategy", merge_strategy, MERGE_STRATEGIES)
     strategy_arguments = (
         ["--merge-strategy", merge_strategy] if merge_strategy != DEFAULT_MERGE_STRATEGY else []
     )
@@ -233,7 +231,7 @@ APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
-class CdcSparkMergeOperator(SparkSubmitOperator):
+class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
@@ -250,28 +248,19 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     ``merged_windows``: the window descriptions it took from the extract tasks (those whose task
     failed left none), which the watermark commit takes so that it depends on the merge alone.
 
-    A ``SparkSubmitOperator`` whose application is ``merge_job.py`` and whose arguments come from
-    the extract task's XCom. The job's modules go along as ``py_files`` (a zip built at execute
-    time, ``merge_job_py_files``), unless ``ship_job_modules=False`` says the provider is installed
-    on the cluster. Spark settings (the Iceberg runtime jar, ``spark.sql.extensions`` and
-    the ``spark.sql.catalog.*`` of the target catalog) are passed as for ``SparkSubmitOperator``
-    (``jars``/``packages``, ``conf``) or come from the cluster's defaults.
+    A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
+    ``merge_job.py`` and whose arguments come from the extract task's XCom; the target tables are
+    named as :class:`TargetTablesOperator` says (``namespace``, ``table_name_template``, ``targets``).
 
-    :param namespace: ``catalog.namespace`` holding the target tables. (templated)
     :param extract_task_ids: task id(s) of the extract task(s) whose XCom lists the windows.
     :param skip_without_windows: when the extract tasks left no window (all failed or had nothing to
         do), skip instead of failing: for a merge that runs whatever its upstream tasks' states
         (trigger rule ``all_done``), as the pipeline's does.
     :param windows: the windows instead of an XCom pull: manifest URI(s), window dict(s) as the
         extract task returns them, or a list of these. (templated)
-    :param table_name_template: target name from the manifest's ``source`` and ``capture_instance``;
-        default ``{schema}_{table}``. (templated)
-    :param targets: capture instance -> ``catalog.namespace.table`` overrides. (templated)
     :param delete_mode: ``soft`` (default) or ``hard``.
     :param write_mode: ``merge-on-read`` (default) or ``copy-on-write``, set on table creation.
     :param table_properties: further Iceberg table properties set on table creation. (templated)
-    :param ship_job_modules: add the zip of the job's modules to ``py_files`` (default); False when
-        the cluster's Python has this provider installed, at the same version.
     :param target_kind: ``iceberg`` (default) or ``postgres``: tables ``namespace.table`` of a PostgreSQL
         database (``namespace`` is then the schema; docs/targets-postgres.md). Spark needs the JDBC
         driver in ``jars`` (Debian: ``/usr/share/java/postgresql.jar``).
@@ -300,7 +289,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     """
 
     template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
+        *SparkJobOperator.template_fields,
         "namespace",
         "windows",
         "table_name_template",
@@ -314,20 +303,18 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         "result_path",
         "table_modes",
     )
+    job_path = MERGE_JOB_PATH
+    job_name = "sqlserver-cdc-merge"
 
     def __init__(
         self,
         *,
-        namespace: str | None = None,
         extract_task_ids: str | Sequence[str] | None = None,
         skip_without_windows: bool = False,
         windows: Any = None,
-        table_name_template: str = DEFAULT_TABLE_NAME_TEMPLATE,
-        targets: Mapping[str, str] | None = None,
         delete_mode: str = DEFAULT_DELETE_MODE,
         write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
-        ship_job_modules: bool = True,
         target_kind: str = DEFAULT_TARGET_KIND,
         target_conn_id: str | None = None,
         jdbc_url: str | None = None,
@@ -340,33 +327,21 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
         table_modes: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("name", "sqlserver-cdc-merge")
-        super().__init__(application=MERGE_JOB_PATH, **kwargs)
+        super().__init__(**kwargs)
         # The Spark connection and deploy mode as given, to tell where the driver runs (client or cluster).
         self.conn_id: str = kwargs.get("conn_id") or SparkSubmitHook.default_conn_name
         self.deploy_mode: str | None = kwargs.get("deploy_mode")
         if windows is None and extract_task_ids is None:
             raise ValueError(f"{self.task_id}: pass extract_task_ids (the extract task) or windows")
-        if delete_mode not in DELETE_MODES:
-            raise ValueError(
-                f"{self.task_id}: delete_mode must be one of {DELETE_MODES}, got {delete_mode!r}"
-            )
-        if write_mode not in WRITE_MODES:
-            raise ValueError(f"{self.task_id}: write_mode must be one of {WRITE_MODES}, got {write_mode!r}")
-        self.namespace = namespace
+        check_one_of("delete_mode", delete_mode, DELETE_MODES, task_id=self.task_id)
+        check_one_of("write_mode", write_mode, WRITE_MODES, task_id=self.task_id)
         self.extract_task_ids = extract_task_ids
         self.skip_without_windows = skip_without_windows
         self.windows = windows
-        self.table_name_template = table_name_template
-        self.targets = dict(targets or {})
         self.delete_mode = delete_mode
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
-        self.ship_job_modules = ship_job_modules
-        if target_kind not in TARGET_KINDS:
-            raise ValueError(
-                f"{self.task_id}: target_kind must be one of {TARGET_KINDS}, got {target_kind!r}"
-            )
+        check_one_of("target_kind", target_kind, TARGET_KINDS, task_id=self.task_id)
         if target_kind == POSTGRES_TARGET and not (target_conn_id or (jdbc_url and jdbc_credentials_file)):
             raise ValueError(
                 f"{self.task_id}: target_kind {POSTGRES_TARGET!r} needs target_conn_id (an Airflow connection to the target "
@@ -437,7 +412,7 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
     ) -> list[str]:
         """Fill in the job's arguments, run spark-submit and take the job's result; return the manifest URIs."""
         result_uri = self._result_uri(context, manifests)
-        self.application_args = merge_job_arguments(
+        arguments = merge_job_arguments(
             manifests,
             namespace=self.namespace,
             table_name_template=self.table_name_template,
@@ -454,14 +429,11 @@ class CdcSparkMergeOperator(SparkSubmitOperator):
             result_uri=result_uri,
             table_modes=self.table_modes,
         )
-        if self.ship_job_modules:
-            self.py_files = with_job_modules(self.py_files)
-            self.log.info("Shipping the merge job's modules as py_files: %s", self.py_files)
         self.log.info("Merging %d window(s): %s", len(manifests), ", ".join(manifests))
         self.merge_result = None
         started = time.monotonic()
         try:
-            super().execute(context)
+            self.submit_job(context, arguments)
         except AirflowException as err:
             self.merge_result = self._take_result(result_uri, failed=True)
             message = failed_tables_message(self.task_id, self.merge_result) if self.merge_result else None

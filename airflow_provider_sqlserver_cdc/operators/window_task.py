@@ -1,21 +1,20 @@
-"""WindowTaskOperator: the arguments and run glue CdcExtractOperator and CdcSnapshotOperator share."""
+"""WindowTaskOperator, ChangeWindowTaskOperator: what the extract and snapshot operators share."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow.sdk import BaseOperator
-
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
+from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lineage_inputs import report_source_inputs
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
+from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
+from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow
 
 
-class WindowTaskOperator(SourceHookMixin, BaseOperator):
+class WindowTaskOperator(SourceTaskOperator):
     """
     Write one window per capture instance with a library function; return the windows' XCom.
 
@@ -36,10 +35,10 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         ``[sqlserver_cdc] shared_local_paths`` (checked when the task runs).
     :param sqlserver_cdc_conn_id: Airflow connection of the source.
     :param database: source database; defaults to the connection's schema.
+    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
     :param batch_size: rows per Arrow batch; bounds memory.
     :param max_file_bytes: roll to a new Parquet file at this size.
     :param require_key_columns: fail when an instance has no key columns (the merge needs them).
-    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
     :param column_masking: ``{"schema.table.column": "hash" | "mask" | "mask(text)" | "truncate(n)" |
         "drop"}``, applied before Parquet is written (docs/column-masking.md).
     :param masking_salt_conn_id: the Airflow connection (or secrets-backend connection) whose password
@@ -51,12 +50,9 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         *,
         capture_instance: str | list[str],
         base_path: str,
-        sqlserver_cdc_conn_id: str = SqlServerCdcHook.default_conn_name,
-        database: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         require_key_columns: bool = True,
-        server_time_zone: str | None = None,
         column_masking: Mapping[str, str] | None = None,
         masking_salt_conn_id: str | None = None,
         **kwargs: Any,
@@ -66,12 +62,9 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
             raise ValueError(f"{self.task_id}: batch_size must be positive, got {batch_size}")
         self.capture_instance = capture_instance
         self.base_path = base_path
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
         self.batch_size = batch_size
         self.max_file_bytes = max_file_bytes
         self.require_key_columns = require_key_columns
-        self.server_time_zone = server_time_zone
         self.column_masking = dict(column_masking or {})
         self.masking_salt_conn_id = masking_salt_conn_id
 
@@ -146,3 +139,39 @@ class WindowTaskOperator(SourceHookMixin, BaseOperator):
         from airflow_provider_sqlserver_cdc.lineage import window_task_lineage
 
         return window_task_lineage(getattr(self, "written_windows", []))
+
+
+class ChangeWindowTaskOperator(WindowTaskOperator):
+    """
+    The base of CdcExtractOperator and ChangeTrackingExtractOperator: a run's change windows, by interval or watermark.
+
+    Takes the arguments of :class:`WindowTaskOperator` and:
+
+    :param window_mode: ``interval`` (the run's data interval) or ``watermark`` (after the stored position).
+    """
+
+    template_fields: Sequence[str] = (
+        "capture_instance",
+        "base_path",
+        "sqlserver_cdc_conn_id",
+        "database",
+        "window_mode",
+    )
+    ui_color = "#cfe2f3"
+
+    def __init__(self, *, window_mode: str = DEFAULT_WINDOW_MODE, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.window_mode = window_mode
+
+    def write_change_windows(
+        self, context: Context, write: Callable[..., list[ChangeWindow]], **options: Any
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        """:meth:`write_windows` with the window mode and the run's data interval."""
+        return self.write_windows(
+            context,
+            write,
+            window_mode=self.window_mode,
+            data_interval_start=context.get("data_interval_start"),
+            data_interval_end=context.get("data_interval_end"),
+            **options,
+        )

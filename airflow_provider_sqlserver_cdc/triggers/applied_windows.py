@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import TriggerEvent
 
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     APPLIED,
@@ -22,6 +23,7 @@ from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
     utc_now,
 )
 from airflow_provider_sqlserver_cdc.staging_files import read_text
+from airflow_provider_sqlserver_cdc.triggers.dataclass_trigger import DataclassTrigger
 
 
 def read_progress(staging: str, windows: Sequence[RunWindow]) -> RunProgress:
@@ -40,7 +42,8 @@ def read_progress(staging: str, windows: Sequence[RunWindow]) -> RunProgress:
     )
 
 
-class AppliedWindowsTrigger(BaseTrigger):
+@dataclass(kw_only=True, eq=False, repr=False)
+class AppliedWindowsTrigger(DataclassTrigger):
     """
     Poll the continuous apply application's published state until the run's windows are in their tables.
 
@@ -55,30 +58,15 @@ class AppliedWindowsTrigger(BaseTrigger):
         application is down or behind.
     """
 
-    def __init__(
-        self,
-        *,
-        staging_path: str,
-        windows: Sequence[dict[str, Any]],
-        poll_interval: float = 2.0,
-        timeout_at: str,
-    ) -> None:
-        super().__init__()
-        self.staging_path = staging_path
-        self.windows = [dict(w) for w in windows]
-        self.poll_interval = float(poll_interval)
-        self.timeout_at = timeout_at
+    staging_path: str
+    windows: list[dict[str, Any]]
+    poll_interval: float = 2.0
+    timeout_at: str
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "staging_path": self.staging_path,
-                "windows": self.windows,
-                "poll_interval": self.poll_interval,
-                "timeout_at": self.timeout_at,
-            },
-        )
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.windows = [dict(w) for w in self.windows]
+        self.poll_interval = float(self.poll_interval)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         windows = [RunWindow.from_dict(w) for w in self.windows]

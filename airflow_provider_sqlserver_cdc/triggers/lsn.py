@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow.sdk import BaseHook
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import TriggerEvent
 
 from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.triggers.dataclass_trigger import DataclassTrigger
 from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
 from airflow_provider_sqlserver_cdc.window.planning import window_ready
 
@@ -45,7 +47,8 @@ def capture_ready(
     )
 
 
-class LsnTrigger(SourceHookMixin, BaseTrigger):
+@dataclass(kw_only=True, eq=False, repr=False)
+class LsnTrigger(SourceHookMixin, DataclassTrigger):
     """
     Poll until the capture job has processed what the window needs.
 
@@ -63,42 +66,19 @@ class LsnTrigger(SourceHookMixin, BaseTrigger):
     :param timeout_at: ISO 8601 instant after which the trigger reports a timeout (None: never).
     """
 
-    def __init__(
-        self,
-        *,
-        sqlserver_cdc_conn_id: str,
-        database: str | None = None,
-        server_time_zone: str | None = None,
-        window_mode: str = DEFAULT_WINDOW_MODE,
-        data_interval_end: str | None = None,
-        watermarks: dict[str, str | None] | None = None,
-        poll_interval: float = 60.0,
-        timeout_at: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.server_time_zone = server_time_zone
-        self.window_mode = window_mode
-        self.data_interval_end = data_interval_end
-        self.watermarks = dict(watermarks or {})
-        self.poll_interval = float(poll_interval)
-        self.timeout_at = timeout_at
+    sqlserver_cdc_conn_id: str
+    database: str | None = None
+    server_time_zone: str | None = None
+    window_mode: str = DEFAULT_WINDOW_MODE
+    data_interval_end: str | None = None
+    watermarks: dict[str, str | None] = field(default_factory=dict)
+    poll_interval: float = 60.0
+    timeout_at: str | None = None
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "sqlserver_cdc_conn_id": self.sqlserver_cdc_conn_id,
-                "database": self.database,
-                "server_time_zone": self.server_time_zone,
-                "window_mode": self.window_mode,
-                "data_interval_end": self.data_interval_end,
-                "watermarks": self.watermarks,
-                "poll_interval": self.poll_interval,
-                "timeout_at": self.timeout_at,
-            },
-        )
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.watermarks = dict(self.watermarks or {})
+        self.poll_interval = float(self.poll_interval)
 
     def check(self, connection: Connection) -> tuple[bool, str]:
         """

@@ -12,19 +12,25 @@ from airflow_provider_sqlserver_cdc.operators.maintenance import (
     maintenance_job_arguments,
 )
 from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH
-from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import Thresholds, parse_args
+from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
+    MaintenanceSettings,
+    Thresholds,
+    parse_args,
+)
 
 
 def test_arguments_round_trip_through_the_jobs_parser() -> None:
     arguments = maintenance_job_arguments(
-        namespace="lake.cdc",
-        tables=["lake.other.t"],
-        thresholds=Thresholds(delete_files=5, small_files=6, snapshots=7, metadata_bytes=8),
-        snapshot_retention_hours=12,
-        retain_last=3,
-        orphan_age_hours=48,
-        cdc_min_lsns={"dbo_orders": Lsn.from_int(0x1234)},
-        tombstone_margin_hours=24,
+        MaintenanceSettings(
+            namespace="lake.cdc",
+            tables=("lake.other.t",),
+            thresholds=Thresholds(delete_files=5, small_files=6, snapshots=7, metadata_bytes=8),
+            snapshot_retention_hours=12,
+            retain_last=3,
+            orphan_age_hours=48,
+            cdc_min_lsn={"dbo_orders": Lsn.from_int(0x1234)},
+            tombstone_margin_hours=24,
+        )
     )
     settings = parse_args(arguments)
     assert settings.namespace == "lake.cdc" and settings.tables == ("lake.other.t",)
@@ -35,7 +41,9 @@ def test_arguments_round_trip_through_the_jobs_parser() -> None:
 
 
 def test_tombstone_purge_is_off_unless_a_margin_is_given() -> None:
-    arguments = maintenance_job_arguments(namespace="lake.cdc", cdc_min_lsns={"dbo_orders": Lsn.from_int(1)})
+    arguments = maintenance_job_arguments(
+        MaintenanceSettings(namespace="lake.cdc", cdc_min_lsn={"dbo_orders": Lsn.from_int(1)})
+    )
     assert "--cdc-min-lsn" not in arguments and "--tombstone-margin-hours" not in arguments
     assert parse_args(arguments).tombstone_margin_hours is None
 
@@ -44,7 +52,7 @@ def test_unsafe_settings_are_refused_when_the_dag_is_built() -> None:
     with pytest.raises(ValueError, match="at least 24"):
         CdcTableMaintenanceOperator(task_id="m", namespace="lake.cdc", orphan_age_hours=1)
     with pytest.raises(ValueError, match="namespace"):
-        maintenance_job_arguments()
+        maintenance_job_arguments(MaintenanceSettings())
     with pytest.raises(SystemExit):
         parse_args(["--namespace", "lake.cdc", "--orphan-age-hours", "2"])
 
