@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.exceptions import AirflowException, TaskDeferred
+from airflow.exceptions import AirflowException
+from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
