@@ -82,6 +82,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_sqlserver_cdc.operators.source_task",
                     "airflow_provider_sqlserver_cdc.operators.spark_job",
                     "airflow_provider_sqlserver_cdc.operators.target_tables",
+                    "airflow_provider_sqlserver_cdc.operators.postgres_target",
                     "airflow_provider_sqlserver_cdc.operators.window_task",
                     "airflow_provider_sqlserver_cdc.operators.extract",
                     "airflow_provider_sqlserver_cdc.operators.snapshot",

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowException
-from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
 from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
-from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import jdbc_target_from_connection
+from airflow_provider_sqlserver_cdc.operators.postgres_target import PostgresTargetOperator
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
 from airflow_provider_sqlserver_cdc.operators.spark_merge import (
     APPLIED_RANGES_XCOM_KEY,
@@ -73,7 +72,7 @@ def run_windows(value: Any) -> list[RunWindow]:
     return windows
 
 
-class WaitForAppliedWindowsOperator(BaseOperator):
+class WaitForAppliedWindowsOperator(PostgresTargetOperator):
     """
     Wait, deferred, until the continuous apply application has applied the run's windows.
 
@@ -92,8 +91,9 @@ class WaitForAppliedWindowsOperator(BaseOperator):
     :param staging_path: the staging path the application applies. (templated)
     :param timeout_seconds: how long to wait for the windows.
     :param poll_interval: seconds between reads of the published state.
-    :param target_conn_id: a PostgreSQL target's connection (its asset events' ``postgres://`` host).
-    :param jdbc_url: a PostgreSQL target's JDBC URL, instead of ``target_conn_id``.
+
+    A PostgreSQL target is named as :class:`PostgresTargetOperator` says (``target_conn_id`` or
+    ``jdbc_url``): its asset events' ``postgres://`` host.
     """
 
     template_fields: Sequence[str] = ("windows", "staging_path")
@@ -106,15 +106,11 @@ class WaitForAppliedWindowsOperator(BaseOperator):
         staging_path: str,
         timeout_seconds: float = DEFAULT_APPLY_TIMEOUT_SECONDS,
         poll_interval: float = DEFAULT_APPLY_POLL_SECONDS,
-        target_conn_id: str | None = None,
-        jdbc_url: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if timeout_seconds <= 0 or poll_interval <= 0:
             raise ValueError(f"{self.task_id}: timeout_seconds and poll_interval must be positive")
-        self.target_conn_id = target_conn_id
-        self.jdbc_url = jdbc_url
         self.windows = windows
         self.staging_path = staging_path
         self.timeout_seconds = timeout_seconds
@@ -162,12 +158,7 @@ class WaitForAppliedWindowsOperator(BaseOperator):
             text = read_text(state_uri(self.staging_path))
             state = ApplyState.from_json(text) if text else ApplyState()
             windows = [(m.capture_instance, m.label, m.created_at) for m in run_manifests(self.windows)]
-            url = self.jdbc_url
-            if url is None and self.target_conn_id:
-                from airflow.sdk import BaseHook
-
-                connection = BaseHook.get_connection(self.target_conn_id)
-                url = jdbc_target_from_connection(self.target_conn_id, connection).url
+            url = self.jdbc_url or self.target_url(self.connection_target())
         except Exception:  # the windows are applied: a missing event must not fail the run
             self.log.exception("the windows are applied, but what the application published cannot be read")
             return {}

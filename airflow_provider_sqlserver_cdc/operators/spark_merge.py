@@ -20,10 +20,10 @@ from airflow_provider_sqlserver_cdc.operators.committed_windows import (
 )
 from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
-    jdbc_target_from_connection,
     remove_login_file,
     write_login_file,
 )
+from airflow_provider_sqlserver_cdc.operators.postgres_target import PostgresTargetOperator
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
 from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
 from airflow_provider_sqlserver_cdc.spark import MERGE_JOB_PATH
@@ -231,7 +231,7 @@ APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 MERGED_WINDOWS_XCOM_KEY = "merged_windows"
 
 
-class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
+class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJobOperator):
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
@@ -316,8 +316,6 @@ class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
         write_mode: str = DEFAULT_WRITE_MODE,
         table_properties: Mapping[str, str] | None = None,
         target_kind: str = DEFAULT_TARGET_KIND,
-        target_conn_id: str | None = None,
-        jdbc_url: str | None = None,
         jdbc_credentials_file: str | None = None,
         jdbc_connections: int = DEFAULT_JDBC_CONNECTIONS,
         partition_buckets: int | str = DEFAULT_PARTITION_BUCKETS,
@@ -342,7 +340,9 @@ class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
         self.write_mode = write_mode
         self.table_properties = dict(table_properties or {})
         check_one_of("target_kind", target_kind, TARGET_KINDS, task_id=self.task_id)
-        if target_kind == POSTGRES_TARGET and not (target_conn_id or (jdbc_url and jdbc_credentials_file)):
+        if target_kind == POSTGRES_TARGET and not (
+            self.target_conn_id or (self.jdbc_url and jdbc_credentials_file)
+        ):
             raise ValueError(
                 f"{self.task_id}: target_kind {POSTGRES_TARGET!r} needs target_conn_id (an Airflow connection to the target "
                 "database), or jdbc_url with jdbc_credentials_file"
@@ -350,8 +350,6 @@ class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
         if jdbc_connections < 1:
             raise ValueError(f"{self.task_id}: jdbc_connections must be at least 1, got {jdbc_connections}")
         self.target_kind = target_kind
-        self.target_conn_id = target_conn_id
-        self.jdbc_url = jdbc_url
         self.jdbc_credentials_file = jdbc_credentials_file
         self.jdbc_connections = jdbc_connections
         self.partition_buckets = partition_buckets
@@ -384,12 +382,8 @@ class CdcSparkMergeOperator(TargetTablesOperator, SparkJobOperator):
                 f"{self.task_id}: no windows to merge (XCom of {self.extract_task_ids!r} is {value!r}); "
                 "check that the extract task ran and returned its window description"
             )
-        url = self.jdbc_url
-        self._jdbc_target = None
-        if self.target_kind == POSTGRES_TARGET and self.target_conn_id:
-            connection = BaseHook.get_connection(self.target_conn_id)
-            self._jdbc_target = jdbc_target_from_connection(self.target_conn_id, connection)
-            url = url or self._jdbc_target.url
+        self._jdbc_target = self.connection_target() if self.target_kind == POSTGRES_TARGET else None
+        url = self.target_url(self._jdbc_target)
         credentials_file = self.jdbc_credentials_file
         if self._jdbc_target is not None and not credentials_file:
             # The login goes to the driver as a private file on this worker, removed when the task ends.
