@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warm_dag_runs import RUNNER, WarmDagRunner
+
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.testing.dag_runs import DagTestRun, run_dag_test
@@ -26,7 +28,6 @@ from sqlserver_cdc_simulator.workload.odbc_client import execute_statements
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS_FOLDER = REPO / "dags"
-RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"
 INTERVAL_DAG = "sqlserver_cdc_to_iceberg"
 WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
 CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
@@ -179,14 +180,16 @@ class PipelineHarness:
         """
         logs = self.root / "logs"
         log_name = f"{dag_id}-{logical_date:%H%M}-{len(list(logs.iterdir())):02d}.log"
+        run_env = {**self.env, **(env or {}), "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)}
+        warm = WarmDagRunner.shared(run_env)
         return run_dag_test(
             dag_id,
             dags_folder=DAGS_FOLDER,
-            env={**self.env, **(env or {})},
+            env=run_env,
             logical_date=logical_date,
             log_path=logs / log_name,
             cwd=self.root,
-            runner=(sys.executable, str(RUNNER)),
+            runner=warm.runner if warm.serves(run_env) else (sys.executable, str(RUNNER)),
             runner_args=("--kill-extract-of", kill_extract_of) if kill_extract_of else (),
         )
 
