@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,15 @@ class PipelineHarness:
         )
         return conn
 
+    def create_cdc_table(self, *statements: str) -> Any:
+        """Create the sample database (:meth:`create_cdc_database`) and run ``statements`` in it (a table,
+        CDC enabled on it, its first rows); stop the capture job and capture them. Return the connection."""
+        conn = self.create_cdc_database()
+        execute_statements(conn, *statements)
+        self.set_capture_job(running=False)
+        self.capture()
+        return conn
+
     def capture(self) -> None:
         """
         Run two cycles of the capture job synchronously, as the Agent's job would on its own.
@@ -193,6 +203,25 @@ class PipelineHarness:
             runner_args=("--kill-extract-of", kill_extract_of) if kill_extract_of else (),
         )
 
+    def run_watermark_dag_twice(
+        self, make_changes: Callable[[], None], env: dict[str, str] | None = None
+    ) -> tuple[DagTestRun, DagTestRun]:
+        """Run the watermark DAG (the first run snapshots), ``make_changes()``, capture them, run it again.
+
+        Both runs must succeed. The window does not depend on the run's data interval: the logical
+        dates are an hour back and 15 minutes apart (one interval of the DAG's schedule).
+        """
+        logical_date = an_hour_ago()
+        runs = []
+        for k, before in enumerate((lambda: None, make_changes)):
+            before()
+            if k:
+                self.capture()
+            run = self.run(logical_date + k * dt.timedelta(minutes=15), dag_id=WATERMARK_DAG, env=env)
+            assert run.state == "success", run.output[-6000:]
+            runs.append(run)
+        return runs[0], runs[1]
+
     def watermarks(self) -> dict[str, str | None]:
         """The watermark LSN of every capture instance (None when not stored)."""
         from airflow.models.variable import Variable
@@ -241,6 +270,16 @@ class PipelineHarness:
     def window_dirs(self, capture_instance: str) -> list[Path]:
         """The window directories written for one capture instance."""
         return sorted(p for p in (self.staging / capture_instance).iterdir() if p.is_dir())
+
+
+def table_list_variable(dag_id: str, tables: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The environment variable of the Variable ``<dag_id>__tables``: the DAG replicates only ``tables``."""
+    return {f"AIRFLOW_VAR_{dag_id.upper()}__TABLES": json.dumps(list(tables))}
+
+
+def an_hour_ago() -> dt.datetime:
+    """The whole minute an hour back (UTC): a logical date of the watermark DAG whose run is due."""
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).replace(second=0, microsecond=0)
 
 
 def create_sample_source(harness: PipelineHarness, workload: Any, initial_rows: int) -> Any:
