@@ -55,8 +55,11 @@ class PipelineHarness:
     database: str = "cdc_sample"
     first_interval: dt.datetime | None = None
     env: dict[str, str] = field(default_factory=dict)
+    staging: Path = field(init=False)  # where the windows go
+    warehouse: Path = field(init=False)  # the Hadoop catalog ``lake`` of the Iceberg targets
 
     def __post_init__(self) -> None:
+        self.staging, self.warehouse = self.root / "staging", self.root / "warehouse"
         connection = connection_variable(self.conn_id)
         self.env = {
             **os.environ,
@@ -73,16 +76,6 @@ class PipelineHarness:
         # The hook of the comparison (in this process) finds the connection the same way.
         os.environ[connection] = self.env[connection]
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
-
-    @property
-    def staging(self) -> Path:
-        """Where the windows go."""
-        return self.root / "staging"
-
-    @property
-    def warehouse(self) -> Path:
-        """The Hadoop catalog ``lake`` of the Iceberg targets."""
-        return self.root / "warehouse"
 
     # ----------------------------------------------------------------- the source
 
