@@ -59,6 +59,8 @@ class PipelineHarness:
     warehouse: Path = field(init=False)  # the Hadoop catalog ``lake`` of the Iceberg targets
 
     def __post_init__(self) -> None:
+        # The warm DAG-run server starts now, while the test sets up its source (see warm_dag_runs.py).
+        WarmDagRunner.shared({**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)})
         self.staging, self.warehouse = self.root / "staging", self.root / "warehouse"
         connection = connection_variable(self.conn_id)
         self.env = {

@@ -44,7 +44,7 @@ STARTUP_TIMEOUT = 120
 
 
 class WarmDagRunner:
-    """The warm server of this test process: started on first use, ends with the process (its stdin closes)."""
+    """The warm server of this test process: started by the first harness, ends with the process (its stdin closes)."""
 
     _instance: WarmDagRunner | None = None
 
@@ -62,13 +62,18 @@ class WarmDagRunner:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        self.ready = False
+        atexit.register(self.close)
+
+    def wait_until_ready(self) -> None:
+        """Wait until the server has warmed up (it starts in the background: a test sets up its source meanwhile)."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
-        while b"\nREADY\n" not in b"\n" + self.log.read_bytes():
-            if self.process.poll() is not None or time.monotonic() > deadline:
+        while not self.ready:
+            self.ready = b"\nREADY\n" in b"\n" + self.log.read_bytes()
+            if not self.ready and (self.process.poll() is not None or time.monotonic() > deadline):
                 self.close()
                 raise RuntimeError(f"the warm DAG-run server did not start:\n{self.log.read_text()[-4000:]}")
-            time.sleep(0.1)
-        atexit.register(self.close)
+            time.sleep(0 if self.ready else 0.1)
 
     @classmethod
     def shared(cls, env: Mapping[str, str]) -> WarmDagRunner:
@@ -83,7 +88,8 @@ class WarmDagRunner:
 
     @property
     def runner(self) -> tuple[str, ...]:
-        """The ``runner`` command of ``run_dag_test`` that runs through this server."""
+        """The ``runner`` command of ``run_dag_test`` that runs through this server (once it is ready)."""
+        self.wait_until_ready()
         return (sys.executable, __file__, self.socket)
 
     def close(self) -> None:
