@@ -2,7 +2,8 @@
 
 The simulator runs in the test process (the ``sqlserver_simulator`` fixture), so the test moves
 the server clock, runs capture scans and starts/stops the capture job. Each DAG run is a real
-``dag.test()`` in its own process (testing/dag_runs.py through tests/e2e/run_dag_process.py), like a worker: it reaches the
+``dag.test()`` in its own process (testing/dag_runs.py through tests/e2e/run_dag_process.py), like a
+worker, forked from a warm server that has imported Airflow once (warm_dag_runs.py): it reaches the
 simulator over TDS with pyodbc + FreeTDS, and runs spark-submit for the merge. Nothing of the
 pipeline is mocked.
 """
