@@ -60,8 +60,6 @@ class PipelineHarness:
     warehouse: Path = field(init=False)  # the Hadoop catalog ``lake`` of the Iceberg targets
 
     def __post_init__(self) -> None:
-        # The warm DAG-run server starts now, while the test sets up its source (see warm_dag_runs.py).
-        WarmDagRunner.shared({**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)})
         self.staging, self.warehouse = self.root / "staging", self.root / "warehouse"
         connection = connection_variable(self.conn_id)
         self.env = {
@@ -187,7 +185,7 @@ class PipelineHarness:
         logs = self.root / "logs"
         log_name = f"{dag_id}-{logical_date:%H%M}-{len(list(logs.iterdir())):02d}.log"
         run_env = {**self.env, **(env or {}), "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)}
-        warm = WarmDagRunner.shared(run_env)
+        warm = WarmDagRunner.shared({**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)})
         return run_dag_test(
             dag_id,
             dags_folder=DAGS_FOLDER,

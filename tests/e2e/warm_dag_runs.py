@@ -12,8 +12,10 @@ that once and forks a process per run. This file is both sides of it:
   to the log file ``run_dag_test`` gave it), waits, and exits as the run did, killed by the same
   signal when it was killed. Killing this client (a ``run_dag_test`` timeout) kills the run.
 
-Only the Airflow settings read when Airflow is imported must agree between the server and a run
-(:data:`IMPORT_TIME_SETTINGS`); a run whose settings differ is run cold.
+Airflow and its providers read some settings once, when imported or first asked (the metadata DB,
+the DAGs folder, OpenLineage's transport): a run is forked only when its Airflow settings
+(``AIRFLOW__*``, and :data:`IMPORT_TIME_SETTINGS`) are the server's, else it runs cold. The Fernet
+key, which each test draws, is the exception: the forked run reads its own.
 """
 
 from __future__ import annotations
@@ -41,10 +43,11 @@ IMPORT_TIME_SETTINGS = (
     "PYTHONPATH",
 )
 STARTUP_TIMEOUT = 120
+FERNET_KEY = "AIRFLOW__CORE__FERNET_KEY"  # the forked run clears Airflow's cached Fernet
 
 
 class WarmDagRunner:
-    """The warm server of this test process: started by the first harness, ends with the process (its stdin closes)."""
+    """The warm server of this test process: started by the first DAG run, ends with the process (its stdin closes)."""
 
     _instance: WarmDagRunner | None = None
 
@@ -66,7 +69,7 @@ class WarmDagRunner:
         atexit.register(self.close)
 
     def wait_until_ready(self) -> None:
-        """Wait until the server has warmed up (it starts in the background: a test sets up its source meanwhile)."""
+        """Wait until the server has warmed up (started, it imports Airflow in the background)."""
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while not self.ready:
             self.ready = b"\nREADY\n" in b"\n" + self.log.read_bytes()
@@ -83,8 +86,9 @@ class WarmDagRunner:
         return cls._instance
 
     def serves(self, env: Mapping[str, str]) -> bool:
-        """Whether a run with ``env`` may be forked from this server (its import-time settings agree)."""
-        return all(env.get(name) == self.env.get(name) for name in IMPORT_TIME_SETTINGS)
+        """Whether a run with ``env`` may be forked from this server (its Airflow settings are the server's)."""
+        names = {n for n in {*env, *self.env} if n.startswith("AIRFLOW__")} - {FERNET_KEY}
+        return all(env.get(name) == self.env.get(name) for name in names.union(IMPORT_TIME_SETTINGS))
 
     @property
     def runner(self) -> tuple[str, ...]:
@@ -115,7 +119,8 @@ def client(socket_path: str, argv: list[str]) -> int:
             answer += chunk
     code = int(answer)
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if code != -signal.SIGKILL:  # SIGKILL has no handler to reset
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 
