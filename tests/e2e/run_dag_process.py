@@ -16,6 +16,7 @@ run's environment, working directory and output files, killed by whatever kills 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import select
@@ -138,6 +139,10 @@ def handle(conn: socket.socket) -> int:
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return 1
+    # What the run left behind in its process group (a listener's forked helper still reading a pipe that
+    # this warm server keeps open) ends with it, as it would when a cold run's process exits.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
     conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
     return 0
 
