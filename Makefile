@@ -141,7 +141,7 @@ lint: venv
 # The suite runs on PYTEST_WORKERS processes (pytest-xdist; a test module stays on one worker, each
 # worker has its own Airflow home and Spark session), and the lowest-Airflow smoke tests run beside it:
 # most of their time is spent waiting on Airflow's start-up, not on the CPU.
-# Modules go to the workers in collection order (tests/conftest.py puts the end-to-end ones first).
+# Modules go to the workers in collection order (tests/conftest.py puts the end-to-end ones first, longest first).
 PYTEST_WORKERS ?= 2
 test: venv venv-lowest client-deps
 	$(BIN)/ruff check .

@@ -64,14 +64,38 @@ os.environ["PATH"] = _interpreter["PATH"]
 os.environ.setdefault("PYSPARK_PYTHON", _interpreter["PYSPARK_PYTHON"])
 
 
+# The longest end-to-end modules, longest first (CI's "slowest durations"); the others follow them.
+LONGEST_E2E_MODULES = (
+    "test_replication_proof.py",
+    "test_change_tracking_dag.py",
+    "test_backfill_create.py",
+    "test_downstream_assets.py",
+    "test_production_corners.py",
+    "test_schema_change_dag.py",
+    "test_several_sources_dag.py",
+    "test_watermark_dag.py",
+    "test_continuous_apply_dag.py",
+    "test_postgres_target.py",
+)
+
+
+def run_order(item: pytest.Item) -> tuple[int, int]:
+    """Where a test's module goes in the queue: end-to-end modules first, the longest of them first."""
+    if not item.nodeid.startswith("tests/e2e/"):
+        return (1, 0)
+    name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return (0, LONGEST_E2E_MODULES.index(name) if name in LONGEST_E2E_MODULES else len(LONGEST_E2E_MODULES))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the end-to-end modules first; skip tests that need a real SQL Server or Java when they are missing.
+    """Run the end-to-end modules first, longest first; skip tests that need a real SQL Server or Java when
+    they are missing.
 
     pytest-xdist (``--dist loadfile --no-loadscope-reorder``) hands modules to its workers in this
-    order, so the few long end-to-end modules start at once and the many short ones fill the workers'
-    time after them, instead of one long module running alone at the end.
+    order, so the long end-to-end modules start at once, longest first, and the many short ones fill the
+    workers' time after them, instead of one long module running alone at the end.
     """
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/e2e/") else 1)
+    items.sort(key=run_order)
     if not os.environ.get("SQLSERVER_CDC_TEST_ODBC"):
         skip = pytest.mark.skip(reason="set SQLSERVER_CDC_TEST_ODBC to an ODBC connection string to run")
         for item in items:

@@ -74,10 +74,13 @@ class AirflowDeployment:
     parallelism: int = 3
     port: int = field(default_factory=free_port)
     env: dict[str, str] = field(init=False)
+    db_path: Path = field(init=False)  # the deployment's SQLite metadata DB
+    log_dir: Path = field(init=False)  # the components' own output (task logs are under ``logs/``)
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
+        self.db_path, self.log_dir = self.home / "airflow.db", self.home / "components"
         self.env = {
             **self.base_env,
             **airflow_home_environment(self.home),
@@ -101,16 +104,6 @@ class AirflowDeployment:
             "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
         }
         self.env.pop("AIRFLOW_CONFIG", None)
-
-    @property
-    def db_path(self) -> Path:
-        """The deployment's SQLite metadata DB."""
-        return self.home / "airflow.db"
-
-    @property
-    def log_dir(self) -> Path:
-        """Where the components' own output goes (task logs are under ``logs/``)."""
-        return self.home / "components"
 
     # ----------------------------------------------------------------- life cycle
 

@@ -2,7 +2,8 @@
 
 The simulator runs in the test process (the ``sqlserver_simulator`` fixture), so the test moves
 the server clock, runs capture scans and starts/stops the capture job. Each DAG run is a real
-``dag.test()`` in its own process (testing/dag_runs.py through tests/e2e/run_dag_process.py), like a worker: it reaches the
+``dag.test()`` in its own process (testing/dag_runs.py through tests/e2e/run_dag_process.py), like a
+worker, forked from a warm server that has imported Airflow once (warm_dag_runs.py): it reaches the
 simulator over TDS with pyodbc + FreeTDS, and runs spark-submit for the merge. Nothing of the
 pipeline is mocked.
 """
@@ -13,9 +14,12 @@ import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from warm_dag_runs import RUNNER, WarmDagRunner
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
@@ -26,7 +30,6 @@ from sqlserver_cdc_simulator.workload.odbc_client import execute_statements
 
 REPO = Path(__file__).resolve().parents[2]
 DAGS_FOLDER = REPO / "dags"
-RUNNER = Path(__file__).resolve().parent / "run_dag_process.py"
 INTERVAL_DAG = "sqlserver_cdc_to_iceberg"
 WATERMARK_DAG = "sqlserver_cdc_to_iceberg_watermark"
 CAPTURE_INSTANCES = ("dbo_customers", "dbo_orders", "dbo_order_lines", "dbo_type_zoo")
@@ -53,8 +56,11 @@ class PipelineHarness:
     database: str = "cdc_sample"
     first_interval: dt.datetime | None = None
     env: dict[str, str] = field(default_factory=dict)
+    staging: Path = field(init=False)  # where the windows go
+    warehouse: Path = field(init=False)  # the Hadoop catalog ``lake`` of the Iceberg targets
 
     def __post_init__(self) -> None:
+        self.staging, self.warehouse = self.root / "staging", self.root / "warehouse"
         connection = connection_variable(self.conn_id)
         self.env = {
             **os.environ,
@@ -71,16 +77,6 @@ class PipelineHarness:
         # The hook of the comparison (in this process) finds the connection the same way.
         os.environ[connection] = self.env[connection]
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
-
-    @property
-    def staging(self) -> Path:
-        """Where the windows go."""
-        return self.root / "staging"
-
-    @property
-    def warehouse(self) -> Path:
-        """The Hadoop catalog ``lake`` of the Iceberg targets."""
-        return self.root / "warehouse"
 
     # ----------------------------------------------------------------- the source
 
@@ -103,6 +99,15 @@ class PipelineHarness:
             f"ALTER DATABASE [{self.database}] SET ALLOW_SNAPSHOT_ISOLATION ON",
             "EXEC sys.sp_cdc_enable_db",
         )
+        return conn
+
+    def create_cdc_table(self, *statements: str) -> Any:
+        """Create the sample database (:meth:`create_cdc_database`) and run ``statements`` in it (a table,
+        CDC enabled on it, its first rows); stop the capture job and capture them. Return the connection."""
+        conn = self.create_cdc_database()
+        execute_statements(conn, *statements)
+        self.set_capture_job(running=False)
+        self.capture()
         return conn
 
     def capture(self) -> None:
@@ -179,16 +184,37 @@ class PipelineHarness:
         """
         logs = self.root / "logs"
         log_name = f"{dag_id}-{logical_date:%H%M}-{len(list(logs.iterdir())):02d}.log"
+        run_env = {**self.env, **(env or {}), "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)}
+        warm = WarmDagRunner.shared({**os.environ, "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER)})
         return run_dag_test(
             dag_id,
             dags_folder=DAGS_FOLDER,
-            env={**self.env, **(env or {})},
+            env=run_env,
             logical_date=logical_date,
             log_path=logs / log_name,
             cwd=self.root,
-            runner=(sys.executable, str(RUNNER)),
+            runner=warm.runner if warm.serves(run_env) else (sys.executable, str(RUNNER)),
             runner_args=("--kill-extract-of", kill_extract_of) if kill_extract_of else (),
         )
+
+    def run_watermark_dag_twice(
+        self, make_changes: Callable[[], None], env: dict[str, str] | None = None
+    ) -> tuple[DagTestRun, DagTestRun]:
+        """Run the watermark DAG (the first run snapshots), ``make_changes()``, capture them, run it again.
+
+        Both runs must succeed. The window does not depend on the run's data interval: the logical
+        dates are an hour back and 15 minutes apart (one interval of the DAG's schedule).
+        """
+        logical_date = an_hour_ago()
+        runs = []
+        for k, before in enumerate((lambda: None, make_changes)):
+            before()
+            if k:
+                self.capture()
+            run = self.run(logical_date + k * dt.timedelta(minutes=15), dag_id=WATERMARK_DAG, env=env)
+            assert run.state == "success", run.output[-6000:]
+            runs.append(run)
+        return runs[0], runs[1]
 
     def watermarks(self) -> dict[str, str | None]:
         """The watermark LSN of every capture instance (None when not stored)."""
@@ -238,6 +264,16 @@ class PipelineHarness:
     def window_dirs(self, capture_instance: str) -> list[Path]:
         """The window directories written for one capture instance."""
         return sorted(p for p in (self.staging / capture_instance).iterdir() if p.is_dir())
+
+
+def table_list_variable(dag_id: str, tables: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """The environment variable of the Variable ``<dag_id>__tables``: the DAG replicates only ``tables``."""
+    return {f"AIRFLOW_VAR_{dag_id.upper()}__TABLES": json.dumps(list(tables))}
+
+
+def an_hour_ago() -> dt.datetime:
+    """The whole minute an hour back (UTC): a logical date of the watermark DAG whose run is due."""
+    return (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).replace(second=0, microsecond=0)
 
 
 def create_sample_source(harness: PipelineHarness, workload: Any, initial_rows: int) -> Any:

@@ -33,7 +33,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from airflow_deployment import AirflowDeployment, db_time
-from cdc_pipeline_harness import INTERVAL_DAG, MINUTE, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import (
+    INTERVAL_DAG,
+    MINUTE,
+    PipelineHarness,
+    create_sample_source,
+    table_list_variable,
+)
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.window.change_window import watermark_key
@@ -105,7 +111,7 @@ def test_backfill_create_reextracts_identical_windows_and_changes_nothing(
     close_interval = harness.close_interval
 
     # The DAG's table list, for this deployment only: the Variable <dag_id>__tables from the environment.
-    tables = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(REPLICATED)}
+    tables = table_list_variable(INTERVAL_DAG, REPLICATED)
     deployment = AirflowDeployment(harness.root / "airflow", {**harness.env, **tables})
     workload = Workload(seed=SEED)
 

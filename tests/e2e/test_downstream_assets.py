@@ -25,7 +25,13 @@ from pathlib import Path
 
 import pytest
 from airflow_deployment import AirflowDeployment
-from cdc_pipeline_harness import DAGS_FOLDER, INTERVAL_DAG, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import (
+    DAGS_FOLDER,
+    INTERVAL_DAG,
+    PipelineHarness,
+    create_sample_source,
+    table_list_variable,
+)
 
 from airflow_provider_sqlserver_cdc.assets import partition_key
 from sqlserver_cdc_simulator.workload import Workload
@@ -74,7 +80,7 @@ def test_downstream_dag_runs_once_per_interval_with_its_lsn_range_and_snapshot(
     (dags / "producer.py").write_text(PRODUCER)
     env = {
         **harness.env,
-        f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(["dbo_orders"]),
+        **table_list_variable(INTERVAL_DAG, ["dbo_orders"]),
         "OUTPUTS_TEST_END_DATE": start(3).isoformat(),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
     }

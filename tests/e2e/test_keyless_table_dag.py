@@ -8,53 +8,37 @@ update before-images included. Real pieces only (see cdc_pipeline_harness).
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import NAMESPACE, WATERMARK_DAG, PipelineHarness
+from cdc_pipeline_harness import NAMESPACE, WATERMARK_DAG, PipelineHarness, table_list_variable
+
+from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-ONLY_HEAP = {f"AIRFLOW_VAR_{WATERMARK_DAG.upper()}__TABLES": json.dumps(["dbo_heap"])}
-
-
-def execute(conn, *statements: str) -> None:
-    cursor = conn.cursor()
-    for statement in statements:
-        cursor.execute(statement)
-        while cursor.nextset():
-            pass
+ONLY_HEAP = table_list_variable(WATERMARK_DAG, ["dbo_heap"])
 
 
 def test_a_keyless_table_is_replicated_as_a_change_log(
     pipeline_harness: PipelineHarness, airflow_db: Path, request: pytest.FixtureRequest
 ) -> None:
     harness = pipeline_harness
-    conn = harness.create_cdc_database()
-    execute(
-        conn,
+    conn = harness.create_cdc_table(
         "CREATE TABLE dbo.heap (x int NULL, name nvarchar(20) NULL)",  # no primary key, no unique index
         "EXEC sys.sp_cdc_enable_table @source_schema = N'dbo', @source_name = N'heap', @role_name = NULL",
         "INSERT INTO dbo.heap (x, name) VALUES (1, N'a'), (1, N'a'), (2, N'b')",
     )
-    harness.set_capture_job(running=False)
-    harness.capture()
-    logical_date = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).replace(second=0, microsecond=0)
-
-    first = harness.run(logical_date, dag_id=WATERMARK_DAG, env=ONLY_HEAP)
-    assert first.state == "success", first.output[-6000:]
-    execute(
-        conn,
-        "UPDATE dbo.heap SET name = N'c' WHERE x = 1",
-        "DELETE FROM dbo.heap WHERE x = 2",
-        "INSERT INTO dbo.heap (x, name) VALUES (3, N'd')",
+    harness.run_watermark_dag_twice(
+        lambda: execute(
+            conn,
+            "UPDATE dbo.heap SET name = N'c' WHERE x = 1",
+            "DELETE FROM dbo.heap WHERE x = 2",
+            "INSERT INTO dbo.heap (x, name) VALUES (3, N'd')",
+        ),
+        env=ONLY_HEAP,
     )
-    harness.capture()
-    second = harness.run(logical_date + dt.timedelta(minutes=15), dag_id=WATERMARK_DAG, env=ONLY_HEAP)
-    assert second.state == "success", second.output[-6000:]
 
     spark = request.getfixturevalue("spark_reader")
     table = f"{NAMESPACE}.dbo_heap"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import INTERVAL_DAG, PipelineHarness, create_sample_source, table_list_variable
 
 from sqlserver_cdc_simulator.workload import Workload
 
@@ -34,7 +34,7 @@ def test_extract_and_merge_report_their_datasets_and_lsn_ranges(
     conn.close()
     events_path = harness.root / "openlineage.jsonl"
     env = {
-        f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(["dbo_orders"]),
+        **table_list_variable(INTERVAL_DAG, ["dbo_orders"]),
         "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
             {"type": "file", "log_file_path": str(events_path), "append": True}
         ),

@@ -23,14 +23,13 @@ Each time, every replicated table that the run could replicate equals its source
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sqlite3
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness
+from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, table_list_variable
 
 from airflow_provider_sqlserver_cdc.state import Watermark
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
@@ -43,7 +42,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SEED = 20261128
 INITIAL_ROWS = 20
 REPLICATED = ("dbo_customers", "dbo_orders")
-TABLES_VARIABLE = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(REPLICATED)}
+TABLES_VARIABLE = table_list_variable(INTERVAL_DAG, REPLICATED)
 
 
 def table(name: str):

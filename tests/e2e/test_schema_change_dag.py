@@ -13,7 +13,7 @@ import datetime as dt
 import json
 
 import pytest
-from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness
+from cdc_pipeline_harness import INTERVAL_DAG, NAMESPACE, PipelineHarness, table_list_variable
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
@@ -25,7 +25,7 @@ from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as e
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # Only dbo.customers is replicated (the DAG's <dag_id>__tables Variable, from the environment): one merge a run.
-ONLY_CUSTOMERS = {f"AIRFLOW_VAR_{INTERVAL_DAG.upper()}__TABLES": json.dumps(["dbo_customers"])}
+ONLY_CUSTOMERS = table_list_variable(INTERVAL_DAG, ["dbo_customers"])
 CREATE = {**ONLY_CUSTOMERS, "SQLSERVER_CDC_CREATE_CAPTURE_INSTANCE": "true"}
 OPT_IN = {**CREATE, "SQLSERVER_CDC_DISABLE_OLD_CAPTURE_INSTANCE": "true"}
 

@@ -7,12 +7,15 @@ Microsoft's ODBC Driver 18 (the ``odbc_driver`` fixture): the DAG-run processes 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
-from cdc_pipeline_harness import CAPTURE_INSTANCES, WATERMARK_DAG, PipelineHarness, create_sample_source
+from cdc_pipeline_harness import (
+    CAPTURE_INSTANCES,
+    PipelineHarness,
+    create_sample_source,
+)
 
 from airflow_provider_sqlserver_cdc.testing.table_comparison import describe_all
 from sqlserver_cdc_simulator.workload import Workload
@@ -26,19 +29,14 @@ def test_watermark_dag_snapshots_then_follows_the_watermark(
     harness = pipeline_harness
     workload = Workload(seed=99)
     conn = create_sample_source(harness, workload, initial_rows=25)
-    # The window does not depend on the run's data interval: any logical date will do.
-    logical_date = (dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)).replace(second=0, microsecond=0)
+    after_snapshot: dict[str, str | None] = {}
 
-    first = harness.run(logical_date, dag_id=WATERMARK_DAG)
-    assert first.state == "success", first.output[-6000:]
-    after_snapshot = harness.watermarks()
-    assert all(after_snapshot.values()), after_snapshot
+    def workload_after_the_snapshot() -> None:
+        after_snapshot.update(harness.watermarks())
+        assert all(after_snapshot.values()), after_snapshot
+        assert workload.run(conn, 80).transactions > 0
 
-    stats = workload.run(conn, 80)
-    assert stats.transactions > 0
-    harness.capture()
-    second = harness.run(logical_date + dt.timedelta(minutes=15), dag_id=WATERMARK_DAG)
-    assert second.state == "success", second.output[-6000:]
+    harness.run_watermark_dag_twice(workload_after_the_snapshot)
     marks = harness.watermarks()
     for name in CAPTURE_INSTANCES:
         assert marks[name] > after_snapshot[name], name  # same-width hex strings order like LSNs
