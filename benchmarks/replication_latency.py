@@ -48,7 +48,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 DAGS_FOLDER = REPO / "dags"
 WORK = REPO / ".bench" / "replication_latency"
-DAG_ID = "sqlserver_cdc_to_iceberg"
 CONN_ID = "sqlserver_cdc_bench"
 DATABASE = "cdc_bench"
 
@@ -152,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
     from airflow_provider_sqlserver_cdc.testing import airflow_connections, dag_runs
     from airflow_provider_sqlserver_cdc.testing import replication_latency as latency
     from airflow_provider_sqlserver_cdc.testing.continuous_apply_process import ApplyApplication
-    from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
+    from airflow_provider_sqlserver_cdc.testing.example_dag_environment import (
+        example_dag_environment,
+        run_example_interval,
+    )
     from sqlserver_cdc_simulator.connections import mssql_connection_json
     from sqlserver_cdc_simulator.process import SimulatorProcess
     from sqlserver_cdc_simulator.workload.change_generator import Workload
@@ -244,20 +246,12 @@ def main(argv: list[str] | None = None) -> int:
             end = first_end + dt.timedelta(minutes=number)
             while dt.datetime.now(dt.UTC) < end + dt.timedelta(seconds=2):
                 time.sleep(0.5)
-            started = time.monotonic()
-            run = dag_runs.run_dag_test(
-                DAG_ID,
-                dags_folder=DAGS_FOLDER,
-                env=env,
-                logical_date=end,
-                log_path=WORK / "logs" / f"run-{number + 1:02d}.log",
-                timeout=600,
-            )
-            seconds = time.monotonic() - started
-            states.append(run.state or "unknown")
+            log_path = WORK / "logs" / f"run-{number + 1:02d}.log"
+            state, seconds = run_example_interval(DAGS_FOLDER, env, end, log_path=log_path, timeout=600)
+            states.append(state)
             if number:  # the first run is the initial snapshot
                 walls.append(seconds)
-            log(f"run {number + 1}/{args.minutes + 1} ({end:%H:%M}): {run.state} in {seconds:.0f} s")
+            log(f"run {number + 1}/{args.minutes + 1} ({end:%H:%M}): {state} in {seconds:.0f} s")
         writer.join(timeout=120)
         staging = Path(settings.staging_path)
         directories = latency.table_directories(

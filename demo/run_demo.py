@@ -40,14 +40,16 @@ from typing import Any
 
 from airflow_provider_sqlserver_cdc.hooks import odbc_connection
 from airflow_provider_sqlserver_cdc.testing import airflow_connections, dag_runs
-from airflow_provider_sqlserver_cdc.testing.example_dag_environment import example_dag_environment
+from airflow_provider_sqlserver_cdc.testing.example_dag_environment import (
+    example_dag_environment,
+    run_example_interval,
+)
 from sqlserver_cdc_simulator.connections import mssql_connection_json
 from sqlserver_cdc_simulator.process import SimulatorProcess, SimulatorStartError
 
 REPO = Path(__file__).resolve().parent.parent
 DAGS_FOLDER = REPO / "dags"
 DEMO_DIR = REPO / ".demo"
-DAG_ID = "sqlserver_cdc_to_iceberg"
 CONN_ID = "sqlserver_cdc_demo"
 DATABASE = "cdc_sample"
 SERVER_TIME_ZONE = "Asia/Kolkata"  # not UTC on purpose: windows are converted from server local time
@@ -147,23 +149,6 @@ def allow_snapshot_isolation(connection_string: str) -> None:
     finally:
         conn.close()
     log(f"allowed snapshot isolation in {DATABASE} (the initial snapshot reads under it)")
-
-
-def run_interval(env: dict[str, str], interval_end: dt.datetime, number: int) -> tuple[str, float]:
-    """Run the DAG for the minute ending at ``interval_end`` in its own process; return (state, seconds)."""
-    started = time.monotonic()
-    run = dag_runs.run_dag_test(
-        DAG_ID,
-        dags_folder=DAGS_FOLDER,
-        env=env,
-        logical_date=interval_end,
-        log_path=DEMO_DIR / "logs" / f"run-{number:02d}-{interval_end:%H%M}.log",
-        timeout=480,
-    )
-    state = run.state or "unknown"
-    if run.returncode != 0 and run.state is None:
-        state = f"crashed (exit {run.returncode})"
-    return state, time.monotonic() - started
 
 
 def windows_summary(staging: Path, capture_instance: str) -> dict[str, int]:
@@ -440,7 +425,13 @@ def main(argv: list[str] | None = None) -> int:
             log(
                 f"run {number + 1}/{args.intervals + 1}: interval {end - dt.timedelta(minutes=1):%H:%M}-{end:%H:%M} UTC ({what})"
             )
-            state, seconds = run_interval(env, end, number + 1)
+            state, seconds = run_example_interval(
+                DAGS_FOLDER,
+                env,
+                end,
+                log_path=DEMO_DIR / "logs" / f"run-{number + 1:02d}-{end:%H%M}.log",
+                timeout=480,
+            )
             states.append(state)
             windows = [m for m in window_manifests(Path(settings.staging_path)) if m not in seen]
             seen.update(windows)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
+from airflow_provider_sqlserver_cdc.testing.dag_runs import run_dag_test
 from airflow_provider_sqlserver_cdc.testing.local_iceberg import iceberg_runtime_jar
+
+#: The example DAG that dags/sqlserver_cdc_config.yaml configures (dags/sqlserver_cdc_example.py).
+EXAMPLE_DAG_ID = "sqlserver_cdc_to_iceberg"
 
 
 def example_dag_environment(
@@ -42,3 +49,38 @@ def example_dag_environment(
         "SQLSERVER_CDC_RETRY_DELAY_SECONDS": f"{retry_delay_seconds:g}",
         "SQLSERVER_CDC_SHUFFLE_PARTITIONS": str(shuffle_partitions),
     }
+
+
+def run_example_interval(
+    dags_folder: Path,
+    env: Mapping[str, str],
+    interval_end: dt.datetime,
+    *,
+    log_path: Path,
+    timeout: float,
+) -> tuple[str, float]:
+    """
+    Run the example DAG for the interval ending at ``interval_end`` in its own ``dag.test()`` process.
+
+    Returns the run's state (``crashed (exit N)`` when the process died before reporting one) and
+    its wall time in seconds, what the demo and the latency benchmark hold against the interval.
+
+    :param dags_folder: the folder of the example DAG.
+    :param env: the process's environment (:func:`example_dag_environment` and an Airflow home).
+    :param interval_end: the end of the run's data interval (its logical date).
+    :param log_path: the file the run's output streams into.
+    :param timeout: seconds before the process is killed.
+    """
+    started = time.monotonic()
+    run = run_dag_test(
+        EXAMPLE_DAG_ID,
+        dags_folder=dags_folder,
+        env=env,
+        logical_date=interval_end,
+        log_path=log_path,
+        timeout=timeout,
+    )
+    state = run.state or "unknown"
+    if run.returncode != 0 and run.state is None:
+        state = f"crashed (exit {run.returncode})"
+    return state, time.monotonic() - started
