@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from airflow.exceptions import AirflowException
 from airflow.sdk.exceptions import TaskDeferred
+from manifest_columns import int_key_column
 
 from airflow_provider_sqlserver_cdc.operators.continuous_apply import WaitForAppliedWindowsOperator
 from airflow_provider_sqlserver_cdc.spark.continuous.published_state import (
@@ -49,18 +50,7 @@ def empty_window(
         "mode": "interval",
         "row_filter_option": "all update old",
         "key_columns": ["id"],
-        "columns": [
-            {
-                "name": "id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
+        "columns": [int_key_column("id")],
         "files": [],
         "row_count": 0,
         "operation_counts": {"delete": 0, "insert": 0, "update_before": 0, "update_after": 0},

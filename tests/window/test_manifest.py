@@ -9,6 +9,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 import pytest
+from manifest_columns import int_key_column
 
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import read_manifest, write_manifest
@@ -34,18 +35,7 @@ def manifest(**over: Any) -> WindowManifest:
         mode="interval",
         row_filter_option="all update old",
         key_columns=["order_id"],
-        columns=[
-            {
-                "name": "order_id",
-                "ordinal": 1,
-                "sql_type": "int",
-                "max_length": 4,
-                "precision": 10,
-                "scale": 0,
-                "nullable": False,
-                "arrow_type": "int32",
-            }
-        ],
+        columns=[int_key_column("order_id")],
         files=[ManifestFile("part-00000.parquet", 3, 100)],
         row_count=3,
         operation_counts={"delete": 1, "insert": 2, "update_before": 0, "update_after": 0},
