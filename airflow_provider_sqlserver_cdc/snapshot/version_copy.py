@@ -23,7 +23,7 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
 from airflow_provider_sqlserver_cdc.extraction.column_changes import columns_before, record_columns
 from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.change_reader import changes_schema
-from airflow_provider_sqlserver_cdc.hooks.change_tracking import ChangeTrackingNotEnabledError, version_lsn
+from airflow_provider_sqlserver_cdc.hooks.change_tracking import database_not_tracked_error, version_lsn
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
@@ -71,9 +71,8 @@ def snapshot_tracked_table(
         read_at = hook.read_in_transaction(conn, tsql.SERVER_NOW)
         version = hook.read_in_transaction(conn, tsql.CT_CURRENT_VERSION)
         if version is None:
-            raise ChangeTrackingNotEnabledError(
-                f"{instance.source}: CHANGE_TRACKING_CURRENT_VERSION() is NULL: change tracking is off for the "
-                "database"
+            raise database_not_tracked_error(
+                f"{hook.server}, database {hook.database} (table {instance.source})"
             )
         position = version_lsn(int(version))
         window_dir = f"{base_path}/{instance.name}/{Lsn.zero().hex}_{position.hex}"
