@@ -79,7 +79,8 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "Microsoft SQL Server CDC",
                 "python-modules": [
-                    "airflow_provider_sqlserver_cdc.operators.source_task",
+                    "airflow_provider_sqlserver_cdc.source_task",
+                    "airflow_provider_sqlserver_cdc.operators.source_reads",
                     "airflow_provider_sqlserver_cdc.operators.spark_job",
                     "airflow_provider_sqlserver_cdc.operators.target_tables",
                     "airflow_provider_sqlserver_cdc.operators.postgres_target",

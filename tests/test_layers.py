@@ -37,9 +37,10 @@ FLOORS = {
     "snapshot": 7,
     "merge_outputs": 7,
     "task_defaults": 8,
-    "operators": 9,
-    "sensors": 9,
-    "pipeline": 10,
+    "source_task": 9,
+    "operators": 10,
+    "sensors": 10,
+    "pipeline": 11,
 }
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.hooks.change_tracking_source import ChangeTrackingSourceMixin
-from airflow_provider_sqlserver_cdc.operators.source_task import LoadPlanOperator
+from airflow_provider_sqlserver_cdc.operators.source_reads import LoadPlanOperator
 from airflow_provider_sqlserver_cdc.operators.window_task import ChangeWindowTaskOperator, WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT
 

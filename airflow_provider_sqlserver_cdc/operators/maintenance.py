@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
+from airflow_provider_sqlserver_cdc.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.spark import MAINTENANCE_JOB_PATH
 from airflow_provider_sqlserver_cdc.spark.maintenance.arguments import (
     DEFAULT_ORPHAN_AGE_HOURS,

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
-from airflow_provider_sqlserver_cdc.operators.source_task import ConsistentReadOperator
+from airflow_provider_sqlserver_cdc.operators.source_reads import ConsistentReadOperator
 from airflow_provider_sqlserver_cdc.operators.spark_job import SparkJobOperator
 from airflow_provider_sqlserver_cdc.operators.target_tables import TargetTablesOperator
 from airflow_provider_sqlserver_cdc.reconcile import (

@@ -19,7 +19,7 @@ from airflow_provider_sqlserver_cdc.hooks.retention_headroom import (
     read_headroom,
 )
 from airflow_provider_sqlserver_cdc.metrics import emit_headroom
-from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
+from airflow_provider_sqlserver_cdc.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_HEADROOM_CRITICAL_MINUTES,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
-from airflow_provider_sqlserver_cdc.operators.source_task import ConsistentReadOperator, LoadPlanOperator
+from airflow_provider_sqlserver_cdc.operators.source_reads import ConsistentReadOperator, LoadPlanOperator
 from airflow_provider_sqlserver_cdc.operators.window_task import WindowTaskOperator
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import plan_loads, split_loads
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS, snapshot_windows

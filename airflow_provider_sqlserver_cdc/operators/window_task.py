@@ -11,9 +11,9 @@ from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZ
 from airflow_provider_sqlserver_cdc.lineage_inputs import report_source_inputs
 from airflow_provider_sqlserver_cdc.metrics import WINDOW_SECONDS, timing
 from airflow_provider_sqlserver_cdc.operators.failure_record import record_failure
-from airflow_provider_sqlserver_cdc.operators.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.shared_storage import check_task_paths
+from airflow_provider_sqlserver_cdc.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import DEFAULT_WINDOW_MODE
 
 if TYPE_CHECKING:

@@ -45,22 +45,21 @@ def main() -> int:
                 )
                 return 2
             info = infos[0]
+            # The run and its id carry the interval as the timetable gave it.
+            interval = {
+                "run_after": info.run_after,
+                "data_interval": info.data_interval,
+                "partition_key": info.partition_key,
+            }
             run = dag.create_dagrun(
-                run_id=dag.timetable.generate_run_id(
-                    run_type=DagRunType.SCHEDULED,
-                    run_after=info.run_after,
-                    data_interval=info.data_interval,
-                    partition_key=info.partition_key,
-                ),
+                run_id=dag.timetable.generate_run_id(run_type=DagRunType.SCHEDULED, **interval),
                 logical_date=info.logical_date,
-                data_interval=info.data_interval,
-                run_after=info.run_after,
+                partition_date=info.partition_date,
                 run_type=DagRunType.SCHEDULED,
                 triggered_by=DagRunTriggeredByType.TIMETABLE,
                 state=DagRunState.QUEUED,
                 session=session,
-                partition_key=info.partition_key,
-                partition_date=info.partition_date,
+                **interval,
             )
             run_ids.append(run.run_id)
     for run_id in run_ids:

@@ -1,19 +1,16 @@
-"""The bases of the operators that read the source: its connection arguments, the consistent read, the load plan."""
+"""The bases of the operators that read the source's tables: the consistent read, the load plan."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
-from airflow_provider_sqlserver_cdc.hooks.source_hook import SourceHookMixin
 from airflow_provider_sqlserver_cdc.operators.argument_checks import check_one_of
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT, resnapshot_requests
+from airflow_provider_sqlserver_cdc.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
-    DEFAULT_SQLSERVER_CDC_CONN_ID,
 )
 
 if TYPE_CHECKING:
@@ -21,30 +18,6 @@ if TYPE_CHECKING:
 
 #: Seconds a consistent read waits for the shared table lock that fixes its point.
 DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
-
-
-class SourceTaskOperator(SourceHookMixin, BaseOperator):
-    """
-    An operator that reads the source: the connection arguments, and the hook it opens when it runs.
-
-    :param sqlserver_cdc_conn_id: Airflow connection (type ``sqlserver_cdc`` or ``mssql``) of the source.
-    :param database: source database; defaults to the connection's schema.
-    :param server_time_zone: IANA zone of the server when it observes daylight-saving time.
-    """
-
-    def __init__(
-        self,
-        *,
-        sqlserver_cdc_conn_id: str = DEFAULT_SQLSERVER_CDC_CONN_ID,
-        database: str | None = None,
-        server_time_zone: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        # SourceWindowSensor (sensors/, the same floor: neither may import the other) and the hook take these too.
-        self.sqlserver_cdc_conn_id = sqlserver_cdc_conn_id
-        self.database = database
-        self.server_time_zone = server_time_zone
 
 
 class ConsistentReadOperator(SourceTaskOperator):
