@@ -16,7 +16,9 @@ SOURCE = {"sqlserver_cdc_conn_id": "cdc_src", "database": "shop", "server_time_z
 
 
 def _dag() -> DAG:
-    return DAG("source_task_defaults", schedule=None, start_date=pendulum.datetime(2026, 1, 1), default_args=SOURCE)
+    return DAG(
+        "source_task_defaults", schedule=None, start_date=pendulum.datetime(2026, 1, 1), default_args=SOURCE
+    )
 
 
 @pytest.mark.parametrize(
