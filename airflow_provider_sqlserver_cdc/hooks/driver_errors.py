@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_provider_sqlserver_cdc.errors import (
     CdcNotEnabledError,
@@ -72,6 +73,20 @@ class ErrorContext:
     login: str | None
     driver: str
     password: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def of_connection(
+        cls, connection: Any, *, server: str, database: str | None, driver: str
+    ) -> ErrorContext:
+        """
+        The context of an Airflow connection: its id and login, and its password to scrub.
+
+        :param connection: the Airflow connection (``conn_id``, ``login``, ``password``).
+        :param server: ``host:port`` as the hook resolved it.
+        :param database: the database the hook uses.
+        :param driver: the ODBC driver the hook uses.
+        """
+        return cls(server, database, connection.conn_id, connection.login, driver, connection.password)
 
 
 def translate_driver_error(

@@ -186,14 +186,8 @@ class SqlServerCdcHook(BaseHook):
 
     def _translate(self, err: Exception, doing: str, capture_instance: str | None = None) -> Exception:
         """Turn a driver error into the provider's error with an actionable message."""
-        conn = self.connection
-        context = ErrorContext(
-            server=self.server,
-            database=self.database,
-            conn_id=self.sqlserver_cdc_conn_id,
-            login=conn.login,
-            driver=self.odbc_driver,
-            password=conn.password,
+        context = ErrorContext.of_connection(
+            self.connection, server=self.server, database=self.database, driver=self.odbc_driver
         )
         return translate_driver_error(err, doing, context, capture_instance)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyodbc
 import pytest
+from airflow.sdk import Connection
 
 from airflow_provider_sqlserver_cdc.errors import (
     CdcNotEnabledError,
@@ -21,14 +22,8 @@ from airflow_provider_sqlserver_cdc.hooks.driver_errors import (
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 SECRET = "s3cr;et}pw"
-CONTEXT = ErrorContext(
-    server="db.example:14330",
-    database="shop",
-    conn_id="cdc_src",
-    login="cdc_reader",
-    driver="FreeTDS",
-    password=SECRET,
-)
+CONNECTION = Connection(conn_id="cdc_src", conn_type="sqlserver_cdc", login="cdc_reader", password=SECRET)
+CONTEXT = ErrorContext.of_connection(CONNECTION, server="db.example:14330", database="shop", driver="FreeTDS")
 
 
 @pytest.mark.parametrize(
