@@ -93,6 +93,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, work: Path, host: str, port: int) -> None:
+    from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.snapshot.range_copy import write_repair_window
     from airflow_provider_sqlserver_cdc.snapshot.reconcile import compare_at_consistent_point
@@ -112,7 +113,9 @@ def run(args: argparse.Namespace, work: Path, host: str, port: int) -> None:
         merge_run(spark, parse_args(["--manifest", uri, "--namespace", f"{CATALOG}.cdc"]))
 
     started = time.monotonic()
-    copy = snapshot_capture_instance(hook, instance, base_uri=staging, database=DATABASE, chunk_rows=250_000)
+    copy = snapshot_capture_instance(
+        hook, instance, output=WindowOutput(staging, DATABASE), chunk_rows=250_000
+    )
     seconds["full copy: snapshot"] = time.monotonic() - started
     started = time.monotonic()
     merge(copy.extract.manifest_uri)

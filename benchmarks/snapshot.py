@@ -56,6 +56,7 @@ def child(
     """Run one reader in this (fresh) process; report CPU time of the read and peak RSS."""
     import pyodbc
 
+    from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
     from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 
@@ -73,9 +74,7 @@ def child(
             result = snapshot_capture_instance(
                 hook,
                 instance,
-                base_uri=out_dir,
-                database=DATABASE,
-                batch_size=batch_size,
+                output=WindowOutput(out_dir, DATABASE, batch_size=batch_size),
                 chunk_rows=chunk_rows,
             )
             rows = result.manifest.row_count

@@ -25,16 +25,15 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import (
     finish_window,
 )
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import load_switches
+from airflow_provider_sqlserver_cdc.extraction.window_output import OUTPUT_FIELDS, WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
     ConsistentSnapshot,
     SnapshotPoint,
 )
-from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_converter, column_descriptions
 from airflow_provider_sqlserver_cdc.parquet.window_writer import (
-    DEFAULT_MAX_FILE_BYTES,
     ParquetWindowWriter,
     resolve_filesystem,
 )
@@ -57,10 +56,7 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
 )
 
 if TYPE_CHECKING:
-    import logging
-
     from airflow_provider_sqlserver_cdc.capture_instance import CapturedColumn, CaptureInstance
-    from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, TableMasking
     from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 
 DEFAULT_CHUNK_ROWS = 500_000
@@ -225,17 +221,15 @@ def _resume(
     progress: SnapshotProgress,
     point: SnapshotPoint,
     schema: pa.Schema,
-    max_file_bytes: int,
-    masking: TableMasking | None = None,
+    output: WindowOutput,
+    instance: CaptureInstance,
 ) -> tuple[SnapshotProgress, ParquetWindowWriter]:
     """Continue an unfinished snapshot: drop what the failed chunk left, append to its part files."""
     if not progress.finished:
         progress.read_lsns.append(point.lsn.hex)
     window_dir = f"{instance_dir}/{progress.window_dir}"
     _remove_strays(filesystem, window_dir, {f.path for f in progress.files})
-    writer = ParquetWindowWriter(
-        filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=masking
-    )
+    writer = output.writer(filesystem, window_dir, schema, instance)
     writer.files = list(progress.files)
     return progress, writer
 
@@ -296,40 +290,26 @@ def snapshot_capture_instance(
     hook: SqlServerCdcHook,
     instance: CaptureInstance,
     *,
-    base_uri: str,
-    database: str,
+    output: WindowOutput,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     resume: bool = True,
-    dag_id: str | None = None,
-    run_id: str | None = None,
-    log: logging.Logger | None = None,
     on_chunk: Callable[[SnapshotProgress], None] | None = None,
-    masking: ColumnMasking | None = None,
     **read_options: Any,
 ) -> SnapshotResult:
     """
     Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
 
-    Memory is bounded by ``batch_size`` rows; the table is read in chunks of ``chunk_rows``
+    Memory is bounded by ``output.batch_size`` rows; the table is read in chunks of ``chunk_rows``
     rows in key order, each recorded in the progress file once its part files are closed.
 
     :param hook: the source hook.
     :param instance: the capture instance with columns and key columns loaded.
-    :param base_uri: local path or filesystem URI of the windows' base directory.
-    :param database: the source database name (for the manifest).
+    :param output: where the window goes and how it is written (base URI, database, batch and file size
+        (files roll at every chunk end too), run ids, masking, log). A table whose key is hashed is
+        copied in one chunk: a chunk's last key would be kept in clear in the progress file.
     :param chunk_rows: rows per key-range chunk (the unit of resumption).
-    :param batch_size: rows per record batch.
-    :param max_file_bytes: roll to a new Parquet file at this size (also at every chunk end).
     :param resume: continue an unfinished snapshot of this capture instance when still valid.
-    :param dag_id: recorded in the manifest.
-    :param run_id: recorded in the manifest.
-    :param log: where progress goes.
     :param on_chunk: called after each chunk is recorded (progress reporting; tests interleave writes here).
-    :param masking: the column masking rules; the table's are applied before Parquet is written. A table
-        whose key is hashed is copied in one chunk: a chunk's last key would be kept in clear in the
-        progress file.
     :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
         (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
     """
@@ -340,10 +320,11 @@ def snapshot_capture_instance(
     if not instance.columns:
         raise ValueError(f"Capture instance {instance.name!r} was loaded without its columns")
     started = time.monotonic()
-    filesystem, base_path = resolve_filesystem(base_uri)
+    log = output.log
+    filesystem, base_path = resolve_filesystem(output.base_uri)
     instance_dir = f"{base_path}/{instance.name}"
-    source = source_description(hook.server, database, instance)
-    table_masking = instance_masking(masking, instance)
+    source = source_description(hook.server, output.database, instance)
+    table_masking = instance_masking(output.masking, instance)
     columns = column_descriptions(instance)
     if table_masking is not None:
         columns = table_masking.manifest_columns(columns)
@@ -378,9 +359,7 @@ def snapshot_capture_instance(
         reader = snapshot.reader
         assert point is not None and reader is not None
         if previous is not None and problem is None:
-            progress, writer = _resume(
-                filesystem, instance_dir, previous, point, schema, max_file_bytes, table_masking
-            )
+            progress, writer = _resume(filesystem, instance_dir, previous, point, schema, output, instance)
             resumed_chunks = len(progress.chunks)
             if log is not None:
                 log.info(
@@ -415,9 +394,7 @@ def snapshot_capture_instance(
                 started_at=datetime.now(UTC).isoformat(),
             )
             window_dir = f"{instance_dir}/{progress.window_dir}"
-            writer = ParquetWindowWriter(
-                filesystem, window_dir, schema, max_file_bytes=max_file_bytes, masking=table_masking
-            ).open()
+            writer = output.writer(filesystem, window_dir, schema, instance).open()
             write_progress(filesystem, instance_dir, progress)
             resumed_chunks = 0
         if log is not None:
@@ -451,7 +428,9 @@ def snapshot_capture_instance(
                 params += tsql.keyset_parameters(last_key)
             files_before = len(writer.files)
             try:
-                rows_in_chunk, last_row = _read_chunk(reader, sql, params, writer, to_batch, batch_size)
+                rows_in_chunk, last_row = _read_chunk(
+                    reader, sql, params, writer, to_batch, output.batch_size
+                )
             except pyodbc.Error as err:
                 raise snapshot.translate_error(err, f"reading chunk {len(progress.chunks) + 1}") from None
             writer.close()
@@ -477,10 +456,12 @@ def snapshot_capture_instance(
                     progress.rows / max(time.monotonic() - started, 1e-9),
                 )
 
-    manifest = snapshot_manifest(progress, key_columns=instance.key_columns, dag_id=dag_id, run_id=run_id)
+    manifest = snapshot_manifest(
+        progress, key_columns=instance.key_columns, dag_id=output.dag_id, run_id=output.run_id
+    )
     manifest.masking = table_masking.to_manifest() if table_masking else None
     extract = finish_window(
-        filesystem, writer.window_dir, manifest, base_uri=base_uri, started=started, log=log
+        filesystem, writer.window_dir, manifest, base_uri=output.base_uri, started=started, log=log
     )
     remove_progress(filesystem, instance_dir)
     return SnapshotResult(
@@ -511,14 +492,16 @@ def snapshot_windows(
     :param copy_options: further arguments of :func:`snapshot_capture_instance` (chunk_rows, method, ...).
     """
     database = hook.source_database()
+    output = WindowOutput(base_uri, database, **{k: v for k, v in copy_options.items() if k in OUTPUT_FIELDS})
+    table_options = {k: v for k, v in copy_options.items() if k not in OUTPUT_FIELDS}
     switches, _ = load_switches(
         hook, names, lambda stream: watermark_key(conn_id, database, stream), require_keys=require_keys
     )
     # A switched table is copied with its newest instance's columns, filed under its stream's name.
     instances = [replace(s.newest, name=s.stream) for s in switches]
     return [
-        snapshot_capture_instance(
-            hook, instance, base_uri=base_uri, database=database, **copy_options
-        ).change_window(watermark_key(conn_id, database, instance.name))
+        snapshot_capture_instance(hook, instance, output=output, **table_options).change_window(
+            watermark_key(conn_id, database, instance.name)
+        )
         for instance in instances
     ]

@@ -8,14 +8,19 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow.fs as pafs
 import pyodbc
+import pytest
 from snapshot_replay import ReplayTarget, read_window
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.snapshot.progress import SnapshotProgress, read_progress
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.testing.airflow_connections import connection_variable
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
@@ -92,11 +97,36 @@ def replay(snapshot_dir: Path, window_dirs: list[Path]) -> dict:
 def fresh_copy(hook, instance, base: Path, database: str) -> dict:
     """A copy taken with no writer running: the source's current rows as the snapshot reads them."""
     result = snapshot_capture_instance(
-        hook, instance, base_uri=str(base), database=database, chunk_rows=10_000
+        hook, instance, output=WindowOutput(str(base), database), chunk_rows=10_000
     )
     manifest, rows = read_window(result.extract.window_uri)
     keys = manifest["key_columns"]
     return {tuple(r[k] for k in keys): {k: v for k, v in r.items() if not k.startswith("__$")} for r in rows}
+
+
+def interrupted_snapshot(
+    hook,
+    instance,
+    base: Path,
+    database: str,
+    *,
+    chunk_rows: int,
+    after_chunks: int = 1,
+    each_chunk: Callable[[SnapshotProgress], None] | None = None,
+) -> SnapshotProgress | None:
+    """Run a snapshot that fails after ``after_chunks`` chunks (a lost worker); return its progress file."""
+
+    def on_chunk(progress: SnapshotProgress) -> None:
+        if each_chunk is not None:
+            each_chunk(progress)
+        if len(progress.chunks) == after_chunks:
+            raise RuntimeError("worker lost")
+
+    with pytest.raises(RuntimeError, match="worker lost"):
+        snapshot_capture_instance(
+            hook, instance, output=WindowOutput(str(base), database), chunk_rows=chunk_rows, on_chunk=on_chunk
+        )
+    return read_progress(pafs.LocalFileSystem(), str(base / instance.name))
 
 
 class StopWriter(Exception):

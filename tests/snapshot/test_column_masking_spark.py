@@ -20,6 +20,7 @@ from snapshot_source import SourceDb
 
 from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
@@ -108,7 +109,7 @@ def test_masked_columns_never_reach_staging_and_hashed_keys_still_merge(source: 
 
     # the snapshot: a hashed key copies in one chunk (a chunk's last key would be kept in clear)
     snap = snapshot_capture_instance(
-        hook, instance, base_uri=str(staging), database=source.name, chunk_rows=5, masking=masking
+        hook, instance, output=WindowOutput(str(staging), source.name, masking=masking), chunk_rows=5
     )
     assert len(snap.progress.chunks) == 1 and snap.extract.manifest.row_count == 12
     manifest = json.loads(Path(snap.extract.manifest_uri).read_text())

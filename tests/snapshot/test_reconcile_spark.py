@@ -15,6 +15,7 @@ import textwrap
 import pytest
 from snapshot_source import seed, windows_after
 
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.range_copy import write_repair_window
 from airflow_provider_sqlserver_cdc.snapshot.reconcile import (
@@ -78,7 +79,7 @@ def test_compare_finds_the_corrupted_keys_and_repair_recopies_one_range(source, 
     marks = {}
     manifests = []
     for name, instance in instances.items():
-        copy = snapshot_capture_instance(hook, instance, base_uri=str(staging), database=source.name)
+        copy = snapshot_capture_instance(hook, instance, output=WindowOutput(str(staging), source.name))
         manifests.append(copy.extract.manifest_uri)
         marks[name] = Lsn.from_hex(copy.progress.snapshot_lsn)
     merge(spark, manifests)
@@ -218,7 +219,7 @@ def test_operator_compares_and_repairs_through_spark_submit_in_dag_test(
     hook = source.hook()
     orders = hook.get_capture_instance("dbo_orders")
     staging = tmp_path / "staging"
-    copy = snapshot_capture_instance(hook, orders, base_uri=str(staging), database=source.name)
+    copy = snapshot_capture_instance(hook, orders, output=WindowOutput(str(staging), source.name))
     namespace = f"{CATALOG}.dagtest"  # a table of its own: the other test's dbo_orders holds other LSNs
     merge(spark, [copy.extract.manifest_uri], namespace)
     table = target_table_name(orders, namespace)

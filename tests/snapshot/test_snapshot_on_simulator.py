@@ -12,7 +12,6 @@ import threading
 import time
 from pathlib import Path
 
-import pyarrow.fs as pafs
 import pytest
 from snapshot_replay import read_window
 from snapshot_source import (
@@ -20,35 +19,24 @@ from snapshot_source import (
     SourceDb,
     fresh_copy,
     history_until,
+    interrupted_snapshot,
     replay,
     seed,
     snapshot_rows,
     windows_after,
 )
 
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotIsolationNotAllowedError,
     SnapshotLockTimeoutError,
 )
 from airflow_provider_sqlserver_cdc.lsn import Lsn
-from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME, read_progress
+from airflow_provider_sqlserver_cdc.snapshot.progress import PROGRESS_NAME
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 
 # Every test runs with FreeTDS and with Microsoft's ODBC Driver 18 (the driver production users run).
 pytestmark = pytest.mark.usefixtures("odbc_driver")
-
-
-def interrupted_snapshot(hook, instance, base: Path, database: str, *, chunk_rows: int):
-    """Run a snapshot that fails after its first chunk (a lost worker); return its progress file."""
-
-    def fail(progress):
-        raise RuntimeError("worker lost")
-
-    with pytest.raises(RuntimeError):
-        snapshot_capture_instance(
-            hook, instance, base_uri=str(base), database=database, chunk_rows=chunk_rows, on_chunk=fail
-        )
-    return read_progress(pafs.LocalFileSystem(), str(base / instance.name))
 
 
 def test_snapshot_and_later_windows_equal_the_source_while_a_writer_runs(source, tmp_path):
@@ -64,10 +52,8 @@ def test_snapshot_and_later_windows_equal_the_source_while_a_writer_runs(source,
             results[instance.name] = snapshot_capture_instance(
                 hook,
                 instance,
-                base_uri=str(tmp_path / "staging"),
-                database=database,
+                output=WindowOutput(str(tmp_path / "staging"), database, batch_size=10),
                 chunk_rows=25,
-                batch_size=10,
                 on_chunk=lambda progress: writer.wait_for_commits(2),
             )
         writer.wait_for_commits(3)
@@ -114,7 +100,7 @@ def test_the_table_lock_waits_for_an_open_writer_and_the_snapshot_includes_its_c
 
     def take():
         outcome["result"] = snapshot_capture_instance(
-            hook, instance, base_uri=str(tmp_path), database=source.name, lock_timeout_s=20
+            hook, instance, output=WindowOutput(str(tmp_path), source.name), lock_timeout_s=20
         )
 
     thread = threading.Thread(target=take)
@@ -143,7 +129,7 @@ def test_a_writer_open_longer_than_lock_timeout_fails_the_snapshot_cleanly(sourc
     try:
         with pytest.raises(SnapshotLockTimeoutError, match=r"dbo\.orders.*0\.5 s"):
             snapshot_capture_instance(
-                hook, instance, base_uri=str(tmp_path), database=source.name, lock_timeout_s=0.5
+                hook, instance, output=WindowOutput(str(tmp_path), source.name), lock_timeout_s=0.5
             )
     finally:
         writer.rollback()
@@ -168,12 +154,11 @@ def test_without_snapshot_isolation_the_error_says_what_to_do_or_the_table_lock_
         hook = db.hook()
         instance = hook.get_capture_instance("dbo_orders")
         with pytest.raises(SnapshotIsolationNotAllowedError, match="ALLOW_SNAPSHOT_ISOLATION ON"):
-            snapshot_capture_instance(hook, instance, base_uri=str(tmp_path), database=db.name)
+            snapshot_capture_instance(hook, instance, output=WindowOutput(str(tmp_path), db.name))
         result = snapshot_capture_instance(
             hook,
             instance,
-            base_uri=str(tmp_path),
-            database=db.name,
+            output=WindowOutput(str(tmp_path), db.name),
             allow_table_lock_fallback=True,
             chunk_rows=7,
         )
@@ -189,15 +174,7 @@ def test_a_failed_snapshot_resumes_with_the_same_lsn_and_still_ends_equal_to_the
     instance = hook.get_capture_instance("dbo_order_lines")
     base = tmp_path / "staging"
 
-    def fail_after_three(progress):
-        if len(progress.chunks) == 3:
-            raise RuntimeError("worker lost")
-
-    with pytest.raises(RuntimeError, match="worker lost"):
-        snapshot_capture_instance(
-            hook, instance, base_uri=str(base), database=source.name, chunk_rows=20, on_chunk=fail_after_three
-        )
-    progress = read_progress(pafs.LocalFileSystem(), str(base / instance.name))
+    progress = interrupted_snapshot(hook, instance, base, source.name, chunk_rows=20, after_chunks=3)
     assert progress is not None and len(progress.chunks) == 3 and not progress.finished
     first_lsn = progress.snapshot_lsn
     # the table changes between the failure and the retry, in read and unread key ranges
@@ -205,7 +182,7 @@ def test_a_failed_snapshot_resumes_with_the_same_lsn_and_still_ends_equal_to_the
     workload.run(conn, transactions=40)
     conn.close()
     result = snapshot_capture_instance(
-        hook, instance, base_uri=str(base), database=source.name, chunk_rows=20
+        hook, instance, output=WindowOutput(str(base), source.name), chunk_rows=20
     )
     assert result.resumed_chunks == 3
     assert result.progress.snapshot_lsn == first_lsn
@@ -237,7 +214,7 @@ def test_a_failed_snapshot_starts_over_when_cleanup_removed_changes_after_its_ls
     )
     assert hook.get_min_lsn("dbo_orders") > Lsn.from_hex(old.snapshot_lsn)
     result = snapshot_capture_instance(
-        hook, instance, base_uri=str(base), database=source.name, chunk_rows=20
+        hook, instance, output=WindowOutput(str(base), source.name), chunk_rows=20
     )
     assert result.resumed_chunks == 0
     assert Lsn.from_hex(result.progress.snapshot_lsn) > Lsn.from_hex(old.snapshot_lsn)
@@ -262,7 +239,7 @@ def test_a_login_without_view_server_state_gets_a_permission_error_naming_the_gr
     )
     with pytest.raises(SnapshotPermissionError, match="GRANT VIEW SERVER STATE"):
         snapshot_capture_instance(
-            SqlServerCdcHook("snap_reader"), instance, base_uri=str(tmp_path), database=source.name
+            SqlServerCdcHook("snap_reader"), instance, output=WindowOutput(str(tmp_path), source.name)
         )
 
 
@@ -303,7 +280,7 @@ def test_keyset_chunks_over_text_datetime2_and_guid_keys_read_every_row_once(sou
     hook = source.hook()
     instance = hook.get_capture_instance("dbo_odd_keys")
     chunked = snapshot_capture_instance(
-        hook, instance, base_uri=str(tmp_path / "a"), database=source.name, chunk_rows=7, batch_size=3
+        hook, instance, output=WindowOutput(str(tmp_path / "a"), source.name, batch_size=3), chunk_rows=7
     )
     assert chunked.chunks_read >= 9
     _, chunked_rows = read_window(chunked.extract.window_uri)
@@ -311,7 +288,7 @@ def test_keyset_chunks_over_text_datetime2_and_guid_keys_read_every_row_once(sou
     assert len(keys) == len(set(keys)) == len(rows)
     assert sorted(r["payload"] for r in chunked_rows) == list(range(60))
     whole = snapshot_capture_instance(
-        hook, instance, base_uri=str(tmp_path / "b"), database=source.name, chunk_rows=1000
+        hook, instance, output=WindowOutput(str(tmp_path / "b"), source.name), chunk_rows=1000
     )
     _, whole_rows = read_window(whole.extract.window_uri)
     assert [r["payload"] for r in chunked_rows] == [r["payload"] for r in whole_rows], (
@@ -329,7 +306,7 @@ def test_a_captured_column_dropped_from_the_table_gives_an_actionable_error(sour
     instance = hook.get_capture_instance("dbo_orders")
     assert "discount" in [c.name for c in instance.columns]  # CDC keeps the column in the instance
     with pytest.raises(SnapshotError, match=r"discount.*new capture instance|new capture instance") as caught:
-        snapshot_capture_instance(hook, instance, base_uri=str(tmp_path), database=source.name)
+        snapshot_capture_instance(hook, instance, output=WindowOutput(str(tmp_path), source.name))
     assert "dbo.orders" in str(caught.value) and "sys.sp_cdc_enable_table" in str(caught.value)
 
 
@@ -340,7 +317,9 @@ def test_resume_false_discards_the_unfinished_snapshot(source, tmp_path):
     base = tmp_path / "staging"
     old = interrupted_snapshot(hook, instance, base, source.name, chunk_rows=10)
     assert (base / instance.name / old.window_dir / "part-00000.parquet").is_file()
-    result = snapshot_capture_instance(hook, instance, base_uri=str(base), database=source.name, resume=False)
+    result = snapshot_capture_instance(
+        hook, instance, output=WindowOutput(str(base), source.name), resume=False
+    )
     assert result.resumed_chunks == 0 and result.progress.snapshot_lsn != old.snapshot_lsn
     assert not (base / instance.name / old.window_dir).exists()
     assert sorted(p.name for p in (base / instance.name).iterdir()) == [result.progress.window_dir]
@@ -370,8 +349,7 @@ def test_the_table_lock_method_makes_writers_wait_for_the_whole_copy(source, tmp
     result = snapshot_capture_instance(
         hook,
         instance,
-        base_uri=str(tmp_path),
-        database=source.name,
+        output=WindowOutput(str(tmp_path), source.name),
         method="table_lock",
         chunk_rows=10,
         on_chunk=try_to_write,
@@ -387,7 +365,7 @@ def test_an_empty_table_gives_an_empty_snapshot_window(source, tmp_path):
     hook = source.hook()
     instance = hook.get_capture_instance("dbo_orders")
     result = snapshot_capture_instance(
-        hook, instance, base_uri=str(tmp_path), database=source.name, chunk_rows=10
+        hook, instance, output=WindowOutput(str(tmp_path), source.name), chunk_rows=10
     )
     manifest, rows = read_window(result.extract.window_uri)
     assert rows == [] and manifest["files"] == [] and manifest["row_count"] == 0

@@ -8,8 +8,9 @@ the other tables alone.
 from __future__ import annotations
 
 import pytest
-from snapshot_source import ConcurrentWriter, seed, windows_after
+from snapshot_source import ConcurrentWriter, interrupted_snapshot, seed, windows_after
 
+from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
@@ -50,28 +51,22 @@ def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark,
     with ConcurrentWriter(source, workload) as writer:
         writer.wait_for_commits(2)
 
-        def fail_after_two(progress):
-            writer.wait_for_commits(2)
-            if len(progress.chunks) == 2:
-                raise RuntimeError("worker lost")
-
         # dbo.order_lines: a snapshot that fails after two chunks and is resumed (same LSN, later reads)
         lines = next(i for i in instances if i.name == "dbo_order_lines")
-        with pytest.raises(RuntimeError, match="worker lost"):
-            snapshot_capture_instance(
-                hook,
-                lines,
-                base_uri=str(staging),
-                database=source.name,
-                chunk_rows=30,
-                on_chunk=fail_after_two,
-            )
+        interrupted_snapshot(
+            hook,
+            lines,
+            staging,
+            source.name,
+            chunk_rows=30,
+            after_chunks=2,
+            each_chunk=lambda progress: writer.wait_for_commits(2),
+        )
         for instance in instances:
             snapshots[instance.name] = snapshot_capture_instance(
                 hook,
                 instance,
-                base_uri=str(staging),
-                database=source.name,
+                output=WindowOutput(str(staging), source.name),
                 chunk_rows=30,
                 on_chunk=lambda progress: writer.wait_for_commits(2),
             )
@@ -99,7 +94,7 @@ def test_snapshots_and_windows_merged_with_spark_equal_the_source(source, spark,
     source.capture()
     orders = next(i for i in instances if i.name == "dbo_orders")
     again = snapshot_capture_instance(
-        hook, orders, base_uri=str(staging), database=source.name, chunk_rows=30
+        hook, orders, output=WindowOutput(str(staging), source.name), chunk_rows=30
     )
     source.capture()
     later = [again.extract.manifest_uri]
