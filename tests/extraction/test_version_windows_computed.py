@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import pytest
 from change_tracking_source import tracked_database, window_rows
 
 from airflow_provider_sqlserver_cdc.extraction.version_windows import VersionWindow, extract_version_window
@@ -26,12 +25,8 @@ TABLES = (
 )
 
 
-@pytest.fixture
-def source(sqlserver_simulator, monkeypatch):
-    return tracked_database(sqlserver_simulator, monkeypatch, CONN, "ctcalc", TABLES)
-
-
-def test_change_tracking_windows_carry_computed_values(source, tmp_path):
+def test_change_tracking_windows_carry_computed_values(sqlserver_simulator, monkeypatch, tmp_path):
+    source = tracked_database(sqlserver_simulator, monkeypatch, CONN, "ctcalc", TABLES)
     hook = ChangeTrackingHook(CONN)
     [snap] = snapshot_tracked_tables(hook, ["dbo.lines"], conn_id=CONN, base_uri=str(tmp_path))
     assert {r["id"]: (r["total"], r["total_kept"]) for r in window_rows(snap.window_uri)} == {
