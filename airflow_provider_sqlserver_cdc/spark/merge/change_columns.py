@@ -1,4 +1,4 @@
-"""The change columns: what a window's Parquet files carry and what the merge adds to a target table."""
+"""The change columns: what a window's Parquet files carry and what the merge adds to a target table of each mode."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ SEQVAL = "_cdc_seqval"
 OPERATION = "_cdc_operation"
 COMMIT_TIME = "_cdc_commit_time"
 DELETED = "_cdc_deleted"
+VALID_FROM = "_valid_from"
+VALID_TO = "_valid_to"
+IS_CURRENT = "_is_current"
 #: The columns the merge adds to a target table: name, Spark SQL type, nullable.
 TARGET_META_COLUMNS = (
     (START_LSN, "BINARY", False),
@@ -17,6 +20,12 @@ TARGET_META_COLUMNS = (
     (OPERATION, "INT", False),
     (COMMIT_TIME, "TIMESTAMP", True),
     (DELETED, "BOOLEAN", False),
+)
+#: The columns a history table has beyond a current-state table's (``table_modes.meta_columns``).
+HISTORY_COLUMNS = (
+    (VALID_FROM, "TIMESTAMP", True),
+    (VALID_TO, "TIMESTAMP", True),
+    (IS_CURRENT, "BOOLEAN", False),
 )
 #: A change's position in the log: the newest position per key wins (``window.net_effect``).
 POSITION_COLUMNS = (START_LSN, SEQVAL, OPERATION)

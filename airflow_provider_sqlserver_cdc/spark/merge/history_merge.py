@@ -26,19 +26,16 @@ from typing import TYPE_CHECKING
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     COMMIT_TIME,
     DELETED,
+    IS_CURRENT,
     OPERATION,
     POSITION_COLUMNS,
     SEQVAL,
     START_LSN,
-)
-from airflow_provider_sqlserver_cdc.spark.merge.statements import KeyCondition, quote, quote_table
-from airflow_provider_sqlserver_cdc.spark.merge.table_modes import (
-    HISTORY,
-    IS_CURRENT,
     VALID_FROM,
     VALID_TO,
-    meta_columns,
 )
+from airflow_provider_sqlserver_cdc.spark.merge.statements import KeyCondition, quote, quote_table
+from airflow_provider_sqlserver_cdc.spark.merge.table_modes import HISTORY, meta_columns
 from airflow_provider_sqlserver_cdc.window.net_effect import (
     DELETE,
     DELETING_OPERATIONS,

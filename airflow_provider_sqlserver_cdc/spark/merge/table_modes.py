@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_sqlserver_cdc.spark.merge.change_columns import (
     DELETED,
+    HISTORY_COLUMNS,
     POSITION_COLUMNS,
     TARGET_META_COLUMNS,
 )
@@ -36,17 +37,6 @@ KEYLESS_CHOICES = (CHANGELOG, "refuse")
 DEFAULT_KEYLESS = CHANGELOG
 #: The table property that records a table's mode when the job creates it.
 TABLE_MODE_PROPERTY = "sqlserver-cdc.table-mode"
-
-# Declared as change_columns declares the change columns (names, then name/type/nullable): alike in form only.
-VALID_FROM = "_valid_from"
-VALID_TO = "_valid_to"
-IS_CURRENT = "_is_current"
-#: The columns a history table has beyond a current-state table's: name, Spark SQL type, nullable.
-HISTORY_COLUMNS = (
-    (VALID_FROM, "TIMESTAMP", True),
-    (VALID_TO, "TIMESTAMP", True),
-    (IS_CURRENT, "BOOLEAN", False),
-)
 
 
 def meta_columns(mode: str) -> tuple[tuple[str, str, bool], ...]:
