@@ -160,7 +160,7 @@ class PipelineHarness:
         """Run ``transactions`` random transactions one second into interval ``k`` (some key updates or deletes)."""
         self.set_server_time(self.interval_start(k) + dt.timedelta(seconds=1))
         stats = workload.run(conn, transactions)
-        assert stats.transactions > 0 and stats.key_updates + stats.deletes > 0, stats
+        assert stats.transactions > 0 and stats.rows["key_update"] + stats.rows["delete"] > 0, stats
 
     def close_interval(self, k: int, *, capture: bool = True) -> None:
         """Move the clock one second past interval ``k``; with ``capture``, the capture job reads it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from sqlserver_cdc_simulator.workload.statements import (
 )
 
 #: The statement kinds the workload draws: :class:`WorkloadMix` weighs them, :class:`WorkloadStats`
-#: counts the row changes of each (field ``kind + "s"``).
+#: counts the row changes of each.
 STATEMENT_KINDS = ("insert", "update", "key_update", "unique_key_update", "delete")
 
 # What rolling back a transaction puts back: (the model rows, a key, the row it held before or None).
@@ -35,16 +36,9 @@ class WorkloadStats:
     transactions: int = 0
     #: transactions rolled back (their statements are not counted).
     rolled_back: int = 0
-    #: rows inserted.
-    inserts: int = 0
-    #: rows whose non-key columns were updated.
-    updates: int = 0
-    #: rows whose primary key was updated (one row change each).
-    key_updates: int = 0
-    #: rows whose unique secondary key was updated.
-    unique_key_updates: int = 0
-    #: rows deleted.
-    deletes: int = 0
+    #: row changes per statement kind (:data:`STATEMENT_KINDS`): rows inserted, rows whose non-key
+    #: columns, primary key or unique secondary key were updated (one row change each), rows deleted.
+    rows: Counter[str] = dataclasses.field(default_factory=Counter)
     #: statements drawn in committed transactions (an insert whose keys were all taken, or a key
     #: update to a taken key, is drawn but not sent).
     statements: int = 0
@@ -54,7 +48,7 @@ class WorkloadStats:
     @property
     def row_changes(self) -> int:
         """Committed row changes (a key update counts once)."""
-        return sum(getattr(self, f"{kind}s") for kind in STATEMENT_KINDS)
+        return sum(self.rows.values())
 
     def add(self, other: WorkloadStats) -> None:
         """
@@ -66,8 +60,6 @@ class WorkloadStats:
             setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
 
-# Its fields parallel WorkloadStats' on purpose (a weight here, a count there, per statement kind): both are
-# public, passed and read by keyword (issue 34 item 6).
 @dataclasses.dataclass(frozen=True)
 class WorkloadMix:
     """
@@ -271,11 +263,11 @@ class Workload:
             if kind == "unique_key_update" and not table.unique:
                 kind = "update"
             if kind == "insert":
-                local.inserts += self._insert(cursor, table, rows, undo)
+                local.rows[kind] += self._insert(cursor, table, rows, undo)
             elif kind == "delete":
-                local.deletes += self._delete(cursor, table, rows, undo)
+                local.rows[kind] += self._delete(cursor, table, rows, undo)
             else:
-                self._update(cursor, table, rows, kind, local, undo)
+                local.rows[kind] += self._update(cursor, table, rows, kind, undo)
             local.statements += 1
         if rng.random() < mix.rollback_ratio:
             conn.rollback()
@@ -314,9 +306,7 @@ class Workload:
         undo.append((rows, key, rows.discard(key)))
         return 1
 
-    def _update(
-        self, cursor: Any, table: SampleTable, rows: KeyedRows, kind: str, stats: WorkloadStats, undo: _Undo
-    ) -> None:
+    def _update(self, cursor: Any, table: SampleTable, rows: KeyedRows, kind: str, undo: _Undo) -> int:
         rng = self._rng
         key = rows.choice(rng)
         old = rows.get(key)
@@ -324,15 +314,12 @@ class Workload:
             candidates = table.data_columns
             changed = rng.sample(candidates, rng.randint(1, min(3, len(candidates))))
             values = {c.name: c.generate(rng) for c in changed}  # type: ignore[misc]
-            stats.updates += 1
         elif kind == "key_update":
             values = self._new_key(table)
             if table.key_of(values) in rows:
-                return
-            stats.key_updates += 1
+                return 0
         else:
             values = {table.unique: self._new_unique(table)}  # type: ignore[dict-item]
-            stats.unique_key_updates += 1
         cursor.execute(*update_statement(table, key, values))
         row = {**old, **values}
         new_key = table.key_of(row)
@@ -341,3 +328,4 @@ class Workload:
         rows.put(new_key, row)
         if new_key != key:
             undo.append((rows, new_key, None))
+        return 1

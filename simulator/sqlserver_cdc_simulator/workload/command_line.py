@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from sqlserver_cdc_simulator.workload.change_generator import Workload
+from sqlserver_cdc_simulator.workload.change_generator import STATEMENT_KINDS, Workload
 from sqlserver_cdc_simulator.workload.sample_database import SampleDatabase
 from sqlserver_cdc_simulator.workload.sample_tables import SAMPLE_TABLES
 
@@ -82,9 +82,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         stats = workload.run(conn, args.transactions, duration=args.duration, rate=args.rate)
         print(
             f"{stats.transactions} transactions committed ({stats.rolled_back} rolled back), "
-            f"{stats.row_changes} row changes: {stats.inserts} inserts, {stats.updates} updates, "
-            f"{stats.key_updates} key updates, {stats.unique_key_updates} unique-key updates, "
-            f"{stats.deletes} deletes in {stats.seconds:.1f} s",
+            f"{stats.row_changes} row changes: "
+            + ", ".join(f"{stats.rows[kind]} {kind.replace('_', ' ')}s" for kind in STATEMENT_KINDS)
+            + f" in {stats.seconds:.1f} s",
             flush=True,
         )
     conn.close()

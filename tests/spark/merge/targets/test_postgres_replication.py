@@ -85,7 +85,9 @@ def test_random_workload_replicated_out_of_order_and_replayed_equals_the_source(
             )
             return run_job(spark, settings)
 
-        assert totals.key_updates and totals.deletes and totals.unique_key_updates, totals
+        assert totals.rows["key_update"] and totals.rows["delete"] and totals.rows["unique_key_update"], (
+            totals
+        )
         merge(windows[0], windows[1], windows[3])  # interval 2 missing: merged later, out of order
         with postgres_server.connect(target_db) as pg:
             pg.execute("CREATE UNIQUE INDEX customers_email ON cdc.dbo_customers (email)")
