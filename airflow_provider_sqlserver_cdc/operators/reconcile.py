@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
@@ -56,8 +56,6 @@ class CdcReconcileOperator(ConsistentReadOperator, TargetTablesOperator, SparkJo
     :param max_reported_keys: differing keys in the log and XCom at most.
     :param fail_on_difference: fail the task when differences remain (after a repair: when it could not
         repair them all in this run).
-    :param spark_conn_id: the Spark connection of spark-submit (as ``conn_id``).
-    :param spark_conf: Spark settings (the Iceberg runtime and the target catalog), as for the merge (as ``conf``).
     :param batch_size: source rows per batch read.
 
     Takes the arguments of :class:`SparkJobOperator` too (spark-submit's settings, ``jars``,
@@ -92,15 +90,9 @@ class CdcReconcileOperator(ConsistentReadOperator, TargetTablesOperator, SparkJo
         detail_leaves: int = DEFAULT_DETAIL_LEAVES,
         max_reported_keys: int = DEFAULT_MAX_REPORTED_KEYS,
         fail_on_difference: bool = False,
-        spark_conn_id: str | None = None,
-        spark_conf: Mapping[str, Any] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         **kwargs: Any,
     ) -> None:
-        if spark_conn_id is not None:
-            kwargs["conn_id"] = spark_conn_id
-        if spark_conf is not None:
-            kwargs["conf"] = dict(spark_conf)
         super().__init__(**kwargs)
         if self.namespace is None and target_table is None:
             raise ValueError(f"{self.task_id}: pass namespace (with table_name_template) or target_table")

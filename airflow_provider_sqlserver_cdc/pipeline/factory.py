@@ -342,9 +342,7 @@ def batch_merge_task(settings: ReplicationSettings, extract_task_ids: list[str])
         concurrent_tables=settings.merge.concurrent_tables,
         merge_strategy=settings.merge.merge_strategy,
         table_modes=dict(settings.merge.target.table_modes),
-        conn_id=settings.spark.conn_id,
-        jars=settings.spark.jars,
-        conf=dict(settings.spark.conf),
+        **settings.spark.operator_arguments(),
         execution_timeout=_minutes(settings.merge.execution_timeout_minutes),
         # Once every window task is done, on the windows that exist: a failed extract[i] leaves the others'.
         # (all_done_min_one_success would skip the merge whenever a path had nothing to do.)
@@ -536,9 +534,7 @@ def add_maintenance_tasks(settings: ReplicationSettings, *, after: Any) -> dict[
         orphan_age_hours=maintenance.orphan_age_hours,
         tombstone_margin_hours=maintenance.tombstone_margin_hours,
         capture_instances=list(settings.tables),
-        conn_id=settings.spark.conn_id,
-        jars=settings.spark.jars,
-        conf=dict(settings.spark.conf),
+        **settings.spark.operator_arguments(),
         execution_timeout=_minutes(maintenance.execution_timeout_minutes),
         **settings.source.operator_arguments(),
     )
@@ -579,9 +575,7 @@ def add_reconcile_tasks(
         max_reported_keys=reconcile.max_reported_keys,
         fail_on_difference=reconcile.fail_on_difference,
         allow_table_lock_fallback=settings.snapshot.allow_table_lock_fallback,
-        spark_conn_id=settings.spark.conn_id,
-        jars=settings.spark.jars,
-        spark_conf=dict(settings.spark.conf),
+        **settings.spark.operator_arguments(),
         execution_timeout=_minutes(reconcile.execution_timeout_minutes),
         **settings.source.operator_arguments(),
     ).expand(capture_instance=capture_instances)

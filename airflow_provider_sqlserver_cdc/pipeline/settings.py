@@ -410,7 +410,7 @@ class MergeSettings(Section):
 @dataclass(frozen=True)
 class SparkSettings(Section):
     """
-    spark-submit of the merge job.
+    spark-submit of the Spark jobs (merge, maintenance, reconcile, continuous apply).
 
     :param conn_id: Airflow connection of type ``spark``.
     :param jars: comma-separated jars (the Iceberg runtime); None when the cluster provides them.
@@ -422,6 +422,10 @@ class SparkSettings(Section):
     conn_id: str = operator_default(SparkSubmitOperator, "conn_id")
     jars: str | None = operator_default(SparkSubmitOperator, "jars")
     conf: Mapping[str, str] = field(default_factory=dict)
+
+    def operator_arguments(self) -> dict[str, Any]:
+        """spark-submit's arguments of every Spark task (merge, maintenance, reconcile, continuous apply)."""
+        return {"conn_id": self.conn_id, "jars": self.jars, "conf": dict(self.conf)}
 
 
 @dataclass(frozen=True)

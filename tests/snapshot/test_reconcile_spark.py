@@ -198,9 +198,9 @@ with DAG("sqlserver_cdc_reconcile_test", schedule=None, start_date=dt.datetime(2
         repair=True,
         leaf_rows={leaf_rows},
         sqlserver_cdc_conn_id={conn_id!r},
-        spark_conn_id="spark_default",
+        conn_id="spark_default",
         jars={jar!r},
-        spark_conf={conf!r},
+        conf={conf!r},
     )
 
     @task
