@@ -9,6 +9,14 @@ batch size, a chunk, a retention) is stated there and only named here.
 
 from __future__ import annotations
 
+from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+    DEFAULT_CREATE_CAPTURE_INSTANCE,
+    DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
+)
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
+    DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
+    DEFAULT_LOCK_TIMEOUT_SECONDS,
+)
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE, SqlServerCdcHook
 from airflow_provider_sqlserver_cdc.parquet.window_writer import DEFAULT_MAX_FILE_BYTES
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import DEFAULT_CHUNK_ROWS
@@ -32,7 +40,9 @@ from airflow_provider_sqlserver_cdc.spark.merge.scale_options import (
     DEFAULT_PARTITION_BUCKETS,
 )
 from airflow_provider_sqlserver_cdc.tsql import DEFAULT_ROW_FILTER_OPTION
+from airflow_provider_sqlserver_cdc.window.contiguity import DEFAULT_ON_GAP
 from airflow_provider_sqlserver_cdc.window.manifest import DEFAULT_WINDOW_MODE
+from airflow_provider_sqlserver_cdc.window.schema_drift import DEFAULT_ON_SCHEMA_CHANGE
 
 __all__ = [
     "DEFAULT_ALLOW_TABLE_LOCK_FALLBACK",
@@ -45,6 +55,7 @@ __all__ = [
     "DEFAULT_DELETE_MODE",
     "DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE",
     "DEFAULT_JDBC_CONNECTIONS",
+    "DEFAULT_LOCK_TIMEOUT_SECONDS",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MERGE_MODE",
     "DEFAULT_MERGE_STRATEGY",
@@ -68,15 +79,11 @@ __all__ = [
 # The source connection of every task that reads SQL Server.
 DEFAULT_SQLSERVER_CDC_CONN_ID: str = SqlServerCdcHook.default_conn_name
 
-# CdcExtractOperator (DEFAULT_ROW_FILTER_OPTION, keeping update before-images, is stated in tsql.py; the
-# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/manifest.py)
-DEFAULT_ON_GAP = "heal"  # window.contiguity.ON_GAP
-DEFAULT_ON_SCHEMA_CHANGE = "fail"  # window.schema_drift.ON_SCHEMA_CHANGE
-DEFAULT_CREATE_CAPTURE_INSTANCE = False
-DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE = False
-
-# CdcSnapshotOperator
-DEFAULT_ALLOW_TABLE_LOCK_FALLBACK = False
+# CdcExtractOperator: DEFAULT_ROW_FILTER_OPTION (keeping update before-images) is stated in tsql.py; the
+# window mode of the sensor, the extract, the Change Tracking tasks and the pipeline in window/manifest.py;
+# on_gap in window/contiguity.py, on_schema_change in window/schema_drift.py, the capture-instance switch's
+# opt-ins in extraction/instance_switch.py (imported above).
+# CdcSnapshotOperator and CdcReconcileOperator: the consistent read's, in hooks/consistent_point.py.
 
 # CdcSparkMergeOperator: the merge job's defaults, stated in spark/merge/arguments.py (imported above).
 

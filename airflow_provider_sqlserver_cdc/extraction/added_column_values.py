@@ -38,7 +38,7 @@ from airflow_provider_sqlserver_cdc.extraction.column_changes import (
     record_columns,
 )
 from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
@@ -159,7 +159,10 @@ def _reread(
     sql = tsql.ct_rows_with_values_query(carried.source_schema, carried.source_table, carried.columns, added)
     rows = 0
     writer = output.writer(filesystem, f"{stream_dir}/{name}", schema, carried)
-    with writer, ConsistentSnapshot(hook, carried, allow_table_lock_fallback=True) as snapshot:
+    with (
+        writer,
+        ConsistentSnapshot(hook, carried, ConsistentRead(allow_table_lock_fallback=True)) as snapshot,
+    ):
         point = snapshot.point
         assert point is not None and snapshot.reader is not None
         cursor = snapshot.reader.cursor()

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from airflow_provider_sqlserver_cdc import tsql
 from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError
 from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.lsn import Lsn
 from airflow_provider_sqlserver_cdc.parquet.manifest_store import write_manifest
 from airflow_provider_sqlserver_cdc.parquet.masked_columns import instance_masking
@@ -275,7 +275,7 @@ def backfill_blind_spot(
         )
     by_name = {c.name.lower(): c for c in new.columns}
     key_columns = [by_name[k.lower()] for k in key_names]
-    with ConsistentSnapshot(hook, new, allow_table_lock_fallback=True) as snapshot:
+    with ConsistentSnapshot(hook, new, ConsistentRead(allow_table_lock_fallback=True)) as snapshot:
         point = snapshot.point
         assert point is not None
         found, missing = read_rows_by_key(snapshot, new, key_columns, keys)

@@ -21,6 +21,8 @@ from airflow_provider_sqlserver_cdc.extraction.added_column_values import reread
 from airflow_provider_sqlserver_cdc.extraction.blind_spot import backfill_blind_spot, blind_spot
 from airflow_provider_sqlserver_cdc.extraction.ddl_split import window_pieces
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import (
+    DEFAULT_CREATE_CAPTURE_INSTANCE,
+    DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
     disable_completed_old,
     follow_schema,
     load_switches,
@@ -38,6 +40,7 @@ from airflow_provider_sqlserver_cdc.parquet.window_writer import (
 from airflow_provider_sqlserver_cdc.state import read_watermarks
 from airflow_provider_sqlserver_cdc.window.change_window import ChangeWindow, SnapshotDetails, watermark_key
 from airflow_provider_sqlserver_cdc.window.contiguity import (
+    DEFAULT_ON_GAP,
     ON_GAP,
     AppliedPosition,
     UnappliedChanges,
@@ -56,7 +59,11 @@ from airflow_provider_sqlserver_cdc.window.manifest import (
     zero_operation_counts,
 )
 from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone, plan_windows
-from airflow_provider_sqlserver_cdc.window.schema_drift import ON_SCHEMA_CHANGE, DdlEvent
+from airflow_provider_sqlserver_cdc.window.schema_drift import (
+    DEFAULT_ON_SCHEMA_CHANGE,
+    ON_SCHEMA_CHANGE,
+    DdlEvent,
+)
 
 if TYPE_CHECKING:
     import logging
@@ -271,10 +278,10 @@ def extract_windows(
     data_interval_end: datetime | None = None,
     row_filter_option: str = tsql.DEFAULT_ROW_FILTER_OPTION,
     require_keys: bool = True,
-    on_gap: str = "heal",
-    on_schema_change: str = "fail",
-    create_capture_instance: bool = False,
-    disable_old_capture_instance: bool = False,
+    on_gap: str = DEFAULT_ON_GAP,
+    on_schema_change: str = DEFAULT_ON_SCHEMA_CHANGE,
+    create_capture_instance: bool = DEFAULT_CREATE_CAPTURE_INSTANCE,
+    disable_old_capture_instance: bool = DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE,
     log: logging.Logger | None = None,
     **extract_options: Any,
 ) -> list[ChangeWindow]:

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 #: The most capture instances SQL Server allows on one table (sys.sp_cdc_enable_table, error 22926).
 MAX_INSTANCES_PER_TABLE = 2
 LINEAGE_SUFFIX = "__source_table"
+#: The extract creates no capture instance and disables none unless told to (both need db_owner).
+DEFAULT_CREATE_CAPTURE_INSTANCE = False
+DEFAULT_DISABLE_OLD_CAPTURE_INSTANCE = False
 
 
 class CaptureInstanceLimitError(SchemaChangeError):

@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 SNAPSHOT_ISOLATION = "snapshot_isolation"
 TABLE_LOCK = "table_lock"
 METHODS = (SNAPSHOT_ISOLATION, TABLE_LOCK)
+#: Seconds a consistent read waits for the shared table lock that fixes its point.
+DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
+#: Whether a read falls back to ``table_lock`` when the database does not allow snapshot isolation.
+DEFAULT_ALLOW_TABLE_LOCK_FALLBACK = False
 SNAPSHOT_ISOLATION_ON = 1
 
 _LOCK_TIMEOUT = 1222
@@ -94,6 +98,27 @@ class SnapshotPoint:
         return self.server_time.astimezone(UTC)
 
 
+@dataclass(frozen=True)
+class ConsistentRead:
+    """
+    How a consistent read fixes its point (the snapshot, the reconcile's compare and repair).
+
+    :param method: ``snapshot_isolation`` (default; needs ALLOW_SNAPSHOT_ISOLATION ON) or ``table_lock``
+        (writers of the table wait for the whole read).
+    :param lock_timeout_s: how long to wait for the shared table lock.
+    :param allow_table_lock_fallback: use ``table_lock`` when the database does not allow
+        snapshot isolation, instead of failing.
+    """
+
+    method: str = SNAPSHOT_ISOLATION
+    lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_SECONDS
+    allow_table_lock_fallback: bool = DEFAULT_ALLOW_TABLE_LOCK_FALLBACK
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+
+
 class ConsistentSnapshot:
     """
     Open a read transaction whose view of one table is consistent at a known LSN (context manager).
@@ -104,28 +129,18 @@ class ConsistentSnapshot:
 
     :param hook: the source hook (its connection factory is used; two connections).
     :param instance: the capture instance whose source table is read.
-    :param method: ``snapshot_isolation`` (default) or ``table_lock``.
-    :param lock_timeout_s: how long to wait for the shared table lock.
-    :param allow_table_lock_fallback: use ``table_lock`` when the database does not allow
-        snapshot isolation, instead of failing.
+    :param read: how the point is fixed (default: snapshot isolation, no fallback).
     """
 
     def __init__(
-        self,
-        hook: SqlServerCdcHook,
-        instance: CaptureInstance,
-        *,
-        method: str = SNAPSHOT_ISOLATION,
-        lock_timeout_s: float = 30.0,
-        allow_table_lock_fallback: bool = False,
+        self, hook: SqlServerCdcHook, instance: CaptureInstance, read: ConsistentRead | None = None
     ) -> None:
-        if method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        read = read or ConsistentRead()
         self.hook = hook
         self.instance = instance
-        self.method = method
-        self.lock_timeout_ms = max(0, round(lock_timeout_s * 1000))
-        self.allow_table_lock_fallback = allow_table_lock_fallback
+        self.method = read.method
+        self.lock_timeout_ms = max(0, round(read.lock_timeout_s * 1000))
+        self.allow_table_lock_fallback = read.allow_table_lock_fallback
         self.reader: pyodbc.Connection | None = None
         self.point: SnapshotPoint | None = None
         self.lock_held_s: float | None = None

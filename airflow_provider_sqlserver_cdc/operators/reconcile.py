@@ -180,7 +180,7 @@ class CdcReconcileOperator(ConsistentReadOperator, TargetTablesOperator, SparkJo
             instance = hook.get_capture_instance(self.capture_instance)
             database = hook.source_database()
             table = self.target_table or self.target_table_for(instance, database)
-            options = {"batch_size": self.batch_size, "log": self.log, **self.consistent_read_options()}
+            options = {"batch_size": self.batch_size, "log": self.log, "read": self.consistent_read()}
             comparison = compare_at_consistent_point(
                 hook,
                 instance,

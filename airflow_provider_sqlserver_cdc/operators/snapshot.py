@@ -53,7 +53,7 @@ class CdcSnapshotOperator(ConsistentReadOperator, WindowTaskOperator):
             snapshot_windows,
             chunk_rows=self.chunk_rows,
             resume=self.resume,
-            **self.consistent_read_options(),
+            read=self.consistent_read(),
         )
 
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import METHODS, SNAPSHOT_ISOLATION, ConsistentRead
 from airflow_provider_sqlserver_cdc.operators.argument_checks import check_one_of
 from airflow_provider_sqlserver_cdc.snapshot.load_plan import EXTRACT, SNAPSHOT, resnapshot_requests
 from airflow_provider_sqlserver_cdc.source_task import SourceTaskOperator
 from airflow_provider_sqlserver_cdc.task_defaults import (
     DEFAULT_ALLOW_TABLE_LOCK_FALLBACK,
+    DEFAULT_LOCK_TIMEOUT_SECONDS,
 )
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
-
-#: Seconds a consistent read waits for the shared table lock that fixes its point.
-DEFAULT_LOCK_TIMEOUT_SECONDS = 30.0
 
 
 class ConsistentReadOperator(SourceTaskOperator):
@@ -45,13 +43,9 @@ class ConsistentReadOperator(SourceTaskOperator):
         self.allow_table_lock_fallback = allow_table_lock_fallback
         self.lock_timeout = lock_timeout
 
-    def consistent_read_options(self) -> dict[str, Any]:
-        """The keyword arguments of the library's consistent reads (``snapshot_windows``, ``compare_at_consistent_point``)."""
-        return {
-            "method": self.method,
-            "lock_timeout_s": self.lock_timeout,
-            "allow_table_lock_fallback": self.allow_table_lock_fallback,
-        }
+    def consistent_read(self) -> ConsistentRead:
+        """How the library's consistent reads (``snapshot_windows``, ``compare_at_consistent_point``) fix their point."""
+        return ConsistentRead(self.method, self.lock_timeout, self.allow_table_lock_fallback)
 
 
 class LoadPlanOperator(SourceTaskOperator):

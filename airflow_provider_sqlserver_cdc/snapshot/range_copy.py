@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import finish_window
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import RowTyper, read_key_range
 from airflow_provider_sqlserver_cdc.hooks.sqlserver_cdc import DEFAULT_BATCH_SIZE
 from airflow_provider_sqlserver_cdc.parquet.type_mapping import column_descriptions
@@ -105,7 +105,7 @@ def write_repair_window(
     run_id: str | None = None,
     log: logging.Logger | None = None,
     on_read: Callable[[Lsn], None] | None = None,
-    **read_options: Any,
+    read: ConsistentRead | None = None,
 ) -> RepairWindow | None:
     """
     Read the differing leaves of ``comparison`` at a new consistent LSN and write what differs as a repair window.
@@ -119,8 +119,7 @@ def write_repair_window(
     :param staging_uri: the windows' staging base (local path or filesystem URI).
     :param database: the source database (for the manifest).
     :param on_read: called with S2 once the source ranges are read (tests write to the source here).
-    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
-        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
+    :param read: how the consistent read fixes its point (default: snapshot isolation).
     """
     started = time.monotonic()
     runs = leaf_runs(comparison.detailed_leaves)
@@ -132,7 +131,7 @@ def write_repair_window(
     upserts: list[tuple[Any, ...]] = []
     deletes: list[tuple[Any, ...]] = []
     rows_read = 0
-    with ConsistentSnapshot(hook, instance, **read_options) as snapshot:
+    with ConsistentSnapshot(hook, instance, read) as snapshot:
         assert snapshot.point is not None and snapshot.reader is not None
         point = snapshot.point
         for first, last in runs:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import (
     read_key_range,
     summarise_source,
@@ -157,7 +157,7 @@ def compare_at_consistent_point(
     detail_leaves: int = DEFAULT_DETAIL_LEAVES,
     batch_size: int = DEFAULT_BATCH_SIZE,
     log: logging.Logger | None = None,
-    **read_options: Any,
+    read: ConsistentRead | None = None,
 ) -> Comparison:
     """
     Compare ``instance``'s source table with the target ``table`` at one consistent LSN; change nothing.
@@ -170,10 +170,9 @@ def compare_at_consistent_point(
     :param detail_leaves: differing leaves compared key by key at most (the rest is counted).
     :param batch_size: rows fetched at a time.
     :param log: where progress goes.
-    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
-        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
+    :param read: how the consistent read fixes its point (default: snapshot isolation).
     """
-    with ConsistentSnapshot(hook, instance, **read_options) as snapshot:
+    with ConsistentSnapshot(hook, instance, read) as snapshot:
         assert snapshot.point is not None and snapshot.reader is not None
         lsn = snapshot.point.lsn
         source = summarise_source(snapshot.reader, instance, leaf_rows=leaf_rows, batch_size=batch_size)

@@ -27,6 +27,7 @@ from airflow_provider_sqlserver_cdc.extraction.cdc_windows import (
 from airflow_provider_sqlserver_cdc.extraction.instance_switch import load_switches
 from airflow_provider_sqlserver_cdc.extraction.window_output import OUTPUT_FIELDS, WindowOutput
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
+    ConsistentRead,
     ConsistentSnapshot,
     SnapshotPoint,
 )
@@ -294,7 +295,7 @@ def snapshot_capture_instance(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     resume: bool = True,
     on_chunk: Callable[[SnapshotProgress], None] | None = None,
-    **read_options: Any,
+    read: ConsistentRead | None = None,
 ) -> SnapshotResult:
     """
     Copy the source table of ``instance`` into ``{base_uri}/{ci}/{0x0…0}_{snapshot_lsn}/`` and write its manifest.
@@ -310,8 +311,7 @@ def snapshot_capture_instance(
     :param chunk_rows: rows per key-range chunk (the unit of resumption).
     :param resume: continue an unfinished snapshot of this capture instance when still valid.
     :param on_chunk: called after each chunk is recorded (progress reporting; tests interleave writes here).
-    :param read_options: how the consistent read is taken: the arguments of ``ConsistentSnapshot``
-        (``method``, ``lock_timeout_s``, ``allow_table_lock_fallback``).
+    :param read: how the consistent read fixes its point (default: snapshot isolation).
     """
     import pyodbc
 
@@ -353,7 +353,7 @@ def snapshot_capture_instance(
             instance_dir=instance_dir,
         )
 
-    snapshot = ConsistentSnapshot(hook, instance, **read_options)
+    snapshot = ConsistentSnapshot(hook, instance, read)
     with snapshot:
         point = snapshot.point
         reader = snapshot.reader

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.window.planning import LsnWindow, ServerTimeZone
 
 ON_GAP = ("heal", "fail")
+#: What an extract does about changes between the watermark and its window unless told otherwise.
+DEFAULT_ON_GAP = "heal"
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def guard_window(
     applied: AppliedPosition | None,
     tz: ServerTimeZone,
     *,
-    on_gap: str = "heal",
+    on_gap: str = DEFAULT_ON_GAP,
     remedy: Callable[[UnappliedChanges], str] | None = None,
 ) -> GuardedWindow:
     """

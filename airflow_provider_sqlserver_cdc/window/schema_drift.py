@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from airflow_provider_sqlserver_cdc.lsn import Lsn
 
 ON_SCHEMA_CHANGE = ("fail", "ignore")
+#: What an extract does about a DDL that makes its capture instance miss or change data, unless told otherwise.
+DEFAULT_ON_SCHEMA_CHANGE = "fail"
 _IDENTIFIER = re.compile(r"\[((?:[^\]]|\]\])+)\]|\"((?:[^\"]|\"\")+)\"|([A-Za-z_@#][\w@#$]*)")
 
 

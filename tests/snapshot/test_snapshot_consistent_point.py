@@ -4,7 +4,11 @@ import pyodbc
 import pytest
 
 from airflow_provider_sqlserver_cdc.capture_instance import CaptureInstance
-from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentSnapshot, lsn_from_numeric
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import (
+    ConsistentRead,
+    ConsistentSnapshot,
+    lsn_from_numeric,
+)
 from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotError,
     SnapshotIsolationNotAllowedError,
@@ -39,7 +43,7 @@ def snapshot(monkeypatch):
     )
     hook = SqlServerCdcHook("snap_src")
     instance = CaptureInstance("dbo_orders", "dbo", "orders", Lsn.zero())
-    return ConsistentSnapshot(hook, instance, lock_timeout_s=2.5)
+    return ConsistentSnapshot(hook, instance, ConsistentRead(lock_timeout_s=2.5))
 
 
 def _driver_error(number: int, message: str) -> pyodbc.Error:
@@ -103,6 +107,6 @@ def test_driver_errors_become_snapshot_errors_without_secrets(
     assert "S3cr3t-pw" not in str(err)
 
 
-def test_unknown_method_is_refused(snapshot):
+def test_unknown_method_is_refused():
     with pytest.raises(ValueError, match="method"):
-        ConsistentSnapshot(snapshot.hook, snapshot.instance, method="nolock")
+        ConsistentRead(method="nolock")

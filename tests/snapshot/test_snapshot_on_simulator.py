@@ -27,6 +27,7 @@ from snapshot_source import (
 )
 
 from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
+from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead
 from airflow_provider_sqlserver_cdc.hooks.snapshot_errors import (
     SnapshotIsolationNotAllowedError,
     SnapshotLockTimeoutError,
@@ -100,7 +101,10 @@ def test_the_table_lock_waits_for_an_open_writer_and_the_snapshot_includes_its_c
 
     def take():
         outcome["result"] = snapshot_capture_instance(
-            hook, instance, output=WindowOutput(str(tmp_path), source.name), lock_timeout_s=20
+            hook,
+            instance,
+            output=WindowOutput(str(tmp_path), source.name),
+            read=ConsistentRead(lock_timeout_s=20),
         )
 
     thread = threading.Thread(target=take)
@@ -129,7 +133,10 @@ def test_a_writer_open_longer_than_lock_timeout_fails_the_snapshot_cleanly(sourc
     try:
         with pytest.raises(SnapshotLockTimeoutError, match=r"dbo\.orders.*0\.5 s"):
             snapshot_capture_instance(
-                hook, instance, output=WindowOutput(str(tmp_path), source.name), lock_timeout_s=0.5
+                hook,
+                instance,
+                output=WindowOutput(str(tmp_path), source.name),
+                read=ConsistentRead(lock_timeout_s=0.5),
             )
     finally:
         writer.rollback()
@@ -159,7 +166,7 @@ def test_without_snapshot_isolation_the_error_says_what_to_do_or_the_table_lock_
             hook,
             instance,
             output=WindowOutput(str(tmp_path), db.name),
-            allow_table_lock_fallback=True,
+            read=ConsistentRead(allow_table_lock_fallback=True),
             chunk_rows=7,
         )
         assert result.progress.method == "table_lock"
@@ -350,7 +357,7 @@ def test_the_table_lock_method_makes_writers_wait_for_the_whole_copy(source, tmp
         hook,
         instance,
         output=WindowOutput(str(tmp_path), source.name),
-        method="table_lock",
+        read=ConsistentRead(method="table_lock"),
         chunk_rows=10,
         on_chunk=try_to_write,
     )
