@@ -320,6 +320,19 @@ class ColumnMasking:
         return TableMasking(where, tuple(resolved), dict(source_types or {}), salt)
 
 
+#: What a masked target column's comment holds after its type (``SQL Server char(64); masked: hash of int``).
+MASKED_NOTE = "; masked: "
+
+
+def is_masked_comment(comment: str | None) -> bool:
+    """
+    Whether a target column's comment records that the column holds masked values.
+
+    :param comment: the column's comment, None when it has none.
+    """
+    return comment is not None and MASKED_NOTE in comment
+
+
 def masking_note(column: Mapping[str, Any]) -> str:
     """
     Return what a target column's comment adds for a masked column (``""`` when it is in clear).
@@ -332,7 +345,7 @@ def masking_note(column: Mapping[str, Any]) -> str:
     rule = column.get("masked")
     if not rule:
         return ""
-    return f"; masked: {rule} of {column.get('source_type') or column.get('sql_type')}"
+    return f"{MASKED_NOTE}{rule} of {column.get('source_type') or column.get('sql_type')}"
 
 
 def masking_change(recorded: str | None, column: Mapping[str, Any]) -> str | None:
@@ -347,7 +360,7 @@ def masking_change(recorded: str | None, column: Mapping[str, Any]) -> str | Non
     """
     if recorded is None:
         return None
-    was, now = "; masked: " in recorded, bool(column.get("masked"))
+    was, now = is_masked_comment(recorded), bool(column.get("masked"))
     if was == now:
         return None
     if now:

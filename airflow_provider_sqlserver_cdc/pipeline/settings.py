@@ -562,12 +562,18 @@ class ReplicationSettings(Section):
     sources: tuple[SourceGroupSettings, ...] = field(default=(), kw_only=True)
 
     def check(self) -> None:
-        """Refuse empty or repeated capture instance names and an empty staging path."""
+        """Refuse empty or repeated capture instance names, an empty staging path, reconcile with masking."""
         self._require("tables", all(self.tables), f"capture instance names must not be empty: {self.tables}")
         repeated = sorted({name for name in self.tables if self.tables.count(name) > 1})
         self._require("tables", not repeated, f"lists a capture instance twice: {', '.join(repeated)}")
         check_source_names("tables", self.tables)
         self._require("staging_path", bool(self.staging_path.strip()), "must not be empty")
+        self._require(
+            "reconcile.schedule",
+            self.reconcile.schedule is None or not self.masking.columns,
+            "cannot be set with masking.columns: a reconcile compares the source's values in clear, and its "
+            "repair would write them to the target in clear (docs/reconcile.md)",
+        )
         check_sources(self)
 
     @classmethod

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMaskingError
 from airflow_provider_sqlserver_cdc.hooks.consistent_point import ConsistentRead, ConsistentSnapshot
 from airflow_provider_sqlserver_cdc.hooks.reconcile_source import (
     read_key_range,
@@ -198,6 +199,8 @@ def compare_at_consistent_point(
                 "detail_leaves": detail_leaves,
             }
         )
+        if result.get("refused"):
+            raise ColumnMaskingError(f"{instance.name}: {result['refused']}")
         target_rows_by_leaf: dict[int, dict[Key, TargetRow]] = {}
         for leaf, rows in result["rows"].items():
             target_rows_by_leaf[int(leaf)] = {

@@ -61,6 +61,13 @@ def test_bad_masking_settings_name_the_key(masking, message) -> None:
         settings(masking=masking)
 
 
+def test_a_reconcile_of_masked_tables_is_refused_when_the_settings_are_read() -> None:
+    # A reconcile compares the source's clear values; its repair would write them to the masked target.
+    with pytest.raises(SettingsError, match=r"^reconcile\.schedule: cannot be set with masking\.columns"):
+        settings(masking={"columns": RULES, "salt_conn_id": "pii_salt"}, reconcile={"schedule": "@daily"})
+    assert settings(reconcile={"schedule": "@daily"}).reconcile.schedule == "@daily"
+
+
 def test_the_operator_reads_the_salt_from_the_connection_when_the_task_runs(monkeypatch) -> None:
     monkeypatch.setenv("AIRFLOW_CONN_PII_SALT", json.dumps({"conn_type": "generic", "password": "pepper"}))
     operator = CdcExtractOperator(

@@ -4,7 +4,8 @@ by the snapshot and the change extraction with masking rules, merged by the real
 
 The staging holds no clear value of a masked column (nor the salt); the target holds hashed keys that
 still take the later updates and deletes, the other rules' values, no dropped column, and column
-comments naming each rule; the second merge into the existing table sees no schema change.
+comments naming each rule; the second merge into the existing table sees no schema change; a reconcile
+of the masked target is refused.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import pyarrow.parquet as pq
 import pytest
 from snapshot_source import SourceDb
 
-from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking
+from airflow_provider_sqlserver_cdc.column_masking import ColumnMasking, ColumnMaskingError
 from airflow_provider_sqlserver_cdc.extraction.cdc_windows import extract_window
 from airflow_provider_sqlserver_cdc.extraction.window_output import WindowOutput
 from airflow_provider_sqlserver_cdc.lsn import Lsn
+from airflow_provider_sqlserver_cdc.snapshot.reconcile import compare_at_consistent_point
 from airflow_provider_sqlserver_cdc.snapshot.table_copy import snapshot_capture_instance
 from airflow_provider_sqlserver_cdc.spark.merge.arguments import parse_args
 from airflow_provider_sqlserver_cdc.spark.merge.job import run
+from airflow_provider_sqlserver_cdc.spark.reconcile.job import compare_target
 from airflow_provider_sqlserver_cdc.window.planning import plan_windows
 from sqlserver_cdc_simulator.workload.odbc_client import execute_statements as execute
 
@@ -176,4 +179,15 @@ def test_masked_columns_never_reach_staging_and_hashed_keys_still_merge(source: 
     assert comments["name"] == "SQL Server nvarchar(50); masked: mask of nvarchar(50)"
     assert comments["phone"] == "SQL Server varchar(20); masked: truncate(3) of varchar(20)"
     assert comments["score"] == "SQL Server int"
+
+    # A reconcile would compare the source's clear values with this target and repair them in clear: refused,
+    # before any key is compared or any repair window is written.
+    with pytest.raises(
+        ColumnMaskingError, match="holds id, email, name, phone masked and lacks ssn"
+    ) as refused:
+        compare_at_consistent_point(
+            hook, instance, table=target, target_side=lambda request: compare_target(spark, request)
+        )
+    assert str(refused.value).startswith("dbo_patients: ") and "out of the reconcile" in str(refused.value)
+    assert not (staging / "_reconcile").exists()
     conn.close()

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_sqlserver_cdc.column_masking import is_masked_comment
 from airflow_provider_sqlserver_cdc.reconcile import DEFAULT_DETAIL_LEAVES
 from airflow_provider_sqlserver_cdc.reconcile.digest import (
     MASK64,
@@ -66,13 +67,40 @@ def _detail(
             yield leaf, encode_key(key), row_digest(values), bytes(row[width]).hex(), bool(row[width + 1])
 
 
+def refusal(table: str, fields: dict[str, str | None], columns: Sequence[str]) -> str | None:
+    """
+    Why the target cannot be compared with its source's values in clear, or None.
+
+    A column the target holds masked (its comment says so) or lacks (dropped by column masking) would
+    differ in every row, and a repair would write the source's values to the target in clear.
+
+    :param table: the target table.
+    :param fields: the target's lower-cased column names -> their comments.
+    :param columns: the source's column names.
+    """
+    masked = [c for c in columns if is_masked_comment(fields.get(c.lower()))]
+    missing = [c for c in columns if c.lower() not in fields]
+    if not masked and not missing:
+        return None
+    found = []
+    if masked:
+        found.append(f"holds {', '.join(masked)} masked")
+    if missing:
+        found.append(f"lacks {', '.join(missing)} (dropped by column masking, or not merged yet)")
+    return (
+        f"{table} {' and '.join(found)}: a reconcile compares the source's values in clear, and its repair "
+        "would write them to the target in clear. Leave this table out of the reconcile (docs/reconcile.md)."
+    )
+
+
 def compare_target(spark: SparkSession, request: dict[str, Any]) -> dict[str, Any]:
     """
     Summarise the target table per leaf, bisect against the source's summaries, detail the differing leaves.
 
     :param request: ``table``, ``capture_instance``, ``key_columns``, ``columns`` (target names, in the
         source's column order), ``bounds`` (encoded keys), ``source_leaves`` ([count, digest] per leaf),
-        ``detail_leaves`` (most leaves whose rows are returned).
+        ``detail_leaves`` (most leaves whose rows are returned). A target with masked or missing columns
+    is not read: the result is ``{"table", "refused"}`` (:func:`refusal`).
     """
     from airflow_provider_sqlserver_cdc.spark.merge.targets.iceberg import IcebergTarget
     from airflow_provider_sqlserver_cdc.window.lsn_ranges import format_ranges
@@ -83,6 +111,11 @@ def compare_target(spark: SparkSession, request: dict[str, Any]) -> dict[str, An
     bounds = [decode_key(b) for b in request["bounds"]]
     source_leaves = [[int(c), int(d)] for c, d in request["source_leaves"]]
     width = len(columns)
+    fields = {f.name.lower(): f.metadata.get("comment") for f in spark.table(table).schema.fields}
+    refused = refusal(table, fields, columns)
+    if refused is not None:
+        LOG.error("reconcile %s refused: %s", table, refused)
+        return {"table": table, "refused": refused}
     every_row = spark.table(table).select(*[quote(c) for c in columns], quote(START_LSN), quote(DELETED))
     frame = every_row.where(f"NOT {quote(DELETED)}")
     shared = spark.sparkContext.broadcast(bounds)
