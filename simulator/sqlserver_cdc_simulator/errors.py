@@ -114,6 +114,12 @@ missing_principal = Message(
     15151,
     "Cannot {action} the {kind} '{name}', because it does not exist or you do not have permission.",
 )
+# DROP ROLE of a role with members (drop-role-transact-sql.md: remove the members first)
+role_has_members = Message(15144, "The role has members. It must be empty before it can be dropped.")
+# DROP USER / DROP ROLE of a principal that owns a schema (transfer or drop the schema first)
+owns_schema = Message(15138, "The database principal owns a schema in the database, and cannot be dropped.")
+# DROP USER / DROP ROLE of a principal every database has (dbo, public, the fixed roles); kind is user or role
+fixed_principal = Message(15150, "Cannot drop the {kind} '{name}'.")
 
 _INTEGER_TYPES = ("int", "smallint", "tinyint", "bigint", "bit")
 _DATE_TIME_TYPES = ("date", "time", "datetime", "datetime2", "smalldatetime", "datetimeoffset")

@@ -227,6 +227,7 @@ class Principal:
     login: str | None = None
     members: set[str] = field(default_factory=set)  # for roles: member principal names (lower)
     default_schema: str = "dbo"
+    owning_principal_id: int | None = None  # for roles: the principal of CREATE ROLE ... AUTHORIZATION
 
 
 class Database:

@@ -195,6 +195,29 @@ def test_update_and_delete_top_take_a_variable(cursor_after: Any) -> None:
     assert _rows(cur, "SELECT COUNT(*) FROM dbo.q") == [(3,)]
 
 
+@pytest.mark.parametrize(
+    ("sql", "near"),
+    [
+        ("UPDATE TOP 2 dbo.q SET done = 1", "2"),
+        ("DELETE TOP 1 FROM dbo.q", "1"),
+        ("UPDATE TOP (1) WITH TIES dbo.q SET done = 1", "WITH"),
+        ("DELETE TOP (1) WITH TIES FROM dbo.q", "WITH"),
+    ],
+)
+def test_update_and_delete_top_need_parentheses_and_take_no_ties(
+    cursor_after: Any, sql: str, near: str
+) -> None:
+    # top-transact-sql.md: parentheses are optional only in SELECT, WITH TIES only in SELECT
+    cur = cursor_after(
+        "CREATE TABLE dbo.q (id int NOT NULL PRIMARY KEY, done bit NOT NULL)",
+        "INSERT INTO dbo.q VALUES (1, 0), (2, 0), (3, 0)",
+    )
+    number, message = _refused(cur, sql)
+    assert number in (102, 156)  # 156 is SQL Server's "near the keyword"; the simulator answers 102
+    assert f"Incorrect syntax near {'the keyword ' if number == 156 else ''}'{near}'." in message
+    assert _rows(cur, "SELECT COUNT(*) FROM dbo.q WHERE done = 0") == [(3,)]
+
+
 _ROLE_MEMBERS = (
     "SELECT r.name, m.name FROM sys.database_role_members AS rm "
     "JOIN sys.database_principals AS r ON r.principal_id = rm.role_principal_id "
@@ -219,6 +242,70 @@ def test_drop_role_fails_15144_while_it_has_members(cursor_after: Any) -> None:
     cur.execute("ALTER ROLE data_reader DROP MEMBER alice")
     cur.execute("DROP ROLE data_reader")
     assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name = 'data_reader'") == [(0,)]
+
+
+_SCHEMA_OWNERS = (
+    "SELECT s.name, p.name FROM sys.schemas AS s JOIN sys.database_principals AS p "
+    "ON p.principal_id = s.principal_id WHERE s.name LIKE 'owned%' ORDER BY s.name"
+)
+
+
+def test_a_principal_that_owns_a_schema_cannot_be_dropped_15138(cursor_after: Any) -> None:
+    # drop-role-transact-sql.md / drop-user-transact-sql.md: a principal that owns securables stays
+    cur = cursor_after(
+        "CREATE USER carol WITHOUT LOGIN",
+        "CREATE ROLE loaders AUTHORIZATION carol",
+        "CREATE SCHEMA owned_by_role AUTHORIZATION loaders",
+        "CREATE SCHEMA owned_by_user AUTHORIZATION carol",
+    )
+    assert _rows(cur, _SCHEMA_OWNERS) == [("owned_by_role", "loaders"), ("owned_by_user", "carol")]
+    assert _rows(
+        cur, "SELECT SCHEMA_OWNER FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA_NAME = 'owned_by_role'"
+    ) == [("loaders",)]
+    assert _rows(
+        cur,
+        "SELECT o.name FROM sys.database_principals AS r "
+        "JOIN sys.database_principals AS o ON o.principal_id = r.owning_principal_id WHERE r.name = 'loaders'",
+    ) == [("carol",)]
+    for sql in ("DROP ROLE loaders", "DROP USER carol"):
+        number, message = _refused(cur, sql)
+        assert number == 15138
+        assert "The database principal owns a schema in the database, and cannot be dropped." in message
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('carol', 'loaders')") == [
+        (2,)
+    ]
+    cur.execute("DROP SCHEMA owned_by_role")
+    cur.execute("DROP ROLE loaders")
+    cur.execute("DROP SCHEMA owned_by_user")
+    cur.execute("DROP USER carol")
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('carol', 'loaders')") == [
+        (0,)
+    ]
+
+
+def test_authorization_of_an_unknown_principal_is_refused(sql_backend: Any, cursor_after: Any) -> None:
+    cur = cursor_after()
+    for sql in (
+        "CREATE SCHEMA owned_by_nobody AUTHORIZATION nobody",
+        "CREATE ROLE led_by_nobody AUTHORIZATION nobody",
+    ):
+        number, _ = _refused(cur, sql)
+        if sql_backend.is_simulator:
+            assert number == 40517  # SQL Server refuses it too; its message is on no page of the docs
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.schemas WHERE name = 'owned_by_nobody'") == [(0,)]
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name = 'led_by_nobody'") == [(0,)]
+
+
+def test_a_principal_that_owns_a_role_is_not_dropped(sql_backend: Any, cursor_after: Any) -> None:
+    cur = cursor_after("CREATE ROLE leads", "CREATE ROLE team AUTHORIZATION leads")
+    number, _ = _refused(cur, "DROP ROLE leads")
+    if sql_backend.is_simulator:
+        assert number == 40517  # refused, as SQL Server does (drop-role-transact-sql.md), without its message
+    cur.execute("DROP ROLE team")
+    cur.execute("DROP ROLE leads")
+    assert _rows(cur, "SELECT COUNT(*) FROM sys.database_principals WHERE name IN ('leads', 'team')") == [
+        (0,)
+    ]
 
 
 def test_drop_user_leaves_its_roles_so_they_can_be_dropped(cursor_after: Any) -> None:

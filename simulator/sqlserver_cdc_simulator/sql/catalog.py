@@ -620,7 +620,7 @@ def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
     cols = result_columns(
         """
         name sysname NOT NULL, principal_id int NOT NULL, type char(1) NOT NULL, type_desc nvarchar(60),
-        default_schema_name sysname, sid varbinary(85), is_fixed_role bit NOT NULL
+        default_schema_name sysname, owning_principal_id int, sid varbinary(85), is_fixed_role bit NOT NULL
         """
     )
     rows = []
@@ -632,6 +632,8 @@ def v_database_principals(s: ExecutionContext, db: Database) -> Rowset:
                 p.type,
                 "DATABASE_ROLE" if p.type == "R" else "SQL_USER",
                 p.default_schema if p.type != "R" else None,
+                # a role's owner (dbo's for the fixed roles and a role created without AUTHORIZATION)
+                (p.owning_principal_id or 1) if p.type == "R" else None,
                 None,
                 1 if p.name in ("db_owner", "public") else 0,
             )
@@ -969,7 +971,14 @@ def i_schemata(s: ExecutionContext, db: Database) -> Rowset:
         DEFAULT_CHARACTER_SET_NAME nvarchar(128)
         """
     )
-    return Rowset(cols, [(db.name, x.name, "dbo", None, None, "iso_1") for x in db.schemas.values()])
+    owners = {p.principal_id: p.name for p in db.principals.values()}
+    return Rowset(
+        cols,
+        [
+            (db.name, x.name, owners.get(x.principal_id, "dbo"), None, None, "iso_1")
+            for x in db.schemas.values()
+        ],
+    )
 
 
 INFO_VIEWS: dict[str, Callable[[Any, Any], Rowset]] = {

@@ -20,11 +20,14 @@ from sqlserver_cdc_simulator.column_conversion import convert_column_value
 from sqlserver_cdc_simulator.errors import (
     SqlError,
     cannot_drop,
+    fixed_principal,
     invalid_object,
     missing_principal,
     not_supported,
     null_not_allowed,
     object_exists,
+    owns_schema,
+    role_has_members,
     syntax_error,
 )
 from sqlserver_cdc_simulator.events import StatementDone
@@ -1200,10 +1203,24 @@ def _alter_database(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
     yield _done()
 
 
+def _authorization(session: ExecutionContext, c: _Cursor) -> int:
+    """The principal id of an optional ``AUTHORIZATION owner`` (dbo's without one).
+
+    An owner that is no user or role of the database is refused with 40517: SQL Server refuses it
+    too, with a message no page of Microsoft's documentation gives.
+    """
+    if not c.accept("AUTHORIZATION"):
+        return 1
+    owner = c.name()
+    p = session.current_db().principals.get(owner.lower())
+    if p is None:
+        raise not_supported(f"AUTHORIZATION of '{owner}', which is no user or role of the database")
+    return p.principal_id
+
+
 def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
-    if c.accept("AUTHORIZATION"):
-        c.name()
+    owner = _authorization(session, c)
     if not c.at_end():
         raise not_supported("CREATE SCHEMA with schema elements")
     db = session.current_db()
@@ -1211,7 +1228,7 @@ def _create_schema(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> 
         raise object_exists(name)
     xact = session.write_xact()
     with session.engine.mutex:
-        sch = Schema(db.next_schema_id, name)
+        sch = Schema(db.next_schema_id, name, owner)
         db.next_schema_id += 1
         db.schemas[name.lower()] = sch
 
@@ -1330,10 +1347,13 @@ def _log_principal_ddl(
 
 def _create_role(session: ExecutionContext, raw: RawStatement, c: _Cursor) -> Iterator[Any]:
     name = c.name()
-    if c.accept("AUTHORIZATION"):
-        c.name()
+    owner = _authorization(session, c)
     _add_principal(
-        session, raw, name, "create_role", lambda principal_id: Principal(principal_id + 16384, name, "R")
+        session,
+        raw,
+        name,
+        "create_role",
+        lambda principal_id: Principal(principal_id + 16384, name, "R", owning_principal_id=owner),
     )
     yield _done()
 
@@ -1414,9 +1434,14 @@ def _drop_principal(session: ExecutionContext, raw: RawStatement, c: _Cursor) ->
             return
         raise missing_principal(action="drop", kind=kind.lower(), name=name)
     if key in _FIXED_PRINCIPALS:
-        raise SqlError(15150, 16, 1, f"Cannot drop the {kind.lower()} '{p.name}'.")
+        raise fixed_principal(kind=kind.lower(), name=p.name)
+    # drop-role-transact-sql.md, drop-user-transact-sql.md: a principal that owns securables stays
+    if any(s.principal_id == p.principal_id for s in db.schemas.values()):
+        raise owns_schema()
+    if any(r.owning_principal_id == p.principal_id for r in db.principals.values()):
+        raise not_supported("DROP of a principal that owns a database role")
     if p.type == "R" and any(m in db.principals for m in p.members):
-        raise SqlError(15144, 16, 1, "The role has members. It must be empty before it can be dropped.")
+        raise role_has_members()
     xact = session.write_xact()
     # the dropped principal leaves every role it was a member of (sys.database_role_members)
     member_of = [r for r in db.principals.values() if r.type == "R" and key in r.members]

@@ -58,13 +58,21 @@ class _Parser(TSQL.Parser):
         return node
 
     def _parse_dml_top(self) -> exp.Limit | None:
-        """``TOP (expression) [PERCENT]`` after UPDATE or DELETE (parentheses required, as in T-SQL)."""
+        """``TOP (expression) [PERCENT]`` after UPDATE or DELETE (parentheses required, as in T-SQL).
+
+        ``WITH TIES`` is a syntax error there: top-transact-sql.md allows it "only in SELECT statements".
+        """
         if not self._match(TokenType.TOP):
             return None
         if not self._match(TokenType.L_PAREN, advance=False):
             self.raise_error("Expecting ( after TOP")
+        index = self._index
         top = self._parse_limit(top=True, skip_limit_token=True)
         assert isinstance(top, exp.Limit)
+        options = top.args.get("limit_options")
+        if options is not None and options.args.get("with_ties"):
+            with_token = next(t for t in self._tokens[index : self._index] if t.text.upper() == "WITH")
+            self.raise_error("WITH TIES is allowed only in SELECT", with_token)
         return top
 
 
