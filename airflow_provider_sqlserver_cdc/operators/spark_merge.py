@@ -16,8 +16,10 @@ from airflow_provider_sqlserver_cdc.merge_outputs import record_merge_outputs
 from airflow_provider_sqlserver_cdc.operators.argument_checks import check_one_of
 from airflow_provider_sqlserver_cdc.operators.committed_windows import (
     committed_windows,
+    table_capture_instances,
     uncommitted_instances,
 )
+from airflow_provider_sqlserver_cdc.operators.failure_record import MERGE_FAILURE, record_failure
 from airflow_provider_sqlserver_cdc.operators.jdbc_target_connection import (
     JdbcTarget,
     remove_login_file,
@@ -226,6 +228,35 @@ def failed_tables_message(task_id: str, result: MergeResult) -> str | None:
     )
 
 
+def failed_instance_errors(windows: Sequence[ChangeWindow], result: MergeResult) -> dict[str, str]:
+    """Return capture instance -> why its windows were not committed (those the watermark commit leaves out).
+
+    In the windows' order, then the other capture instances the failed tables name; each with the
+    errors of the failed tables that name it, each naming its table (a window no table of the result
+    names: see the job log).
+
+    :param windows: the windows the merge took.
+    :param result: the job's result file.
+    """
+    errors: dict[str, list[str]] = {
+        name: [] for name in uncommitted_instances(windows, committed_windows(windows, result))
+    }
+    for table in result.failed():
+        reason = table.error or "see the job log"
+        for name in sorted(table_capture_instances(table)):
+            errors.setdefault(name, []).append(
+                reason if table.table in reason else f"{table.table}: {reason}"
+            )
+    return {
+        name: "; ".join(reasons) or "no target table of the merge job's result holds it; see the job log"
+        for name, reasons in errors.items()
+    }
+
+
+class TablesNotMergedError(AirflowException):
+    """The merge job failed for some target tables (the message names them and why); the others committed."""
+
+
 APPLIED_RANGES_XCOM_KEY = "applied_lsn_ranges"
 #: XCom key of the window descriptions the merge took from its extract tasks (for the watermark commit)
 MERGED_WINDOWS_XCOM_KEY = "merged_windows"
@@ -235,18 +266,19 @@ class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJ
     """
     Merge CDC windows into Apache Iceberg tables with the provider's Spark job.
 
-    Each target table commits on its own: when some fail, the others commit and the task fails
-    naming the failed tables, after pushing ``applied_lsn_ranges`` and ``merged_windows`` of the
-    committed tables only (the watermark commit, ``all_done``, advances those in the same run); a
-    retry merges only what is not applied yet and pushes them again. The job writes what it did
-    as a result file on the staging storage (``{result_path}/_merge_results/…json``, read and then
-    removed by the task; any deploy mode), kept as ``merge_result`` (``MergeResult``: per target
-    table its applied windows and LSN ranges, rows by operation, snapshot id and seconds). Besides
-    the manifest URIs it returns, it pushes the XCom ``applied_lsn_ranges``: capture instance -> the
-    LSN ranges its table holds after the merge, read from the table itself, which
-    WatermarkCommitOperator mirrors into the watermark Variables, and
-    ``merged_windows``: the window descriptions it took from the extract tasks (those whose task
-    failed left none), which the watermark commit takes so that it depends on the merge alone.
+    Each target table commits on its own: when some fail, the others commit and the task fails naming
+    the failed tables, after pushing ``applied_lsn_ranges`` and ``merged_windows`` of the committed
+    tables only (the watermark commit, ``all_done``, advances those in the same run); a retry merges
+    only what is not applied yet and pushes them again. A failed task leaves a failure record
+    (``operators.failure_record``: the failed tables' capture instances and errors) for ``run_outcome``.
+    The job writes what it did as a result file on the staging storage
+    (``{result_path}/_merge_results/…json``, read and then removed by the task; any deploy mode), kept
+    as ``merge_result`` (``MergeResult``: per target table its applied windows and LSN ranges, rows by
+    operation, snapshot id and seconds). Besides the manifest URIs it returns, it pushes the XCom
+    ``applied_lsn_ranges``: capture instance -> the LSN ranges its table holds after the merge, read
+    from the table itself, which WatermarkCommitOperator mirrors into the watermark Variables, and
+    ``merged_windows``: the window descriptions it took from the extract tasks (those whose task failed
+    left none), which the watermark commit takes so that it depends on the merge alone.
 
     A :class:`SparkJobOperator` (Spark settings, ``ship_job_modules``) whose application is
     ``merge_job.py`` and whose arguments come from the extract task's XCom; the target tables are
@@ -365,6 +397,7 @@ class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJ
         self._jdbc_target: JdbcTarget | None = None
         self._login_file: Path | None = None
         self.merge_result: MergeResult | None = None
+        self._windows: list[ChangeWindow] = []
 
     def _window_value(self, context: Context) -> Any:
         if self.windows is not None:
@@ -372,9 +405,25 @@ class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJ
         return context["ti"].xcom_pull(task_ids=self.extract_task_ids)
 
     def execute(self, context: Context) -> list[str]:
-        """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs."""
+        """Resolve the windows, fill in the job's arguments and run spark-submit; return the manifest URIs.
+
+        A failing task leaves a failure record (``operators.failure_record``, read by ``run_outcome``):
+        the capture instances of the failed target tables with each table's error, or, when the job
+        failed as a whole, those of every window it was given, with the task's error.
+        """
+        self._windows, self._jdbc_target, self.merge_result = [], None, None
+        try:
+            return self._execute(context)
+        except AirflowSkipException:
+            raise
+        except Exception as err:
+            self._record_failure(context, err)
+            raise
+
+    def _execute(self, context: Context) -> list[str]:
         value = self._window_value(context)
         manifests, windows = merge_inputs(value)
+        self._windows = windows
         if not manifests and self.skip_without_windows:
             raise AirflowSkipException(f"{self.task_id}: the extract tasks left no window to merge")
         if not manifests:
@@ -435,7 +484,7 @@ class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJ
                 raise
             # One table's trouble stays its own: the committed tables' watermarks advance in this run.
             self._push_committed_windows(context, windows, self.merge_result)
-            raise AirflowException(message) from err
+            raise TablesNotMergedError(message) from err
         self.merge_result = self._take_result(result_uri, failed=False)
         ranges = self.merge_result.applied_lsn_ranges() if self.merge_result is not None else None
         context["ti"].xcom_push(key=APPLIED_RANGES_XCOM_KEY, value=ranges)
@@ -470,6 +519,16 @@ class CdcSparkMergeOperator(TargetTablesOperator, PostgresTargetOperator, SparkJ
             ", ".join(dict.fromkeys(w.capture_instance for w in committed)) or "none",
             ", ".join(left) or "none",
         )
+
+    def _record_failure(self, context: Context, err: Exception) -> None:
+        """Record the failure: the failed tables' capture instances and errors, else every window's."""
+        result = self.merge_result
+        errors = (
+            failed_instance_errors(self._windows, result) if result is not None and result.failed() else {}
+        )
+        names = list(errors) or list(dict.fromkeys(w.capture_instance for w in self._windows))
+        password = self._jdbc_target.password if self._jdbc_target is not None else ""
+        record_failure(context, names, err, errors=errors, kind=MERGE_FAILURE, secrets=[password])
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The OpenLineage of the merge: source tables in, target tables out (lineage.py; OpenLineage provider only)."""

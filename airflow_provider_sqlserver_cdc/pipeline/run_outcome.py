@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_sqlserver_cdc.errors import CaptureInstanceRunError
-from airflow_provider_sqlserver_cdc.operators.failure_record import FAILURE_XCOM_KEY
+from airflow_provider_sqlserver_cdc.operators.failure_record import FAILURE_XCOM_KEY, MERGE_FAILURE
 
 FAILED_STATES = ("failed", "upstream_failed")
 RETENTION_REMEDY = (
@@ -24,6 +24,11 @@ RETENTION_REMEDY = (
 GENERIC_REMEDY = (
     "Fix what the message says; the next run continues {name} (its missed changes are taken in, "
     "extract.on_gap heal), or clear the failed task of this run and its merge"
+)
+MERGE_REMEDY = (
+    "The watermark of {name} did not advance: fix what the message says, then clear the failed merge "
+    "of this run and its downstream tasks (the tables that committed skip the windows they hold; those "
+    "of {name} are merged again), or let the next run extract and merge {name} again from the watermark"
 )
 
 
@@ -56,33 +61,70 @@ def failure_lines(
     """
     Return one line per failed capture instance (or task without one): the task, the error, the remedy.
 
+    A record with an error per capture instance (a merge's failed tables) gives a line for each; a
+    record with one error for all (a load plan, a snapshot, a merge that failed as a whole) one line
+    naming them. A capture instance already named on an earlier line is not named again.
+
     :param failed: the failed task instances (:func:`failed_task_instances`).
     :param records: the failure records the tasks pushed (``operators.failure_record``).
     :param names: the capture instance each mapped task instance was for.
     """
-    lines, seen = [], set()
+    lines: list[str] = []
+    seen: set[str] = set()
     root_cause = any(state == "failed" for _, _, state in failed)
     for task_id, index, state in failed:
         label = task_id if index is None else f"{task_id}[{index}]"
         record = records.get((task_id, index))
-        name = ", ".join(record["capture_instances"]) if record else names.get((task_id, index))
+        if record:
+            lines += record_lines(label, record, seen)
+            continue
+        name = names.get((task_id, index))
         if name is None and state == "upstream_failed" and root_cause:
             continue  # a task that did not run because of a failure listed on its own line
         if name is not None and name in seen:
             continue  # e.g. extract[i] upstream_failed after its wait_for_capture[i] failed
         if name is not None:
             seen.add(name)
-        if record:
-            remedy = RETENTION_REMEDY if record.get("error") == "RetentionGapError" else GENERIC_REMEDY
-            lines.append(
-                f"{name}: {label} failed with {record.get('error')}: {record.get('message')} "
-                f"-> {remedy.format(name=name)}"
-            )
-        elif name is not None:
             lines.append(f"{name}: {label} is {state}; its task log says why")
         else:
             lines.append(f"{label} is {state}; its task log says why")
     return lines
+
+
+def record_lines(label: str, record: Mapping[str, Any], seen: set[str]) -> list[str]:
+    """
+    Return the lines of one failure record, without the capture instances in ``seen`` (then adding its own).
+
+    :param label: the failed task instance, e.g. ``extract[2]`` or ``merge``.
+    :param record: its failure record (``operators.failure_record``).
+    :param seen: the capture instances named on earlier lines.
+    """
+    listed = [str(n) for n in record.get("capture_instances") or []]
+    fresh = [n for n in dict.fromkeys(listed) if n not in seen]
+    if listed and not fresh:
+        return []
+    seen.update(fresh)
+    errors = record.get("errors") or {}
+    groups = (
+        [(n, errors.get(n, record.get("message"))) for n in fresh]
+        if errors
+        else [(", ".join(fresh) or None, record.get("message"))]
+    )
+    lines = []
+    for name, message in groups:
+        head = f"{name}: {label}" if name else label
+        lines.append(
+            f"{head} failed with {record.get('error')}: {message} "
+            f"-> {remedy(record).format(name=name or 'its capture instances')}"
+        )
+    return lines
+
+
+def remedy(record: Mapping[str, Any]) -> str:
+    """Return what to do about a failure record, with ``{name}`` for its capture instance(s)."""
+    if record.get("kind") == MERGE_FAILURE:
+        return MERGE_REMEDY
+    return RETENTION_REMEDY if record.get("error") == "RetentionGapError" else GENERIC_REMEDY
 
 
 def outcome_message(lines: Sequence[str], committed: Sequence[str], *, source: str | None = None) -> str:

@@ -2,9 +2,10 @@
 One table's trouble stays that table's, through real Airflow (``dag.test()``), spark-submit of the merge
 job and Iceberg: when the job refuses one target table (its windows disagree on the key columns), the
 other table commits, ``commit_watermarks`` (the factory's, ``all_done``) advances that table's
-watermark Variable in the same run, the failed table's Variable does not move, and ``run_outcome`` (the
-factory's) fails the run. After the cause is fixed, the next run merges only the failed table's windows
-(the committed table skips what it holds) and advances its watermark.
+watermark Variable in the same run, the failed table's Variable does not move, the merge leaves a failure
+record naming the failed table's capture instance and its error, and ``run_outcome`` (the factory's) fails
+the run with a line for it: the error and what to do. After the cause is fixed, the next run merges only
+the failed table's windows (the committed table skips what it holds) and advances its watermark.
 
 The extract task is a stand-in that returns the windows' XCom (real Parquet windows written by
 tests/spark/window_builder.py): the SQL Server side is not what this test is about (the example DAG
@@ -17,6 +18,7 @@ import datetime as dt
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,6 +83,25 @@ def _watermark(key: str) -> Watermark | None:
     return Watermark.from_json(value, key=key) if value is not None else None
 
 
+def _failure_record(task_id: str) -> Any:
+    """The failure record (``operators.failure_record``) the DAG's latest run of ``task_id`` left in XCom."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_sqlserver_cdc.operators.failure_record import FAILURE_XCOM_KEY
+
+    with create_session() as session:
+        row = session.scalars(
+            select(XComModel)
+            .where(
+                XComModel.dag_id == DAG_ID, XComModel.task_id == task_id, XComModel.key == FAILURE_XCOM_KEY
+            )
+            .order_by(XComModel.timestamp.desc())
+        ).first()
+        return None if row is None else XComModel.deserialize_value(row)
+
+
 def test_one_failing_table_leaves_the_others_watermark_advanced_in_the_same_run(
     airflow_db: Path, shared_fernet_key: str, tmp_path: Path
 ) -> None:
@@ -122,6 +143,22 @@ def test_one_failing_table_leaves_the_others_watermark_advanced_in_the_same_run(
         first.output
     )
     assert "merged and their watermarks committed: dbo_good" in first.output
+    # The merge's failure record names the failed table's capture instance and its error (not the committed
+    # one's), and run_outcome's line for it says what failed and what to do.
+    record = _failure_record("merge")
+    assert record is not None, first.output[-6000:]
+    assert (record["capture_instances"], record["error"], record["kind"]) == (
+        ["dbo_bad"],
+        "TablesNotMergedError",
+        "merge",
+    ), record
+    error = record["errors"]["dbo_bad"]
+    assert error.startswith("target table lake.cdc.dbo_bad: ") and "has key columns ['name']" in error, record
+    assert (
+        f"- dbo_bad: merge failed with TablesNotMergedError: {error} -> The watermark of dbo_bad did not "
+        in (first.output)
+    ), first.output[-6000:]
+    assert "dbo_good: merge failed" not in first.output
     good = _watermark(keys["dbo_good"])
     assert good is not None and good.lsn == window_builder.lsn_hex(0x200), good
     assert _watermark(keys["dbo_bad"]) is None
