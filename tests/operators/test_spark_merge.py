@@ -312,6 +312,7 @@ def test_a_partly_failed_merge_pushes_the_committed_tables_windows_then_fails_an
     ):
         operator.execute({"ti": ti})
     # Only the committed table's window and ranges go to the watermark commit.
+    assert ti.pushed.pop("failure")["capture_instances"] == ["dbo_bad"]  # for run_outcome
     assert ti.pushed == {"applied_lsn_ranges": {"dbo_good": "0x1-0x2"}, "merged_windows": [good.to_xcom()]}
 
     # The retry (its own XComs cleared by Airflow): dbo_good skips the window it holds, dbo_bad merges.
