@@ -13,8 +13,9 @@ another test left queued or running in the suite's shared DB. The scheduler does
 runs from schedules (``[scheduler] use_job_schedule = False``): runs come from the test
 (``create_scheduled_run.py``) and from ``airflow backfill create``.
 
-The test process reads the metadata DB with ``sqlite3`` (read-only) rather than through
-Airflow's ORM, which is bound to the suite's DB.
+The test process reads the metadata DB with ``sqlite3`` (read-only; it writes only to remove a
+partial backfill, see ``create_backfill``) rather than through Airflow's ORM, which is bound to the
+suite's DB.
 """
 
 from __future__ import annotations
@@ -124,22 +125,53 @@ class AirflowDeployment:
         return self.python("-m", "airflow", *args, timeout=timeout)
 
     def create_backfill(
-        self, dag_id: str, from_date: dt.datetime, to_date: dt.datetime, *options: str
+        self, dag_id: str, from_date: dt.datetime, to_date: dt.datetime, *options: str, attempts: int = 3
     ) -> subprocess.CompletedProcess[str]:
-        """``airflow backfill create`` of ``dag_id`` from ``from_date`` to ``to_date``, re-running completed runs."""
-        return self.airflow(
-            "backfill",
-            "create",
-            "--dag-id",
-            dag_id,
-            "--from-date",
-            from_date.isoformat(),
-            "--to-date",
-            to_date.isoformat(),
-            "--reprocess-behavior",
-            "completed",
-            *options,
-        )
+        """
+        ``airflow backfill create`` of ``dag_id`` from ``from_date`` to ``to_date``, re-running completed runs.
+
+        SQLite answers a lock upgrade that conflicts with another writer (here the scheduler) with
+        "database is locked" at once, whatever the busy timeout. The command has then committed its
+        backfill row but not its runs; Airflow removes such a partial backfill itself only on PostgreSQL
+        and MySQL (``airflow.models.backfill._cleanup_partial_backfill``), so on that error this removes
+        it the same way and runs the command again, as an operator would.
+        """
+        known = {row["id"] for row in self.query("SELECT id FROM backfill WHERE dag_id = ?", dag_id)}
+        for attempt in range(1, attempts + 1):
+            created = self.airflow(
+                "backfill",
+                "create",
+                "--dag-id",
+                dag_id,
+                "--from-date",
+                from_date.isoformat(),
+                "--to-date",
+                to_date.isoformat(),
+                "--reprocess-behavior",
+                "completed",
+                *options,
+            )
+            if (
+                created.returncode == 0
+                or "database is locked" not in created.stdout + created.stderr
+                or attempt == attempts
+            ):
+                return created
+            self._remove_partial_backfills(dag_id, known)
+        raise AssertionError("unreachable")
+
+    def _remove_partial_backfills(self, dag_id: str, known: set[int]) -> None:
+        """Delete the backfills of ``dag_id`` not in ``known`` with their runs (what Airflow's cleanup deletes)."""
+        with contextlib.closing(sqlite3.connect(self.db_path, timeout=60)) as db, db:
+            db.execute("PRAGMA foreign_keys = ON")
+            for (backfill_id,) in db.execute(
+                "SELECT id FROM backfill WHERE dag_id = ?", (dag_id,)
+            ).fetchall():
+                if backfill_id in known:
+                    continue
+                db.execute("DELETE FROM backfill_dag_run WHERE backfill_id = ?", (backfill_id,))
+                db.execute("DELETE FROM dag_run WHERE backfill_id = ?", (backfill_id,))
+                db.execute("DELETE FROM backfill WHERE id = ?", (backfill_id,))
 
     def start(self) -> None:
         """Migrate the DB and start the three components (``wait_until_ready`` waits for them)."""
