@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_sqlserver_cdc.capture_instance import capture_instance_names
+from airflow_provider_sqlserver_cdc.hooks.odbc_connection import REDACTED
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -25,7 +26,6 @@ MERGE_FAILURE = "merge"
 MAX_MESSAGE_CHARS = 4000
 #: each capture instance's own message (``errors``) is cut to this many characters
 MAX_INSTANCE_MESSAGE_CHARS = 1000
-REDACTED = "***"
 LOG = logging.getLogger(__name__)
 
 # user:password@ in a URL, and password-like key=value pairs (ODBC, JDBC, URL query).
